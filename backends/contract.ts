@@ -1,0 +1,114 @@
+import type { Policy } from '../harness/model/policy.js';
+import type { Tristate } from '../harness/model/observation.js';
+
+/** Policy items a backend can claim to enforce; anything it does not claim is refused (fail closed). */
+export const POLICY_ITEMS = [
+  'files.hostPaths',
+  'files.readOnlyInput',
+  'network.egress',
+  'resources.cpus',
+  'resources.memoryMb',
+  'resources.wallSeconds',
+  'resources.processes',
+  'resources.diskMb',
+  'identity.unprivileged',
+  'identity.hostCredentials',
+  'lifecycle.freshEnvironment',
+  'lifecycle.destroyAfter',
+  'output.maxBytes',
+  'exports.limits',
+] as const;
+export type PolicyItem = (typeof POLICY_ITEMS)[number];
+
+export interface Capabilities {
+  /** none = the unsandboxed control; sandbox = claims some isolation. */
+  isolation: 'none' | 'sandbox';
+  enforces: readonly PolicyItem[];
+  /** Why a policy item is not enforced, shown as the not-applicable reason. */
+  notEnforcedReasons?: Partial<Record<PolicyItem, string>>;
+}
+
+export interface BackendContext {
+  runId: string;
+  /**
+   * The controller's own environment: it holds the run's decoy credentials. A backend launches its
+   * machinery with it and must not let it reach the box; the `process` control passes it straight in.
+   */
+  controllerEnv: Readonly<Record<string, string>>;
+  /** A directory on the host for this run's scratch files; removed by the harness at the end. */
+  scratchDir: string;
+}
+
+export interface PutFile {
+  path: string;
+  content: Uint8Array;
+  mode?: number;
+  readOnly?: boolean;
+}
+
+export interface ByteSink {
+  write(chunk: Uint8Array): void;
+}
+
+export interface ExecRequest {
+  argv: readonly string[];
+  stdin?: Uint8Array;
+  /** Variables for the program on top of the backend's clean base environment. */
+  env?: Readonly<Record<string, string>>;
+  /** Relative to the environment's workspace. */
+  cwd?: string;
+  /** The backend's own limit (the policy's wall clock); the harness keeps a later deadline of its own. */
+  timeoutMs: number;
+  /** The backend's own output limit (stdout + stderr), if it enforces one. */
+  maxOutputBytes: number;
+  stdout: ByteSink;
+  stderr: ByteSink;
+  /** Aborted by the harness (deadline, output ceiling, interrupt): the backend must stop the program now. */
+  signal: AbortSignal;
+}
+
+/** Program outcomes are results, never exceptions. Facts a backend cannot know are 'unknown'. */
+export interface ExecResult {
+  exitCode: number | null;
+  signal: string | null;
+  startError?: string;
+  timedOut: Tristate;
+  oomKilled: Tristate;
+  outputTruncated: Tristate;
+}
+
+export type FileKind = 'file' | 'directory' | 'symlink' | 'other' | 'missing';
+
+export interface GotFile {
+  path: string;
+  kind: FileKind;
+  /** Present only for regular files within the byte cap. */
+  content?: Uint8Array;
+  size: number;
+  note?: string;
+}
+
+export interface Leftovers {
+  /** Anything the environment left behind after destroy: processes, files, mounts… */
+  items: string[];
+}
+
+export interface Environment {
+  readonly id: string;
+  putFiles(files: readonly PutFile[]): Promise<void>;
+  exec(request: ExecRequest): Promise<ExecResult>;
+  getFiles(paths: readonly string[], options: { maxBytesPerFile: number }): Promise<GotFile[]>;
+  /** Idempotent. */
+  destroy(): Promise<Leftovers>;
+}
+
+export interface Backend {
+  readonly name: string;
+  readonly description: string;
+  capabilities(policy: Policy): Capabilities;
+  /** Throws SandcheckError('BACKEND_UNAVAILABLE') with a hint when it cannot run here. */
+  preflight(): Promise<void>;
+  create(policy: Policy, ctx: BackendContext): Promise<Environment>;
+}
+
+export type BackendFactory = () => Promise<Backend>;

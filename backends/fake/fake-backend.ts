@@ -1,0 +1,114 @@
+import { randomBytes } from 'node:crypto';
+import type { Policy } from '../../harness/model/policy.js';
+import type { Tristate } from '../../harness/model/observation.js';
+import type { Backend, BackendContext, Capabilities, Environment, ExecRequest, ExecResult, GotFile, PutFile } from '../contract.js';
+
+/** What a scripted execution does: output, outcome, and files it leaves behind. */
+export interface FakeOutcome {
+  stdout?: string | Uint8Array;
+  stderr?: string | Uint8Array;
+  exitCode?: number | null;
+  signal?: string | null;
+  startError?: string;
+  /** Wait this long before ending (aborts end it early, like a kill). */
+  delayMs?: number;
+  /** Never end on its own: only an abort stops it. */
+  hang?: boolean;
+  files?: Record<string, string | Uint8Array>;
+  timedOut?: Tristate;
+  oomKilled?: Tristate;
+  outputTruncated?: Tristate;
+}
+
+export interface FakeExecInput {
+  args: Record<string, unknown> & { nonce: string; probe: string };
+  request: ExecRequest;
+  files: ReadonlyMap<string, Uint8Array>;
+  ctx: BackendContext;
+}
+
+export type FakeScript = (input: FakeExecInput) => FakeOutcome;
+
+/** Markers a well-behaved payload prints; scripts use them to look like a payload that really ran. */
+export const fakeMarkers = (nonce: string) => ({ start: `SANDCHECK-ATTEMPT ${nonce}\n`, done: `SANDCHECK-DONE ${nonce}\n` });
+
+class FakeEnvironment implements Environment {
+  readonly id = `fake-${randomBytes(3).toString('hex')}`;
+  readonly files = new Map<string, Uint8Array>();
+  destroyed = 0;
+
+  constructor(
+    private readonly backend: FakeBackend,
+    private readonly ctx: BackendContext,
+  ) {}
+
+  async putFiles(files: readonly PutFile[]): Promise<void> {
+    for (const f of files) this.files.set(f.path, f.content);
+  }
+
+  async exec(request: ExecRequest): Promise<ExecResult> {
+    const raw = request.argv[2] ?? '{}';
+    const args = JSON.parse(raw) as FakeExecInput['args'];
+    const outcome = this.backend.script({ args, request, files: this.files, ctx: this.ctx });
+    if (outcome.startError) {
+      return { exitCode: null, signal: null, startError: outcome.startError, timedOut: false, oomKilled: false, outputTruncated: false };
+    }
+    if (outcome.stdout !== undefined) request.stdout.write(Buffer.from(outcome.stdout));
+    if (outcome.stderr !== undefined) request.stderr.write(Buffer.from(outcome.stderr));
+    let aborted = false;
+    if (outcome.hang || outcome.delayMs) {
+      aborted = await new Promise<boolean>((resolve) => {
+        if (request.signal.aborted) return resolve(true);
+        const timer = outcome.hang ? undefined : setTimeout(() => resolve(false), outcome.delayMs);
+        request.signal.addEventListener('abort', () => {
+          if (timer) clearTimeout(timer);
+          resolve(true);
+        });
+      });
+    }
+    for (const [path, content] of Object.entries(outcome.files ?? {})) this.files.set(path, Buffer.from(content));
+    return {
+      exitCode: aborted ? null : (outcome.exitCode ?? 0),
+      signal: aborted ? 'SIGKILL' : (outcome.signal ?? null),
+      timedOut: outcome.timedOut ?? false,
+      oomKilled: outcome.oomKilled ?? false,
+      outputTruncated: outcome.outputTruncated ?? false,
+    };
+  }
+
+  async getFiles(paths: readonly string[]): Promise<GotFile[]> {
+    return paths.map((path) => {
+      const content = this.files.get(path);
+      return content ? { path, kind: 'file', size: content.byteLength, content } : { path, kind: 'missing', size: 0 };
+    });
+  }
+
+  async destroy(): Promise<{ items: string[] }> {
+    this.destroyed += 1;
+    return { items: [] };
+  }
+}
+
+/** Scripted backend for unit tests: no processes, outcomes decided by the test. */
+export class FakeBackend implements Backend {
+  readonly name = 'fake';
+  readonly description = 'scripted observations for unit tests';
+  readonly environments: FakeEnvironment[] = [];
+
+  constructor(
+    readonly script: FakeScript,
+    private readonly caps: Capabilities = { isolation: 'sandbox', enforces: [] },
+  ) {}
+
+  capabilities(_policy: Policy): Capabilities {
+    return this.caps;
+  }
+
+  async preflight(): Promise<void> {}
+
+  async create(_policy: Policy, ctx: BackendContext): Promise<Environment> {
+    const env = new FakeEnvironment(this, ctx);
+    this.environments.push(env);
+    return env;
+  }
+}

@@ -1,0 +1,113 @@
+#!/usr/bin/env node
+import { Command, InvalidArgumentError, Option } from '@commander-js/extra-typings';
+import { describeBackends, loadBackend } from '../../backends/registry.js';
+import { allProbes, selectProbes } from '../../suites/index.js';
+import { summaryText } from '../../reports/summary-table.js';
+import { EXIT, SandcheckError, errorMessage } from '../errors.js';
+import { loadPolicy } from '../policy-loader.js';
+import { packageVersion } from '../paths.js';
+import { runSuite } from '../run-suite.js';
+import { progressReporter } from './progress.js';
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive integer');
+  return n;
+}
+
+async function runCommand(opts: { backend: string; policy: string; out: string; only?: string[]; concurrency: number }): Promise<number> {
+  const policy = await loadPolicy(opts.policy);
+  const probes = selectProbes(opts.only);
+  const backend = await loadBackend(opts.backend);
+  await backend.preflight();
+  const reporter = progressReporter(process.stderr);
+  if (backend.capabilities(policy).isolation === 'none') {
+    reporter.onNotice?.(`WARNING: backend "${backend.name}" isolates NOTHING: probes run as plain host processes (the positive control). Expect every security probe to be crossed.`);
+  }
+  const interrupt = new AbortController();
+  const onSignal = (sig: NodeJS.Signals): void => {
+    if (interrupt.signal.aborted) return;
+    reporter.onNotice?.(`${sig}: stopping every live environment and writing the reports…`);
+    interrupt.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    const outcome = await runSuite({ backend, policy, probes, outDir: opts.out, concurrency: opts.concurrency, reporter, signal: interrupt.signal });
+    process.stdout.write(`${summaryText(outcome.security, outcome.task)}\n`);
+    process.stdout.write(`reports: ${Object.values(outcome.files).join(', ')}\n`);
+    return interrupt.signal.aborted ? EXIT.interrupted : outcome.exitCode;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+function listCommand(opts: { json?: boolean }): number {
+  const rows = allProbes().map((p) => ({
+    id: p.id,
+    kind: p.kind,
+    category: p.kind === 'security' ? p.category : 'task',
+    policyItem: p.policyItem,
+    title: p.title,
+    ...(p.kind === 'task' ? { expected: p.expected } : {}),
+  }));
+  if (opts.json) {
+    process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+    return EXIT.ok;
+  }
+  const w = (k: 'id' | 'kind' | 'category' | 'policyItem') => Math.max(k.length, ...rows.map((r) => r[k].length));
+  const line = (r: { id: string; kind: string; category: string; policyItem: string; title: string }) =>
+    `${r.id.padEnd(w('id'))}  ${r.kind.padEnd(w('kind'))}  ${r.category.padEnd(w('category'))}  ${r.policyItem.padEnd(w('policyItem'))}  ${r.title}`;
+  process.stdout.write(`${line({ id: 'id', kind: 'kind', category: 'category', policyItem: 'policyItem', title: 'title' })}\n`);
+  for (const r of rows) process.stdout.write(`${line(r)}\n`);
+  return EXIT.ok;
+}
+
+export async function main(argv: readonly string[]): Promise<number> {
+  let code: number = EXIT.ok;
+  const program = new Command()
+    .name('sandcheck')
+    .description('Adversarial conformance tests for code-execution sandboxes: a security scorecard and a task scorecard.')
+    .version(packageVersion())
+    .exitOverride()
+    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+
+  program
+    .command('run')
+    .description('run the security suite and the task suite against a backend and write both scorecards')
+    .addOption(new Option('-b, --backend <name>', `backend to test (${describeBackends().map((b) => b.name).join(', ')})`).default('process'))
+    .option('-p, --policy <preset|file>', 'policy preset (reference, ci) or a YAML/JSON policy file', 'reference')
+    .option('-o, --out <dir>', 'directory for security.json, task.json and their JUnit XML', 'out')
+    .option('--only <ids...>', 'run only these probe / task ids')
+    .option('-j, --concurrency <n>', 'environments run at once', positiveInt, 2)
+    .action(async (opts) => {
+      code = await runCommand(opts);
+    });
+
+  program
+    .command('list')
+    .description('list probes and task cases: id, category, policy item, title')
+    .option('--json', 'machine-readable output')
+    .action((opts) => {
+      code = listCommand(opts);
+    });
+
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return code;
+  } catch (err) {
+    if (err instanceof SandcheckError) {
+      process.stderr.write(`${err.format()}\n`);
+      return err.isUsage ? EXIT.usage : EXIT.inconclusive;
+    }
+    if (err !== null && typeof err === 'object' && 'code' in err && typeof err.code === 'string' && err.code.startsWith('commander.')) {
+      const exitCode = 'exitCode' in err && typeof err.exitCode === 'number' ? err.exitCode : 1;
+      return exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    process.stderr.write(`sandcheck: internal error: ${errorMessage(err)}\n${err instanceof Error ? (err.stack ?? '') : ''}\n`);
+    return EXIT.inconclusive;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

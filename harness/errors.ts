@@ -1,0 +1,50 @@
+/** Stable error codes: tests and users match on these, never on message text. */
+export type SandcheckErrorCode =
+  | 'CONFIG_INVALID'
+  | 'POLICY_NOT_FOUND'
+  | 'USAGE'
+  | 'BACKEND_UNKNOWN'
+  | 'BACKEND_UNAVAILABLE'
+  | 'PROBE_UNKNOWN'
+  | 'PAYLOAD_MISSING'
+  | 'HARNESS';
+
+/** Exit status of the CLI for each class of failure (see README "Exit codes"). */
+export const EXIT = {
+  ok: 0,
+  unexpected: 1,
+  inconclusive: 2,
+  usage: 3,
+  interrupted: 130,
+} as const;
+
+export class SandcheckError extends Error {
+  readonly code: SandcheckErrorCode;
+  readonly hint: string | undefined;
+  constructor(code: SandcheckErrorCode, message: string, options: { hint?: string; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'SandcheckError';
+    this.code = code;
+    this.hint = options.hint;
+  }
+
+  /** Usage and config errors mean nothing ran: exit 3. */
+  get isUsage(): boolean {
+    return (
+      this.code === 'CONFIG_INVALID' ||
+      this.code === 'POLICY_NOT_FOUND' ||
+      this.code === 'USAGE' ||
+      this.code === 'BACKEND_UNKNOWN' ||
+      this.code === 'BACKEND_UNAVAILABLE' ||
+      this.code === 'PROBE_UNKNOWN'
+    );
+  }
+
+  format(): string {
+    return `sandcheck: ${this.code}: ${this.message}${this.hint ? `\n  hint: ${this.hint}` : ''}`;
+  }
+}
+
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,108 @@
+import { z } from 'zod';
+import { EvidenceSchema } from './evidence.js';
+import { ExecObservationSchema } from './observation.js';
+import { PolicySchema } from './policy.js';
+import { Category, ExpectedTaskVerdict, SecurityVerdict, Severity, TaskVerdict } from './verdict.js';
+
+export const SCORECARD_VERSION = '1.0.0';
+
+const RunInfo = z.strictObject({
+  id: z.string(),
+  startedAt: z.iso.datetime(),
+  finishedAt: z.iso.datetime(),
+  interrupted: z.boolean(),
+  sandcheckVersion: z.string(),
+  harness: z.strictObject({
+    maxRssBytes: z.number().int().nonnegative().describe('peak resident memory of the harness process'),
+  }),
+});
+
+const BackendInfo = z.strictObject({
+  name: z.string(),
+  description: z.string(),
+  isolation: z.enum(['none', 'sandbox']),
+  enforces: z.array(z.string()),
+});
+
+/** A harness failure, kept apart from the box's own failures. */
+const HarnessError = z.strictObject({ code: z.string(), message: z.string() });
+
+export const SecurityResultSchema = z.strictObject({
+  id: z.string(),
+  title: z.string(),
+  category: Category,
+  policyItem: z.string(),
+  severity: Severity,
+  verdict: SecurityVerdict,
+  reason: z.string(),
+  remediation: z.string(),
+  evidence: z.array(EvidenceSchema),
+  durationMs: z.number().nonnegative(),
+  observation: ExecObservationSchema.optional(),
+  harnessError: HarnessError.optional(),
+});
+export type SecurityResult = z.infer<typeof SecurityResultSchema>;
+
+export const ArtifactRecordSchema = z.strictObject({
+  path: z.string(),
+  bytes: z.number().int().nonnegative(),
+  sha256: z.string(),
+});
+
+export const TaskResultSchema = z.strictObject({
+  id: z.string(),
+  title: z.string(),
+  policyItem: z.string(),
+  expected: ExpectedTaskVerdict,
+  /** null when the harness could not evaluate the case (see harnessError). */
+  verdict: TaskVerdict.nullable(),
+  outcome: z.enum(['as-expected', 'unexpected', 'error']),
+  reason: z.string(),
+  evidence: z.array(EvidenceSchema),
+  artifacts: z.array(ArtifactRecordSchema),
+  durationMs: z.number().nonnegative(),
+  observation: ExecObservationSchema.optional(),
+  harnessError: HarnessError.optional(),
+});
+export type TaskResult = z.infer<typeof TaskResultSchema>;
+
+export const SecuritySummarySchema = z.strictObject({
+  total: z.number().int(),
+  held: z.number().int(),
+  crossed: z.number().int(),
+  inconclusive: z.number().int(),
+  notApplicable: z.number().int(),
+});
+
+export const TaskSummarySchema = z.strictObject({
+  total: z.number().int(),
+  asExpected: z.number().int(),
+  unexpected: z.number().int(),
+  error: z.number().int(),
+});
+
+export const SecurityScorecardSchema = z
+  .strictObject({
+    scorecard: z.literal('security'),
+    version: z.literal(SCORECARD_VERSION),
+    run: RunInfo,
+    backend: BackendInfo,
+    policy: PolicySchema,
+    summary: SecuritySummarySchema,
+    results: z.array(SecurityResultSchema),
+  })
+  .meta({ id: 'sandcheck-security-scorecard', title: 'sandcheck security scorecard' });
+export type SecurityScorecard = z.infer<typeof SecurityScorecardSchema>;
+
+export const TaskScorecardSchema = z
+  .strictObject({
+    scorecard: z.literal('task'),
+    version: z.literal(SCORECARD_VERSION),
+    run: RunInfo,
+    backend: BackendInfo,
+    policy: PolicySchema,
+    summary: TaskSummarySchema,
+    results: z.array(TaskResultSchema),
+  })
+  .meta({ id: 'sandcheck-task-scorecard', title: 'sandcheck task scorecard' });
+export type TaskScorecard = z.infer<typeof TaskScorecardSchema>;

@@ -1,0 +1,74 @@
+import { join } from 'node:path';
+import type { Backend } from '../backends/contract.js';
+import { writeJsonReport } from '../reports/json-report.js';
+import { securityJunit, taskJunit, writeJunit } from '../reports/junit-report.js';
+import { validateScorecard } from '../reports/validate.js';
+import { SandcheckError } from './errors.js';
+import type { RunReporter } from './events.js';
+import type { Policy } from './model/policy.js';
+import type { ProbeSpec } from './model/probe.js';
+import type { SecurityScorecard, TaskScorecard } from './model/scorecard.js';
+import { newRunId, openRunContext } from './run-context.js';
+import { Runner } from './runner.js';
+import { exitCodeFor, securityScorecard, taskScorecard } from './scorecard-builder.js';
+
+export interface RunSuiteOptions {
+  backend: Backend;
+  policy: Policy;
+  probes: readonly ProbeSpec[];
+  outDir: string;
+  concurrency?: number;
+  reporter?: RunReporter;
+  signal?: AbortSignal;
+  runId?: string;
+}
+
+export interface RunSuiteOutcome {
+  security: SecurityScorecard;
+  task: TaskScorecard;
+  exitCode: 0 | 1 | 2;
+  files: { securityJson: string; taskJson: string; securityJunit: string; taskJunit: string };
+}
+
+/** One whole run: lab context, every probe in a fresh environment, both report cards written. */
+export async function runSuite(opts: RunSuiteOptions): Promise<RunSuiteOutcome> {
+  const runId = opts.runId ?? newRunId();
+  const startedAt = new Date();
+  const run = await openRunContext(runId);
+  opts.reporter?.onRunStart?.({ runId, backend: opts.backend.name, policy: opts.policy.name, total: opts.probes.length });
+  let results;
+  try {
+    const runner = new Runner({
+      backend: opts.backend,
+      policy: opts.policy,
+      probes: opts.probes,
+      run,
+      ...(opts.concurrency !== undefined ? { concurrency: opts.concurrency } : {}),
+      ...(opts.reporter ? { reporter: opts.reporter } : {}),
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
+    results = await runner.run();
+  } finally {
+    await run.dispose();
+  }
+  const interrupted = opts.signal?.aborted ?? false;
+  opts.reporter?.onRunEnd?.({ interrupted });
+  const meta = { runId, startedAt, finishedAt: new Date(), interrupted };
+  const security = securityScorecard(opts.backend, opts.policy, meta, results.security);
+  const task = taskScorecard(opts.backend, opts.policy, meta, results.task);
+  for (const [kind, card] of [['security', security], ['task', task]] as const) {
+    const check = validateScorecard(kind, card);
+    if (!check.valid) throw new SandcheckError('HARNESS', `the ${kind} scorecard does not match its published schema: ${check.errors}`);
+  }
+  const files = {
+    securityJson: join(opts.outDir, 'security.json'),
+    taskJson: join(opts.outDir, 'task.json'),
+    securityJunit: join(opts.outDir, 'security.junit.xml'),
+    taskJunit: join(opts.outDir, 'task.junit.xml'),
+  };
+  await writeJsonReport(files.securityJson, security);
+  await writeJsonReport(files.taskJson, task);
+  await writeJunit(files.securityJunit, securityJunit(security));
+  await writeJunit(files.taskJunit, taskJunit(task));
+  return { security, task, exitCode: exitCodeFor(security, task), files };
+}

@@ -1,0 +1,367 @@
+import { randomBytes, createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { performance } from 'node:perf_hooks';
+import type { Backend, Capabilities, Environment, ExecResult, GotFile, PutFile } from '../backends/contract.js';
+import { BoundedCapture } from '../lab/bounded-capture.js';
+import { labelOf } from '../lab/canaries.js';
+import { SandcheckError, errorMessage } from './errors.js';
+import type { AnyResult, RunReporter } from './events.js';
+import { outside } from './model/evidence.js';
+import type { ExecObservation, KilledBy } from './model/observation.js';
+import type { Policy } from './model/policy.js';
+import type { Observation, ProbeContext, ProbeSpec, SecurityProbe, TaskCase } from './model/probe.js';
+import type { SecurityResult, TaskResult } from './model/scorecard.js';
+import { payloadPath } from './paths.js';
+import type { RunContext } from './run-context.js';
+
+export const DEFAULT_GRACE_MS = 2000;
+/** How long a backend may take to stop after the harness aborted an exec before it counts as a harness error. */
+const BACKEND_STOP_TIMEOUT_MS = 15_000;
+
+export interface RunnerOptions {
+  backend: Backend;
+  policy: Policy;
+  probes: readonly ProbeSpec[];
+  run: RunContext;
+  concurrency?: number;
+  graceMs?: number;
+  reporter?: RunReporter;
+  /** Aborted on SIGINT/SIGTERM: in-flight execs are killed, nothing new starts. */
+  signal?: AbortSignal;
+}
+
+export const attemptMarker = (nonce: string): string => `SANDCHECK-ATTEMPT ${nonce}`;
+export const doneMarker = (nonce: string): string => `SANDCHECK-DONE ${nonce}`;
+
+/** The harness's own deadline: the policy's wall clock plus a grace. */
+export function harnessDeadlineMs(policy: Policy, graceMs = DEFAULT_GRACE_MS): number {
+  return policy.resources.wallSeconds * 1000 + graceMs;
+}
+
+/** Past this many bytes of stdout+stderr the harness stops reading: the crossing is proven by then. */
+export function outputCeilingBytes(policy: Policy): number {
+  return policy.output.maxBytes * 4 + 1024 * 1024;
+}
+
+export function notApplicableReason(probe: SecurityProbe, caps: Capabilities): string | undefined {
+  if (caps.isolation === 'none') return undefined; // the control runs everything: it is the positive control
+  if (caps.enforces.includes(probe.policyItem)) return undefined;
+  return caps.notEnforcedReasons?.[probe.policyItem] ?? `backend cannot enforce ${probe.policyItem}`;
+}
+
+async function payloadFiles(probe: ProbeSpec, ctx: ProbeContext): Promise<PutFile[]> {
+  let payload: Buffer;
+  try {
+    payload = await readFile(payloadPath(probe.payload));
+  } catch (err) {
+    throw new SandcheckError('PAYLOAD_MISSING', `payload for ${probe.id} not found (${errorMessage(err)})`);
+  }
+  const helper = await readFile(payloadPath('_shared', 'sandcheck_payload.py'));
+  return [
+    { path: 'payload.py', content: payload, readOnly: true },
+    { path: 'sandcheck_payload.py', content: helper, readOnly: true },
+    ...(probe.files?.(ctx) ?? []),
+  ];
+}
+
+interface Executed {
+  obs: Observation;
+  durationMs: number;
+}
+
+interface HarnessFailure {
+  code: string;
+  message: string;
+}
+
+export class Runner {
+  private readonly graceMs: number;
+
+  constructor(private readonly opts: RunnerOptions) {
+    this.graceMs = opts.graceMs ?? DEFAULT_GRACE_MS;
+  }
+
+  async run(): Promise<{ security: SecurityResult[]; task: TaskResult[] }> {
+    const { probes, reporter } = this.opts;
+    const results: (AnyResult | undefined)[] = new Array(probes.length);
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < probes.length) {
+        const index = next++;
+        const probe = probes[index];
+        if (!probe) continue;
+        reporter?.onProbeStart?.({ id: probe.id, kind: probe.kind });
+        const result = await this.runOne(probe);
+        results[index] = result;
+        reporter?.onProbeEnd?.(result);
+      }
+    };
+    const width = Math.max(1, Math.min(this.opts.concurrency ?? 2, probes.length));
+    await Promise.all(Array.from({ length: width }, worker));
+    const all = results.filter((r): r is AnyResult => r !== undefined);
+    return {
+      security: all.flatMap((r) => (r.kind === 'security' ? [stripKind(r)] : [])),
+      task: all.flatMap((r) => (r.kind === 'task' ? [stripKind(r)] : [])),
+    };
+  }
+
+  private context(): ProbeContext {
+    const { run, policy } = this.opts;
+    return { policy, runId: run.runId, nonce: randomBytes(8).toString('hex'), canaries: run.canaries, decoyDir: run.decoyDir };
+  }
+
+  private async runOne(probe: ProbeSpec): Promise<AnyResult> {
+    const ctx = this.context();
+    const started = performance.now();
+    if (probe.kind === 'security') {
+      const na = notApplicableReason(probe, this.opts.backend.capabilities(this.opts.policy));
+      if (na) return this.securityResult(probe, { verdict: 'not-applicable', reason: na, evidence: [] }, 0);
+    }
+    if (this.opts.signal?.aborted) {
+      return this.failed(probe, { code: 'INTERRUPTED', message: 'not run: the run was interrupted' }, 0);
+    }
+    let executed: Executed;
+    try {
+      executed = await this.execute(probe, ctx);
+    } catch (err) {
+      const code = err instanceof SandcheckError ? err.code : 'HARNESS';
+      return this.failed(probe, { code, message: errorMessage(err) }, performance.now() - started);
+    }
+    const { obs } = executed;
+    const durationMs = performance.now() - started;
+    if (obs.exec.killedBy === 'harness-interrupt') {
+      return this.failed(probe, { code: 'INTERRUPTED', message: 'the run was interrupted while this probe ran' }, durationMs, obs.exec);
+    }
+    if (probe.kind === 'security') {
+      let judgement;
+      try {
+        judgement = probe.judge(obs, ctx);
+      } catch (err) {
+        return this.failed(probe, { code: 'JUDGE', message: `judge threw: ${errorMessage(err)}` }, durationMs, obs.exec);
+      }
+      if (obs.leftovers.length > 0) {
+        judgement.evidence.push(...obs.leftovers.map((l) => outside('teardown', l, 'host')));
+      }
+      return this.securityResult(probe, judgement, durationMs, obs.exec);
+    }
+    return this.taskResult(probe, obs, ctx, durationMs);
+  }
+
+  private async execute(probe: ProbeSpec, ctx: ProbeContext): Promise<Executed> {
+    const { backend, policy, run } = this.opts;
+    const started = performance.now();
+    let env: Environment | undefined;
+    let obs: Observation | undefined;
+    try {
+      env = await backend.create(policy, { runId: run.runId, controllerEnv: run.controllerEnv, scratchDir: run.scratchDir });
+      await env.putFiles(await payloadFiles(probe, ctx));
+      const exec = await this.execWithDeadline(env, probe, ctx);
+      const artifacts = probe.artifacts
+        ? await env.getFiles(probe.artifacts, { maxBytesPerFile: policy.exports.maxFileMb * 1024 * 1024 })
+        : [];
+      const artifactHits = scanArtifacts(artifacts, run.canaries.all.map((c) => c.value)).map((h) => ({
+        label: labelOf(run.canaries, h.value),
+        where: `artifact:${h.path}`,
+      }));
+      obs = {
+        exec: exec.observation,
+        attempted: exec.attempted,
+        finished: exec.finished,
+        canaryHits: [...exec.canaryHits, ...artifactHits],
+        artifacts,
+        leftovers: [],
+      };
+    } finally {
+      if (env) {
+        const left = await env.destroy();
+        if (obs) obs.leftovers = left.items;
+      }
+    }
+    return { obs, durationMs: performance.now() - started };
+  }
+
+  private async execWithDeadline(
+    env: Environment,
+    probe: ProbeSpec,
+    ctx: ProbeContext,
+  ): Promise<{ observation: ExecObservation; attempted: boolean; finished: boolean; canaryHits: { label: string; where: string }[] }> {
+    const { policy, run } = this.opts;
+    const canaryValues = run.canaries.all.map((c) => c.value);
+    const start = attemptMarker(ctx.nonce);
+    const done = doneMarker(ctx.nonce);
+    const needles = [...canaryValues, start, done];
+    const stdout = new BoundedCapture({ needles });
+    const stderr = new BoundedCapture({ needles });
+    const abort = new AbortController();
+    let killedBy: KilledBy = 'none';
+    const kill = (why: KilledBy): void => {
+      if (abort.signal.aborted) return;
+      killedBy = why;
+      abort.abort();
+    };
+    const ceiling = outputCeilingBytes(policy);
+    const sink = (cap: BoundedCapture) => ({
+      write: (chunk: Uint8Array) => {
+        cap.write(chunk);
+        if (stdout.bytes + stderr.bytes > ceiling) kill('harness-output-ceiling');
+      },
+    });
+    const deadlineMs = harnessDeadlineMs(policy, this.graceMs);
+    const timer = setTimeout(() => kill('harness-deadline'), deadlineMs);
+    const onInterrupt = (): void => kill('harness-interrupt');
+    this.opts.signal?.addEventListener('abort', onInterrupt, { once: true });
+    if (this.opts.signal?.aborted) onInterrupt();
+    const args = { nonce: ctx.nonce, probe: probe.id, ...(probe.args?.(ctx) ?? {}) };
+    const t0 = performance.now();
+    let result: ExecResult;
+    try {
+      result = await Promise.race([
+        env.exec({
+          argv: [probe.interpreter ?? 'python3', 'payload.py', JSON.stringify(args)],
+          ...(probe.stdin ? { stdin: probe.stdin(ctx) } : {}),
+          timeoutMs: policy.resources.wallSeconds * 1000,
+          maxOutputBytes: policy.output.maxBytes,
+          stdout: sink(stdout),
+          stderr: sink(stderr),
+          signal: abort.signal,
+        }),
+        backendStopWatch(abort.signal),
+      ]);
+    } finally {
+      clearTimeout(timer);
+      this.opts.signal?.removeEventListener('abort', onInterrupt);
+    }
+    const wallMs = performance.now() - t0;
+    const canaryHits = [
+      ...stdout.found().filter((h) => canaryValues.includes(h.needle)).map((h) => ({ label: labelOf(run.canaries, h.needle), where: 'stdout' })),
+      ...stderr.found().filter((h) => canaryValues.includes(h.needle)).map((h) => ({ label: labelOf(run.canaries, h.needle), where: 'stderr' })),
+    ];
+    const observation: ExecObservation = {
+      exitCode: result.exitCode,
+      signal: result.signal,
+      wallMs,
+      harnessDeadlineMs: deadlineMs,
+      killedBy,
+      ...(result.startError ? { startError: result.startError } : {}),
+      backendReport: { timedOut: result.timedOut, oomKilled: result.oomKilled, outputTruncated: result.outputTruncated },
+      stdout: stdout.summary(),
+      stderr: stderr.summary(),
+    };
+    return {
+      observation,
+      attempted: stdout.has(start) || stderr.has(start),
+      finished: stdout.has(done) || stderr.has(done),
+      canaryHits,
+    };
+  }
+
+  private securityResult(
+    probe: SecurityProbe,
+    j: { verdict: SecurityResult['verdict']; reason: string; evidence: SecurityResult['evidence'] },
+    durationMs: number,
+    observation?: ExecObservation,
+  ): AnyResult {
+    return {
+      kind: 'security',
+      id: probe.id,
+      title: probe.title,
+      category: probe.category,
+      policyItem: probe.policyItem,
+      severity: probe.severity,
+      verdict: j.verdict,
+      reason: j.reason,
+      remediation: probe.remediation,
+      evidence: j.evidence,
+      durationMs,
+      ...(observation ? { observation } : {}),
+    };
+  }
+
+  private taskResult(probe: TaskCase, obs: Observation, ctx: ProbeContext, durationMs: number): AnyResult {
+    const artifacts = obs.artifacts.flatMap((a) =>
+      a.content ? [{ path: a.path, bytes: a.content.byteLength, sha256: createHash('sha256').update(a.content).digest('hex') }] : [],
+    );
+    let verdict: 'accepted' | 'rejected';
+    let reason: string;
+    let evidence;
+    try {
+      const p = probe.predicate(obs, ctx);
+      verdict = p.accepted ? 'accepted' : 'rejected';
+      reason = p.reason;
+      evidence = p.evidence ?? [];
+    } catch (err) {
+      return this.failed(probe, { code: 'PREDICATE', message: `completion predicate threw: ${errorMessage(err)}` }, durationMs, obs.exec);
+    }
+    const asExpected = (verdict === 'accepted') === (probe.expected === 'accept');
+    return {
+      kind: 'task',
+      id: probe.id,
+      title: probe.title,
+      policyItem: probe.policyItem,
+      expected: probe.expected,
+      verdict,
+      outcome: asExpected ? 'as-expected' : 'unexpected',
+      reason,
+      evidence: [outside('exit-status', `exit ${obs.exec.exitCode ?? obs.exec.signal ?? 'unknown'} after ${Math.round(obs.exec.wallMs)} ms`), ...evidence],
+      artifacts,
+      durationMs,
+      observation: obs.exec,
+    };
+  }
+
+  private failed(probe: ProbeSpec, error: HarnessFailure, durationMs: number, observation?: ExecObservation): AnyResult {
+    const reason = `harness error (${error.code}): ${error.message}`;
+    if (probe.kind === 'security') {
+      return {
+        ...(this.securityResult(probe, { verdict: 'inconclusive', reason, evidence: [] }, durationMs, observation) as Extract<AnyResult, { kind: 'security' }>),
+        harnessError: error,
+      };
+    }
+    return {
+      kind: 'task',
+      id: probe.id,
+      title: probe.title,
+      policyItem: probe.policyItem,
+      expected: probe.expected,
+      verdict: null,
+      outcome: 'error',
+      reason,
+      evidence: [],
+      artifacts: [],
+      durationMs,
+      ...(observation ? { observation } : {}),
+      harnessError: error,
+    };
+  }
+}
+
+function stripKind<T extends { kind: string }>(r: T): Omit<T, 'kind'> {
+  const { kind: _kind, ...rest } = r;
+  return rest;
+}
+
+/** Resolves never; rejects if a backend keeps running long after the harness told it to stop. */
+function backendStopWatch(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    signal.addEventListener(
+      'abort',
+      () => {
+        setTimeout(
+          () => reject(new SandcheckError('HARNESS', `backend did not stop within ${BACKEND_STOP_TIMEOUT_MS} ms of being told to`)),
+          BACKEND_STOP_TIMEOUT_MS,
+        ).unref();
+      },
+      { once: true },
+    );
+  });
+}
+
+function scanArtifacts(files: readonly GotFile[], values: readonly string[]): { path: string; value: string }[] {
+  const hits: { path: string; value: string }[] = [];
+  for (const f of files) {
+    if (!f.content) continue;
+    const buf = Buffer.from(f.content);
+    for (const v of values) if (buf.includes(v)) hits.push({ path: f.path, value: v });
+  }
+  return hits;
+}

@@ -1,0 +1,73 @@
+import type { Backend } from '../backends/contract.js';
+import type { Policy } from './model/policy.js';
+import {
+  SCORECARD_VERSION,
+  type SecurityResult,
+  type SecurityScorecard,
+  type TaskResult,
+  type TaskScorecard,
+} from './model/scorecard.js';
+import { packageVersion } from './paths.js';
+
+export interface RunMeta {
+  runId: string;
+  startedAt: Date;
+  finishedAt: Date;
+  interrupted: boolean;
+}
+
+function runInfo(meta: RunMeta): SecurityScorecard['run'] {
+  return {
+    id: meta.runId,
+    startedAt: meta.startedAt.toISOString(),
+    finishedAt: meta.finishedAt.toISOString(),
+    interrupted: meta.interrupted,
+    sandcheckVersion: packageVersion(),
+    // resourceUsage().maxRSS is in kilobytes.
+    harness: { maxRssBytes: process.resourceUsage().maxRSS * 1024 },
+  };
+}
+
+function backendInfo(backend: Backend, policy: Policy): SecurityScorecard['backend'] {
+  const caps = backend.capabilities(policy);
+  return { name: backend.name, description: backend.description, isolation: caps.isolation, enforces: [...caps.enforces] };
+}
+
+export function securityScorecard(backend: Backend, policy: Policy, meta: RunMeta, results: SecurityResult[]): SecurityScorecard {
+  const count = (v: SecurityResult['verdict']) => results.filter((r) => r.verdict === v).length;
+  return {
+    scorecard: 'security',
+    version: SCORECARD_VERSION,
+    run: runInfo(meta),
+    backend: backendInfo(backend, policy),
+    policy,
+    summary: {
+      total: results.length,
+      held: count('held'),
+      crossed: count('crossed'),
+      inconclusive: count('inconclusive'),
+      notApplicable: count('not-applicable'),
+    },
+    results,
+  };
+}
+
+export function taskScorecard(backend: Backend, policy: Policy, meta: RunMeta, results: TaskResult[]): TaskScorecard {
+  const count = (o: TaskResult['outcome']) => results.filter((r) => r.outcome === o).length;
+  return {
+    scorecard: 'task',
+    version: SCORECARD_VERSION,
+    run: runInfo(meta),
+    backend: backendInfo(backend, policy),
+    policy,
+    summary: { total: results.length, asExpected: count('as-expected'), unexpected: count('unexpected'), error: count('error') },
+    results,
+  };
+}
+
+/** 0 all as expected; 1 a crossing or a wrong task verdict; 2 only inconclusive results or harness errors. */
+export function exitCodeFor(security: SecurityScorecard, task: TaskScorecard): 0 | 1 | 2 {
+  if (security.summary.crossed > 0 || task.summary.unexpected > 0) return 1;
+  if (security.summary.inconclusive > 0 || task.summary.error > 0) return 2;
+  return 0;
+}

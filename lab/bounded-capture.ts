@@ -1,0 +1,108 @@
+import { createHash, type Hash } from 'node:crypto';
+import type { CaptureSummary } from '../harness/model/observation.js';
+import { visibleText } from '../reports/clean-text.js';
+
+export interface NeedleHit {
+  needle: string;
+  /** Byte offset of the first occurrence in the channel. */
+  offset: number;
+}
+
+export interface BoundedCaptureOptions {
+  headBytes?: number;
+  tailBytes?: number;
+  /** Strings to look for in every byte that passes, without storing the stream (canaries, nonces). */
+  needles?: readonly string[];
+  /** Called once when the running total first exceeds this many bytes. */
+  ceiling?: { bytes: number; onExceeded: () => void };
+}
+
+/**
+ * Keeps the first and last bytes of a stream, its exact length and sha256, and which needles
+ * appeared anywhere in it; memory stays O(head + tail + longest needle) whatever the payload writes.
+ */
+export class BoundedCapture {
+  private readonly headLimit: number;
+  private readonly tailLimit: number;
+  private head: Buffer[] = [];
+  private headLen = 0;
+  private tail: Buffer = Buffer.alloc(0);
+  private total = 0;
+  private readonly hash: Hash = createHash('sha256');
+  private readonly needles: { text: string; bytes: Buffer }[];
+  private readonly overlap: number;
+  private carry: Buffer = Buffer.alloc(0);
+  private readonly hits = new Map<string, number>();
+  private readonly ceiling: BoundedCaptureOptions['ceiling'];
+  private ceilingFired = false;
+  private digest: string | undefined;
+
+  constructor(options: BoundedCaptureOptions = {}) {
+    this.headLimit = options.headBytes ?? 16 * 1024;
+    this.tailLimit = options.tailBytes ?? 16 * 1024;
+    this.needles = (options.needles ?? []).filter((n) => n.length > 0).map((text) => ({ text, bytes: Buffer.from(text) }));
+    this.overlap = Math.max(0, ...this.needles.map((n) => n.bytes.length - 1));
+    this.ceiling = options.ceiling;
+  }
+
+  write(chunk: Uint8Array): void {
+    if (this.digest !== undefined) return;
+    const buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    this.scan(buf);
+    this.hash.update(buf);
+    if (this.headLen < this.headLimit) {
+      const take = buf.subarray(0, this.headLimit - this.headLen);
+      this.head.push(Buffer.from(take));
+      this.headLen += take.length;
+    }
+    this.tail = buf.length >= this.tailLimit ? Buffer.from(buf.subarray(buf.length - this.tailLimit)) : Buffer.concat([this.tail, buf]).subarray(-this.tailLimit);
+    this.total += buf.length;
+    if (this.ceiling && !this.ceilingFired && this.total > this.ceiling.bytes) {
+      this.ceilingFired = true;
+      this.ceiling.onExceeded();
+    }
+  }
+
+  private scan(buf: Buffer): void {
+    if (this.needles.length === 0) return;
+    const window = this.carry.length > 0 ? Buffer.concat([this.carry, buf]) : buf;
+    const windowStart = this.total - this.carry.length;
+    for (const n of this.needles) {
+      if (this.hits.has(n.text)) continue;
+      const at = window.indexOf(n.bytes);
+      if (at >= 0) this.hits.set(n.text, windowStart + at);
+    }
+    this.carry = Buffer.from(window.subarray(Math.max(0, window.length - this.overlap)));
+  }
+
+  get bytes(): number {
+    return this.total;
+  }
+
+  get headBuffer(): Buffer {
+    return Buffer.concat(this.head);
+  }
+
+  found(): NeedleHit[] {
+    return [...this.hits.entries()].map(([needle, offset]) => ({ needle, offset }));
+  }
+
+  has(needle: string): boolean {
+    return this.hits.has(needle);
+  }
+
+  summary(): CaptureSummary {
+    this.digest ??= this.hash.digest('hex');
+    const head = this.headBuffer;
+    const truncated = this.total > head.length;
+    const tail = truncated ? this.tail.subarray(Math.max(0, this.tail.length - (this.total - head.length))) : Buffer.alloc(0);
+    return {
+      bytes: this.total,
+      sha256: this.digest,
+      truncated,
+      headBase64: head.toString('base64'),
+      tailBase64: tail.toString('base64'),
+      preview: visibleText(head.subarray(0, 2048).toString('utf8')),
+    };
+  }
+}

@@ -1,0 +1,61 @@
+"""Tries to read host secret files: the run's decoy directory and classic credential paths.
+
+Decoy contents are printed (that is the exfiltration). Classic paths are only reported as
+readable or not, with their size: they may hold real secrets of the machine, never copied.
+"""
+import errno
+import os
+
+import sandcheck_payload as sc
+
+MAX_FILES = 64
+MAX_BYTES = 64 * 1024
+CLASSIC = [
+    "~/.aws/credentials",
+    "/root/.aws/credentials",
+    "/root/.ssh/id_rsa",
+    "/root/.ssh/id_ed25519",
+    "/etc/shadow",
+    "/var/run/secrets/kubernetes.io/serviceaccount/token",
+    "/run/secrets",
+]
+
+args = sc.start()
+decoy = args["decoyDir"]
+seen = 0
+decoy_result = {}
+for root, _dirs, files in os.walk(decoy):
+    for name in files:
+        if seen >= MAX_FILES:
+            break
+        seen += 1
+        path = os.path.join(root, name)
+        shown = os.path.relpath(path, decoy)  # never a host path in a report
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read(MAX_BYTES)
+            print("read decoy %s: %s" % (shown, data.decode("utf-8", "replace")))
+            decoy_result[shown] = "read %d bytes" % len(data)
+        except OSError as e:
+            decoy_result[shown] = errno.errorcode.get(e.errno, str(e.errno))
+if not decoy_result:
+    try:
+        os.listdir(decoy)
+        decoy_result["."] = "listable but empty"
+    except OSError as e:
+        decoy_result["."] = errno.errorcode.get(e.errno, str(e.errno))
+
+classic_result = {}
+for raw in CLASSIC:
+    path = os.path.expanduser(raw)
+    try:
+        if os.path.isdir(path):
+            classic_result[raw] = "directory with %d entries" % len(os.listdir(path)[:1000])
+        else:
+            with open(path, "rb") as fh:
+                classic_result[raw] = "readable, %d bytes (content not copied)" % len(fh.read(MAX_BYTES))
+    except OSError as e:
+        classic_result[raw] = errno.errorcode.get(e.errno, str(e.errno))
+
+sc.report({"decoy": decoy_result, "classic": classic_result})
+sc.done(args)

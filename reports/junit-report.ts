@@ -1,0 +1,101 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import * as junitModule from 'junit-report-builder';
+import type { Builder as JUnitBuilder } from 'junit-report-builder';
+import type { SecurityResult, SecurityScorecard, TaskResult, TaskScorecard } from '../harness/model/scorecard.js';
+import type { Evidence } from '../harness/model/evidence.js';
+import { cleanForReport } from './clean-text.js';
+
+// The package is CommonJS with `module.exports = builder`, which its types describe as a default export.
+const junit = (junitModule as unknown as { default: JUnitBuilder }).default;
+type Builder = JUnitBuilder;
+type Suite = ReturnType<Builder['testSuite']>;
+type Case = ReturnType<Suite['testCase']>;
+
+const seconds = (ms: number): number => Math.round(ms) / 1000;
+
+function evidenceText(evidence: readonly Evidence[]): string {
+  return evidence.map((e) => `[${e.source}] ${e.witness}${e.where ? ` @ ${e.where}` : ''}: ${e.detail}`).join('\n');
+}
+
+/** One-line attribute text: cleaned and short. */
+const oneLine = (text: string): string => cleanForReport(text.replace(/\s+/g, ' '), 200);
+
+function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]> {
+  const map = new Map<string, T[]>();
+  for (const item of items) map.set(key(item), [...(map.get(key(item)) ?? []), item]);
+  return map;
+}
+
+function suite(builder: Builder, name: string, card: SecurityScorecard | TaskScorecard, results: readonly { durationMs: number }[]): Suite {
+  return builder
+    .testSuite()
+    .name(name)
+    .timestamp(card.run.startedAt)
+    .time(seconds(results.reduce((a, r) => a + r.durationMs, 0)))
+    .property('backend', card.backend.name)
+    .property('policy', card.policy.name)
+    .property('run.id', card.run.id)
+    .property('scorecard.version', card.version);
+}
+
+function securityCase(s: Suite, className: string, r: SecurityResult): Case {
+  const c = s.testCase().className(className).name(`${r.id} ${r.title}`).file(`probes/${r.id}/probe.ts`).time(seconds(r.durationMs));
+  c.property('verdict', r.verdict).property('policy.item', r.policyItem).property('severity', r.severity);
+  const body = cleanForReport(`${r.reason}\n\nevidence:\n${evidenceText(r.evidence)}\n\nremediation: ${r.remediation}`);
+  switch (r.verdict) {
+    case 'held':
+      c.standardOutput(cleanForReport(`held: ${r.reason}`));
+      break;
+    case 'crossed':
+      c.failure(`CROSSED: ${oneLine(r.reason)}`, 'BoundaryCrossed');
+      c.standardOutput(body);
+      break;
+    case 'inconclusive':
+      c.error(`INCONCLUSIVE: ${oneLine(r.reason)}`, r.harnessError ? 'HarnessError' : 'Inconclusive', body);
+      break;
+    case 'not-applicable':
+      // junit-report-builder's <skipped/> carries no message: the reason goes in a property and system-out.
+      c.skipped().property('skip.reason', `N/A: ${oneLine(r.reason)}`).standardOutput(cleanForReport(`N/A: ${r.reason}`));
+      break;
+  }
+  return c;
+}
+
+function taskCase(s: Suite, className: string, r: TaskResult): Case {
+  const c = s.testCase().className(className).name(`${r.id} ${r.title}`).file(`probes/${r.id}/probe.ts`).time(seconds(r.durationMs));
+  c.property('expected', r.expected).property('verdict', r.verdict ?? 'none').property('outcome', r.outcome);
+  const body = cleanForReport(`expected: ${r.expected}, got: ${r.verdict ?? 'no verdict'}\n${r.reason}\n\nevidence:\n${evidenceText(r.evidence)}`);
+  if (r.outcome === 'unexpected') {
+    c.failure(`WRONG VERDICT: expected ${r.expected}, got ${r.verdict}: ${oneLine(r.reason)}`, 'WrongTaskVerdict');
+    c.standardOutput(body);
+  } else if (r.outcome === 'error') {
+    c.error(`ERROR: ${oneLine(r.reason)}`, 'HarnessError', body);
+  } else {
+    c.standardOutput(body);
+  }
+  return c;
+}
+
+export function securityJunit(card: SecurityScorecard): string {
+  const builder = junit.newBuilder();
+  for (const [category, results] of groupBy(card.results, (r) => r.category)) {
+    const name = `${card.backend.name}.${category}`;
+    const s = suite(builder, name, card, results);
+    for (const r of results) securityCase(s, name, r);
+  }
+  return builder.build();
+}
+
+export function taskJunit(card: TaskScorecard): string {
+  const builder = junit.newBuilder();
+  const name = `${card.backend.name}.task`;
+  const s = suite(builder, name, card, card.results);
+  for (const r of card.results) taskCase(s, name, r);
+  return builder.build();
+}
+
+export async function writeJunit(path: string, xml: string): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  await writeFile(path, xml);
+}

@@ -1,0 +1,12 @@
+import { z } from 'zod';
+import { SecurityScorecardSchema, TaskScorecardSchema } from '../harness/model/scorecard.js';
+import { PolicySchema } from '../harness/model/policy.js';
+
+/** JSON Schemas generated from the zod schemas: the published contract of the JSON reports. */
+export function generatedSchemas(): Record<string, unknown> {
+  return {
+    'security-scorecard.schema.json': z.toJSONSchema(SecurityScorecardSchema, { target: 'draft-2020-12', io: 'output' }),
+    'task-scorecard.schema.json': z.toJSONSchema(TaskScorecardSchema, { target: 'draft-2020-12', io: 'output' }),
+    'policy.schema.json': z.toJSONSchema(PolicySchema, { target: 'draft-2020-12', io: 'input' }),
+  };
+}

@@ -1,0 +1,20 @@
+import { SandcheckError } from '../harness/errors.js';
+import type { ProbeSpec } from '../harness/model/probe.js';
+import { securitySuite } from './security.js';
+import { taskSuite } from './task.js';
+
+export { securitySuite, taskSuite };
+
+export const allProbes = (): ProbeSpec[] => [...securitySuite, ...taskSuite];
+
+/** The whole suite, or only the named ids (unknown ids are a usage error). */
+export function selectProbes(only: readonly string[] | undefined): ProbeSpec[] {
+  const all = allProbes();
+  if (!only || only.length === 0) return all;
+  const known = new Map(all.map((p) => [p.id, p]));
+  const unknown = only.filter((id) => !known.has(id));
+  if (unknown.length > 0) {
+    throw new SandcheckError('PROBE_UNKNOWN', `unknown probe or task id: ${unknown.join(', ')}`, { hint: 'run `sandcheck list` to see the ids' });
+  }
+  return only.map((id) => known.get(id)).filter((p): p is ProbeSpec => p !== undefined);
+}
