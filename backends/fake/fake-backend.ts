@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Policy } from '../../harness/model/policy.js';
 import type { Tristate } from '../../harness/model/observation.js';
-import type { Backend, BackendContext, Capabilities, Environment, ExecRequest, ExecResult, GotFile, PutFile } from '../contract.js';
+import { POLICY_ITEMS, type Backend, type BackendContext, type Capabilities, type Environment, type ExecRequest, type ExecResult, type GotFile, type PutFile } from '../contract.js';
 
 /** What a scripted execution does: output, outcome, and files it leaves behind. */
 export interface FakeOutcome {
@@ -68,7 +68,7 @@ class FakeEnvironment implements Environment {
     }
     for (const [path, content] of Object.entries(outcome.files ?? {})) this.files.set(path, Buffer.from(content));
     return {
-      exitCode: aborted ? null : (outcome.exitCode ?? 0),
+      exitCode: aborted ? null : outcome.exitCode !== undefined ? outcome.exitCode : 0,
       signal: aborted ? 'SIGKILL' : (outcome.signal ?? null),
       timedOut: outcome.timedOut ?? false,
       oomKilled: outcome.oomKilled ?? false,
@@ -97,7 +97,7 @@ export class FakeBackend implements Backend {
 
   constructor(
     readonly script: FakeScript,
-    private readonly caps: Capabilities = { isolation: 'sandbox', enforces: [] },
+    private readonly caps: Capabilities = { isolation: 'sandbox', enforces: POLICY_ITEMS },
   ) {}
 
   capabilities(_policy: Policy): Capabilities {

@@ -1,0 +1,116 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { XMLValidator } from 'fast-xml-parser';
+import { describe, expect, it } from 'vitest';
+import type { SecurityScorecard, TaskScorecard } from '../../harness/model/scorecard.js';
+import { findProcessesWithEnvMarker } from '../../lab/process-scan.js';
+import { validateScorecard } from '../../reports/validate.js';
+import { sandcheck, tempOut } from '../helpers/cli.js';
+
+async function readCards(out: string): Promise<{ security: SecurityScorecard; task: TaskScorecard }> {
+  return {
+    security: JSON.parse(await readFile(join(out, 'security.json'), 'utf8')) as SecurityScorecard,
+    task: JSON.parse(await readFile(join(out, 'task.json'), 'utf8')) as TaskScorecard,
+  };
+}
+
+async function peakRss(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  const kb = /VmHWM:\s+(\d+) kB/.exec(status)?.[1];
+  return kb ? Number(kb) * 1024 : 0;
+}
+
+describe('sandcheck CLI', () => {
+  it('run --backend process --policy ci: exit 1, both scorecards and both JUnit files, all crossed, tasks as expected', async () => {
+    const out = await tempOut();
+    const res = await sandcheck(['run', '--backend', 'process', '--policy', 'ci', '--out', out]);
+    expect(res.exitCode, res.all).toBe(1);
+    expect(res.all).toContain('isolates NOTHING');
+    expect(res.stdout).toMatch(/security: 0 held, 5 crossed/);
+    expect(res.stdout).toMatch(/task: 2 as expected, 0 unexpected/);
+    const { security, task } = await readCards(out);
+    expect(validateScorecard('security', security)).toMatchObject({ valid: true });
+    expect(validateScorecard('task', task)).toMatchObject({ valid: true });
+    expect(security.results.every((r) => r.verdict === 'crossed')).toBe(true);
+    expect(task.results.map((r) => r.outcome)).toEqual(['as-expected', 'as-expected']);
+    for (const f of ['security.junit.xml', 'task.junit.xml']) {
+      expect(XMLValidator.validate(await readFile(join(out, f), 'utf8')), f).toBe(true);
+    }
+    expect(security.run.harness.maxRssBytes).toBeLessThan(200 * 1024 * 1024);
+  });
+
+  it('list shows every probe and task case with its policy item', async () => {
+    const res = await sandcheck(['list', '--json']);
+    expect(res.exitCode).toBe(0);
+    const rows = JSON.parse(res.stdout) as { id: string; policyItem: string }[];
+    expect(rows.map((r) => r.id)).toEqual(expect.arrayContaining(['secret-decoy-file', 'stdout-flood', 'average-correct', 'average-off-by-one']));
+    expect(rows.every((r) => r.policyItem.length > 0)).toBe(true);
+  });
+
+  it('a bad policy file is exit 3 with the field path, and nothing runs', async () => {
+    const out = await tempOut();
+    const policy = join(out, 'policy.yaml');
+    await writeFile(policy, 'extends: ci\nresources:\n  memoryMb: -1\n');
+    const res = await sandcheck(['run', '--policy', policy, '--out', out]);
+    expect(res.exitCode).toBe(3);
+    expect(res.stderr).toContain('resources.memoryMb: expected a positive integer, got -1');
+    await expect(readFile(join(out, 'security.json'))).rejects.toThrow();
+  });
+
+  it('usage errors are exit 3 with a hint', async () => {
+    const backend = await sandcheck(['run', '--backend', 'nope']);
+    expect(backend.exitCode).toBe(3);
+    expect(backend.stderr).toMatch(/BACKEND_UNKNOWN.*\n.*hint: choose one of: process/);
+    const probe = await sandcheck(['run', '--only', 'no-such-probe']);
+    expect(probe.exitCode).toBe(3);
+    expect(probe.stderr).toContain('sandcheck list');
+    expect((await sandcheck(['run', '--concurrency', 'zero'])).exitCode).toBe(3);
+    expect((await sandcheck(['frobnicate'])).exitCode).toBe(3);
+  });
+
+  it('keeps its own memory bounded while a payload floods 64 MiB', async () => {
+    const out = await tempOut();
+    const child = sandcheck(['run', '--only', 'stdout-flood', '--policy', 'ci', '--out', out]);
+    let peak = 0;
+    const poll = setInterval(() => {
+      if (child.pid) void peakRss(child.pid).then((v) => (peak = Math.max(peak, v)));
+    }, 25);
+    const res = await child;
+    clearInterval(poll);
+    expect(res.exitCode).toBe(1);
+    const { security } = await readCards(out);
+    expect(security.results[0]?.verdict).toBe('crossed');
+    expect(security.results[0]?.observation?.stdout.bytes).toBeGreaterThan(2 * 1024 * 1024);
+    expect(peak).toBeGreaterThan(0);
+    expect(peak).toBeLessThan(200 * 1024 * 1024);
+  });
+
+  it('SIGINT stops every live environment, leaves no process of the run, and still writes reports marked interrupted', async () => {
+    const out = await tempOut();
+    const child = sandcheck(['run', '--only', 'wall-clock-sleep', 'wall-clock-spin', 'secret-decoy-env', '--policy', 'reference', '--concurrency', '2', '--out', out]);
+    let seen = '';
+    child.stderr?.on('data', (c: Buffer) => (seen += c.toString()));
+    // Interrupt once both long probes are certainly running.
+    await new Promise<void>((resolve) => {
+      const t = setInterval(() => {
+        if (seen.includes('sandcheck run r')) {
+          clearInterval(t);
+          setTimeout(resolve, 1500);
+        }
+      }, 50);
+    });
+    const runId = /sandcheck run (r[0-9a-f]+)/.exec(seen)?.[1];
+    expect(runId).toBeDefined();
+    expect((await findProcessesWithEnvMarker('SANDCHECK_RUN', runId!)).length).toBeGreaterThan(0);
+    const t0 = Date.now();
+    child.kill('SIGINT');
+    const res = await child;
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(res.exitCode).toBe(130);
+    const { security } = await readCards(out);
+    expect(security.run.interrupted).toBe(true);
+    expect(security.results.map((r) => r.id)).toEqual(['wall-clock-sleep', 'wall-clock-spin', 'secret-decoy-env']);
+    expect(security.results.find((r) => r.id === 'wall-clock-sleep')?.harnessError?.code).toBe('INTERRUPTED');
+    expect(await findProcessesWithEnvMarker('SANDCHECK_RUN', runId!)).toEqual([]);
+  });
+});

@@ -1,0 +1,85 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ProcessBackend } from '../../backends/process/process-backend.js';
+import { CI_POLICY } from '../../harness/model/policy.js';
+import type { ProbeSpec, SecurityProbe } from '../../harness/model/probe.js';
+import { packageRoot } from '../../harness/paths.js';
+import { openRunContext } from '../../harness/run-context.js';
+import { Runner } from '../../harness/runner.js';
+import { findProcessesWithEnvMarker } from '../../lab/process-scan.js';
+import { securitySuite, taskSuite } from '../../suites/index.js';
+import { secretDecoyEnv } from '../../probes/secret-decoy-env/probe.js';
+
+const fixture = (name: string): string => join(packageRoot(), 'test', 'fixtures', 'payloads', name);
+
+async function run(probes: ProbeSpec[], runId: string) {
+  const ctx = await openRunContext(runId);
+  try {
+    return await new Runner({ backend: new ProcessBackend(), policy: CI_POLICY, probes, run: ctx, concurrency: 3 }).run();
+  } finally {
+    await ctx.dispose();
+  }
+}
+
+describe('process backend (the unsandboxed control)', () => {
+  it('every skeleton security probe is crossed with outside evidence; task cases come out as expected', async () => {
+    const { security, task } = await run([...securitySuite, ...taskSuite], 'rproc1');
+    const verdicts = Object.fromEntries(security.map((r) => [r.id, r.verdict]));
+    expect(verdicts).toEqual({
+      'secret-decoy-file': 'crossed',
+      'secret-decoy-env': 'crossed',
+      'wall-clock-spin': 'crossed',
+      'wall-clock-sleep': 'crossed',
+      'stdout-flood': 'crossed',
+    });
+    for (const r of security) expect(r.evidence.some((e) => e.source === 'outside'), r.id).toBe(true);
+    const byId = new Map(security.map((r) => [r.id, r]));
+    expect(byId.get('wall-clock-spin')?.observation?.killedBy).toBe('harness-deadline');
+    expect(byId.get('wall-clock-sleep')?.observation?.killedBy).toBe('harness-deadline');
+    expect(byId.get('stdout-flood')?.observation?.killedBy).toBe('harness-output-ceiling');
+    expect(byId.get('secret-decoy-file')?.evidence.some((e) => e.witness === 'canary-scan')).toBe(true);
+    expect(task.map((t) => [t.id, t.verdict, t.outcome])).toEqual([
+      ['average-correct', 'accepted', 'as-expected'],
+      ['average-off-by-one', 'rejected', 'as-expected'],
+    ]);
+    // No report may carry a host temp path.
+    expect(JSON.stringify(security)).not.toMatch(/sandcheck-rproc1-/);
+  });
+
+  it('a payload that cannot start (syntax error, missing interpreter) is inconclusive, never held', async () => {
+    const base = { ...secretDecoyEnv };
+    const syntax: SecurityProbe = { ...base, id: 'syntax-error', payload: fixture('syntax-error') };
+    const noInterpreter: SecurityProbe = { ...base, id: 'no-interpreter', interpreter: 'python3-not-installed-here' };
+    const { security } = await run([syntax, noInterpreter], 'rproc2');
+    expect(security.map((r) => [r.id, r.verdict])).toEqual([
+      ['syntax-error', 'inconclusive'],
+      ['no-interpreter', 'inconclusive'],
+    ]);
+    expect(security[1]?.reason).toMatch(/could not start|did not run/);
+  });
+
+  it('a payload that prints held, PASS and a JUnit fragment changes no verdict', async () => {
+    const liar: SecurityProbe = { ...secretDecoyEnv, id: 'liar', payload: fixture('liar'), args: () => ({ leak: true }) };
+    const quietLiar: SecurityProbe = { ...secretDecoyEnv, id: 'quiet-liar', payload: fixture('liar'), args: () => ({ leak: false }) };
+    const { security } = await run([liar, quietLiar], 'rproc3');
+    expect(security[0]?.verdict).toBe('crossed');
+    // Without a leak the claim is recorded as inside evidence only; the verdict rests on the canary scan.
+    expect(security[1]?.verdict).toBe('held');
+    expect(security[1]?.evidence.find((e) => e.source === 'inside')?.detail).toContain('PASS');
+    expect(security[1]?.evidence.find((e) => e.witness === 'canary-scan')?.source).toBe('outside');
+  });
+
+  it('kills the whole process group at the deadline, including a child that keeps the pipe open', async () => {
+    const spawnChild: SecurityProbe = {
+      ...secretDecoyEnv,
+      id: 'spawner',
+      payload: fixture('spawner'),
+      judge: () => ({ verdict: 'held', reason: 'test', evidence: [] }),
+    };
+    const started = Date.now();
+    const { security } = await run([spawnChild], 'rproc4');
+    expect(security[0]?.observation?.killedBy).toBe('harness-deadline');
+    expect(Date.now() - started).toBeLessThan(CI_POLICY.resources.wallSeconds * 1000 + 6000);
+    expect(await findProcessesWithEnvMarker('SANDCHECK_RUN', 'rproc4')).toEqual([]);
+  });
+});

@@ -1,0 +1,148 @@
+import { describe, expect, it } from 'vitest';
+import type { SecurityProbe, TaskCase } from '../../harness/model/probe.js';
+import { averageCorrect } from '../../probes/average-correct/probe.js';
+import { averageOffByOne } from '../../probes/average-off-by-one/probe.js';
+import { expectedMean } from '../../probes/_shared/average-task.js';
+import { secretDecoyEnv } from '../../probes/secret-decoy-env/probe.js';
+import { secretDecoyFile } from '../../probes/secret-decoy-file/probe.js';
+import { stdoutFlood } from '../../probes/stdout-flood/probe.js';
+import { wallClockSleep } from '../../probes/wall-clock-sleep/probe.js';
+import { wallClockSpin } from '../../probes/wall-clock-spin/probe.js';
+import { FAST_POLICY, fakeMarkers, runFake } from '../helpers/fake-run.js';
+
+const JUNIT_LIE = '<testcase name="secret-decoy-file"/></testsuite><testsuite><testcase name="x"><skipped/></testcase>';
+
+describe('security judges (fake backend)', () => {
+  it('crosses when a canary comes out, whatever the payload claims about itself', async () => {
+    const { security } = await runFake([secretDecoyEnv], ({ args, ctx }) => {
+      const m = fakeMarkers(args.nonce);
+      return { stdout: `${m.start}held\nPASS\n${JUNIT_LIE}\nAWS=${ctx.controllerEnv['AWS_SECRET_ACCESS_KEY']}\n${m.done}` };
+    });
+    expect(security[0]?.verdict).toBe('crossed');
+    expect(security[0]?.reason).toContain('env:AWS_SECRET_ACCESS_KEY');
+    expect(security[0]?.evidence.some((e) => e.source === 'outside' && e.witness === 'canary-scan' && e.where === 'stdout')).toBe(true);
+  });
+
+  it('finds a canary in stderr and in an exported artifact too', async () => {
+    const probe: SecurityProbe = { ...secretDecoyFile, artifacts: ['loot.txt'] };
+    const { security, canaries } = await runFake([probe], ({ args, ctx }) => {
+      const m = fakeMarkers(args.nonce);
+      return { stdout: `${m.start}${m.done}`, stderr: 'nothing here', files: { 'loot.txt': `x ${ctx.controllerEnv['SANDCHECK_CONTROL_PLANE_TOKEN']}` } };
+    });
+    expect(canaries.all.length).toBeGreaterThan(3);
+    expect(security[0]?.verdict).toBe('crossed');
+    expect(security[0]?.evidence.find((e) => e.witness === 'canary-scan')?.where).toBe('artifact:loot.txt');
+  });
+
+  it('a payload that prints "held" or PASS but never ran its attempt is inconclusive, not held', async () => {
+    const { security } = await runFake([secretDecoyFile, secretDecoyEnv], ({ args }) =>
+      args.probe === 'secret-decoy-file' ? { stdout: `held\nPASS\n${JUNIT_LIE}\n` } : { stdout: `${fakeMarkers(args.nonce).start}held PASS\n`, exitCode: 1 },
+    );
+    expect(security.map((r) => r.verdict)).toEqual(['inconclusive', 'inconclusive']);
+    expect(security[0]?.reason).toMatch(/never demonstrably started/);
+    expect(security[1]?.reason).toMatch(/did not finish its attempt/);
+  });
+
+  it('a marker with a stale nonce does not count as an attempt', async () => {
+    const { security } = await runFake([secretDecoyFile], () => ({ stdout: `${fakeMarkers('0000').start}${fakeMarkers('0000').done}` }));
+    expect(security[0]?.verdict).toBe('inconclusive');
+  });
+
+  it('holds when the attempt ran to its end and no canary came out', async () => {
+    const { security } = await runFake([secretDecoyFile], ({ args }) => ({ stdout: `${fakeMarkers(args.nonce).start}ENOENT\n${fakeMarkers(args.nonce).done}` }));
+    expect(security[0]?.verdict).toBe('held');
+    expect(security[0]?.evidence.some((e) => e.source === 'inside' && e.witness === 'payload-report')).toBe(true);
+  });
+
+  it('a payload that cannot start is inconclusive', async () => {
+    const { security } = await runFake([secretDecoyEnv, wallClockSpin], ({ args }) =>
+      args.probe === 'wall-clock-spin' ? { stderr: 'python3: not found', exitCode: 127 } : { startError: 'spawn python3 ENOENT' },
+    );
+    expect(security.map((r) => r.verdict)).toEqual(['inconclusive', 'inconclusive']);
+    expect(security[0]?.reason).toContain('could not start');
+    expect(security[1]?.reason).toContain('exit 127');
+  });
+
+  it('wall clock: crossed when only the harness deadline stops it, held when the box stops it', async () => {
+    const hang = await runFake([wallClockSleep], ({ args }) => ({ stdout: fakeMarkers(args.nonce).start, hang: true }));
+    expect(hang.security[0]?.verdict).toBe('crossed');
+    expect(hang.security[0]?.observation?.killedBy).toBe('harness-deadline');
+    expect(hang.security[0]?.observation?.wallMs).toBeGreaterThanOrEqual(FAST_POLICY.resources.wallSeconds * 1000);
+
+    const boxKill = await runFake([wallClockSpin], ({ args }) => ({ stdout: fakeMarkers(args.nonce).start, delayMs: 420, signal: 'SIGKILL', exitCode: null }));
+    expect(boxKill.security[0]?.verdict).toBe('held');
+    expect(boxKill.security[0]?.observation?.killedBy).toBe('none');
+
+    const early = await runFake([wallClockSpin], ({ args }) => ({ stdout: fakeMarkers(args.nonce).start, exitCode: 1 }));
+    expect(early.security[0]?.verdict).toBe('inconclusive');
+  });
+
+  it('stdout flood: crossed past the cap, held when the backend truncates at it', async () => {
+    const cap = FAST_POLICY.output.maxBytes;
+    const flood = await runFake([stdoutFlood], ({ args }) => ({ stdout: Buffer.concat([Buffer.from(fakeMarkers(args.nonce).start), Buffer.alloc(cap + 10, 0x78)]) }));
+    expect(flood.security[0]?.verdict).toBe('crossed');
+    const capped = await runFake([stdoutFlood], ({ args }) => ({
+      stdout: Buffer.concat([Buffer.from(fakeMarkers(args.nonce).start), Buffer.alloc(cap - 100, 0x78)]),
+      outputTruncated: true,
+      signal: 'SIGKILL',
+      exitCode: null,
+    }));
+    expect(capped.security[0]?.verdict).toBe('held');
+  });
+
+  it('stops reading at the output ceiling and says the harness had to stop it', async () => {
+    const cap = FAST_POLICY.output.maxBytes;
+    const { security } = await runFake([stdoutFlood], ({ args }) => ({
+      stdout: Buffer.concat([Buffer.from(fakeMarkers(args.nonce).start), Buffer.alloc(cap * 5 + 2 * 1024 * 1024, 0x78)]),
+      hang: true,
+    }));
+    expect(security[0]?.verdict).toBe('crossed');
+    expect(security[0]?.observation?.killedBy).toBe('harness-output-ceiling');
+  });
+
+  it('refuses a policy item the backend cannot enforce (not-applicable), but the control runs everything', async () => {
+    const script = () => ({ stdout: '' });
+    const sandbox = await runFake([wallClockSpin], script, { caps: { isolation: 'sandbox', enforces: ['files.hostPaths'], notEnforcedReasons: { 'resources.wallSeconds': 'no timer here' } } });
+    expect(sandbox.security[0]?.verdict).toBe('not-applicable');
+    expect(sandbox.security[0]?.reason).toBe('no timer here');
+    expect(sandbox.backend.environments).toHaveLength(0);
+    const control = await runFake([wallClockSpin], script, { caps: { isolation: 'none', enforces: [] } });
+    expect(control.security[0]?.verdict).toBe('inconclusive');
+  });
+
+  it('destroys every environment it creates', async () => {
+    const { backend } = await runFake([secretDecoyFile, secretDecoyEnv, averageCorrect], () => ({ stdout: '' }));
+    expect(backend.environments).toHaveLength(3);
+    expect(backend.environments.every((e) => e.destroyed === 1)).toBe(true);
+  });
+});
+
+describe('task predicates (fake backend)', () => {
+  const resultJson = (mean: number) => ({ 'result.json': JSON.stringify({ mean }) });
+
+  it('accepts the right mean and rejects a plausible wrong one, each as expected', async () => {
+    const { task } = await runFake([averageCorrect, averageOffByOne], ({ args }) => ({
+      stdout: fakeMarkers(args.nonce).start,
+      files: resultJson(args.probe === 'average-correct' ? expectedMean() : expectedMean() + 1.5),
+    }));
+    expect(task.map((t) => [t.id, t.verdict, t.outcome])).toEqual([
+      ['average-correct', 'accepted', 'as-expected'],
+      ['average-off-by-one', 'rejected', 'as-expected'],
+    ]);
+    expect(task[1]?.reason).toMatch(/≠ expected/);
+    expect(task[0]?.artifacts[0]).toMatchObject({ path: 'result.json' });
+  });
+
+  it('a wrong answer on a case that must be accepted is unexpected; exit 0 with no artifact is rejected', async () => {
+    const { task } = await runFake([averageCorrect], () => ({ exitCode: 0 }));
+    expect(task[0]).toMatchObject({ verdict: 'rejected', outcome: 'unexpected' });
+    expect(task[0]?.reason).toMatch(/missing/);
+  });
+
+  it('a predicate that throws is a harness error, not a rejection', async () => {
+    const broken: TaskCase = { ...averageCorrect, id: 'broken', predicate: () => { throw new Error('boom'); } };
+    const { task } = await runFake([broken], () => ({ exitCode: 0 }));
+    expect(task[0]).toMatchObject({ verdict: null, outcome: 'error' });
+    expect(task[0]?.harnessError?.code).toBe('PREDICATE');
+  });
+});
