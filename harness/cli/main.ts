@@ -110,4 +110,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
+// `sandcheck list | head` closes the pipe early: that is not an error.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  throw err;
+});
 process.exitCode = await main(process.argv.slice(2));
