@@ -1,0 +1,218 @@
+import { realpathSync } from 'node:fs';
+import { isIPv6 } from 'node:net';
+import { pathToFileURL } from 'node:url';
+import { startCanaryTcp, startCatchAllUdp, type ConnectionHandler } from './canary-host.js';
+import { isWildcardHost, matchableIp } from './decoy-event.js';
+import { DecoyLog, type DecoyEvent } from './decoy-log.js';
+import { startDnsDecoy } from './dns.js';
+import { DecoyError } from './errors.js';
+import { parseLabConfig, type LabConfig, type LabConfigInput, type LabServiceConfig } from './lab-config.js';
+import { once, type DecoyHandle, type ListenerInfo } from './listen.js';
+import { createMetadataDecoy, startMetadataDecoy, type MetadataDecoy } from './metadata.js';
+
+export {
+  CanariesSchema,
+  DnsAnswersSchema,
+  LabConfigSchema,
+  LabServiceSchema,
+  defaultLabServices,
+  parseLabConfig,
+  type LabConfig,
+  type LabConfigInput,
+  type LabServiceConfig,
+} from './lab-config.js';
+
+export interface LabServices {
+  readonly listeners: readonly ListenerInfo[];
+  readonly log: DecoyLog;
+  /** Closes every listener and connection. Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface StartLabServicesOptions {
+  /** Where events go; by default a new log bounded by `config.maxEvents`. */
+  log?: DecoyLog;
+}
+
+/** Lines the lab-server process prints on stdout, one JSON object each. */
+export type LabServerLine =
+  | { type: 'ready'; pid: number; listeners: readonly ListenerInfo[] }
+  | { type: 'event'; event: DecoyEvent }
+  | { type: 'stopped'; reason: string; events: number; dropped: number }
+  | { type: 'error'; code: string; message: string };
+
+/**
+ * For each metadata service that shares a port with a wildcard canary TCP listener of
+ * the same address family, the index of that canary. Linux refuses a specific and a
+ * wildcard listener on one port, so such a metadata service is served through the canary.
+ */
+export function planMetadataDiversions(services: readonly LabServiceConfig[]): Map<number, number> {
+  const plan = new Map<number, number>();
+  services.forEach((metadata, metadataIndex) => {
+    if (metadata.kind !== 'metadata' || metadata.port === 0 || isWildcardHost(metadata.host)) return;
+    const canaryIndex = services.findIndex(
+      (canary) =>
+        canary.kind === 'canary-tcp' &&
+        canary.port === metadata.port &&
+        isWildcardHost(canary.host) &&
+        isIPv6(canary.host) === isIPv6(matchableIp(metadata.host)),
+    );
+    if (canaryIndex >= 0) plan.set(metadataIndex, canaryIndex);
+  });
+  return plan;
+}
+
+/** Starts every configured decoy; on any failure closes what had started and rethrows. */
+export async function startLabServices(
+  input: LabConfigInput | LabConfig,
+  options: StartLabServicesOptions = {},
+): Promise<LabServices> {
+  const config = parseLabConfig(input);
+  const log = options.log ?? new DecoyLog({ maxEvents: config.maxEvents });
+  const metadataOptions = { canaries: config.canaries, roleName: config.roleName, log };
+  const diversions = planMetadataDiversions(config.services);
+
+  const divertedDecoys = new Map<number, MetadataDecoy>();
+  const divertMaps = new Map<number, Map<string, ConnectionHandler>>();
+  for (const [metadataIndex, canaryIndex] of diversions) {
+    const service = config.services[metadataIndex];
+    if (service === undefined) continue;
+    const decoy = createMetadataDecoy(metadataOptions);
+    divertedDecoys.set(metadataIndex, decoy);
+    const map = divertMaps.get(canaryIndex) ?? new Map<string, ConnectionHandler>();
+    map.set(matchableIp(service.host), (socket) => decoy.acceptConnection(socket));
+    divertMaps.set(canaryIndex, map);
+  }
+
+  const starting = config.services.map((service, index): Promise<DecoyHandle> | undefined => {
+    switch (service.kind) {
+      case 'metadata':
+        return divertedDecoys.has(index)
+          ? undefined
+          : startMetadataDecoy({ ...metadataOptions, host: service.host, port: service.port });
+      case 'dns':
+        return startDnsDecoy({ host: service.host, port: service.port, answers: service.answers, log });
+      case 'canary-tcp':
+        return startCanaryTcp({
+          host: service.host,
+          port: service.port,
+          banner: service.banner ?? config.banner,
+          log,
+          ...(divertMaps.has(index) ? { divert: divertMaps.get(index) } : {}),
+        });
+      case 'catch-all-udp':
+        return startCatchAllUdp({ host: service.host, port: service.port, log, banner: service.banner });
+    }
+  });
+  const settled = await Promise.allSettled(starting.map((p) => p ?? Promise.resolve(undefined)));
+  const handles = settled.flatMap((s) => (s.status === 'fulfilled' && s.value !== undefined ? [s.value] : []));
+  const closeAll = once(async () => {
+    await Promise.all([...handles.map((h) => h.close()), ...[...divertedDecoys.values()].map((d) => d.close())]);
+  });
+  const failure = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failure !== undefined) {
+    await closeAll();
+    throw failure.reason;
+  }
+
+  const listeners: ListenerInfo[] = [];
+  settled.forEach((result, index) => {
+    if (result.status === 'fulfilled' && result.value !== undefined) {
+      listeners.push(...result.value.listeners);
+      return;
+    }
+    const service = config.services[index];
+    const canaryIndex = diversions.get(index);
+    const via = canaryIndex === undefined ? undefined : settled[canaryIndex];
+    if (service === undefined || via?.status !== 'fulfilled' || via.value === undefined) return;
+    const viaListener = via.value.listeners[0];
+    if (viaListener === undefined) return;
+    listeners.push({
+      service: 'metadata',
+      proto: 'tcp',
+      host: service.host,
+      port: service.port,
+      via: { host: viaListener.host, port: viaListener.port },
+    });
+  });
+  return { listeners, log, close: closeAll };
+}
+
+/** The process entry: argv[2] is the JSON config; stdout gets one JSON line per LabServerLine. */
+async function main(argv: readonly string[]): Promise<void> {
+  const print = (line: LabServerLine): void => {
+    process.stdout.write(`${JSON.stringify(line)}\n`);
+  };
+  const fail = (error: unknown, exitCode: number): void => {
+    const code = error instanceof DecoyError ? error.code : error instanceof SyntaxError ? 'CONFIG_INVALID' : 'INTERNAL';
+    print({ type: 'error', code, message: error instanceof Error ? error.message : String(error) });
+    process.exitCode = exitCode;
+  };
+
+  let config: LabConfig;
+  try {
+    config = parseLabConfig(JSON.parse(argv[0] ?? ''));
+  } catch (error) {
+    fail(error, 2);
+    return;
+  }
+  const log = new DecoyLog({ maxEvents: config.maxEvents });
+  // Events that arrive while later listeners are still starting wait for the ready line.
+  let early: DecoyEvent[] | undefined = [];
+  log.on('event', (event) => {
+    if (early !== undefined) early.push(event);
+    else print({ type: 'event', event });
+  });
+
+  let services: LabServices;
+  try {
+    services = await startLabServices(config, { log });
+  } catch (error) {
+    fail(error, 1);
+    return;
+  }
+
+  let stopping = false;
+  const shutdown = (reason: string): void => {
+    if (stopping) return;
+    stopping = true;
+    void (async () => {
+      process.off('SIGTERM', onSigterm);
+      process.off('SIGINT', onSigint);
+      process.stdin.off('end', onStdinEnd);
+      process.stdin.destroy();
+      await services.close();
+      print({ type: 'stopped', reason, events: log.events().length + log.dropped, dropped: log.dropped });
+      // Watchdog: if some handle still keeps the loop alive, leave anyway.
+      setTimeout(() => process.exit(process.exitCode ?? 0), 3000).unref();
+    })();
+  };
+  const onSigterm = (): void => shutdown('SIGTERM');
+  const onSigint = (): void => shutdown('SIGINT');
+  // The parent holds our stdin: when it goes away, so do we.
+  const onStdinEnd = (): void => shutdown('stdin closed');
+  process.on('SIGTERM', onSigterm);
+  process.on('SIGINT', onSigint);
+  process.stdin.on('end', onStdinEnd);
+  process.stdin.on('error', onStdinEnd);
+  process.stdout.on('error', () => shutdown('stdout closed'));
+  process.stdin.resume();
+
+  print({ type: 'ready', pid: process.pid, listeners: services.listeners });
+  for (const event of early) print({ type: 'event', event });
+  early = undefined;
+}
+
+function isMainModule(): boolean {
+  const entry = process.argv[1];
+  if (entry === undefined) return false;
+  try {
+    return import.meta.url === pathToFileURL(realpathSync(entry)).href;
+  } catch {
+    return false;
+  }
+}
+
+if (isMainModule()) {
+  void main(process.argv.slice(2));
+}
