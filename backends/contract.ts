@@ -28,6 +28,14 @@ export interface Capabilities {
   notEnforcedReasons?: Partial<Record<PolicyItem, string>>;
 }
 
+/** The run's lab: a network namespace the run created, with decoys on every address. */
+export interface LabHandle {
+  /** e.g. /run/netns/sc-<runId>; enter it with `nsenter --net=<path>` (never `ip netns exec`). */
+  netnsPath: string;
+  /** A resolv.conf pointing at the lab's decoy resolver, for backends that bind one in. */
+  resolvConfPath: string;
+}
+
 export interface BackendContext {
   runId: string;
   /**
@@ -37,6 +45,8 @@ export interface BackendContext {
   controllerEnv: Readonly<Record<string, string>>;
   /** A directory on the host for this run's scratch files; removed by the harness at the end. */
   scratchDir: string;
+  /** Present when the run has a lab: local backends must run their boxes inside it. */
+  lab?: LabHandle;
 }
 
 export interface PutFile {
@@ -67,6 +77,23 @@ export interface ExecRequest {
   signal: AbortSignal;
 }
 
+/** Counters read from outside the box (e.g. the environment's cgroup files); absent fields were not observable. */
+export interface ResourceReport {
+  /** Where the numbers came from, e.g. "cgroup v1 memory,pids,cpu,cpuacct,freezer: sandcheck-<run>-<env>". */
+  source: string;
+  memoryLimitBytes?: number;
+  memoryPeakBytes?: number;
+  memoryFailcnt?: number;
+  oomKills?: number;
+  pidsLimit?: number;
+  pidsPeak?: number;
+  /** Times a fork was refused at the pids limit (pids.events "max"). */
+  pidsMaxEvents?: number;
+  cpuQuotaCores?: number;
+  cpuUsageNs?: number;
+  cpuThrottledPeriods?: number;
+}
+
 /** Program outcomes are results, never exceptions. Facts a backend cannot know are 'unknown'. */
 export interface ExecResult {
   exitCode: number | null;
@@ -75,6 +102,7 @@ export interface ExecResult {
   timedOut: Tristate;
   oomKilled: Tristate;
   outputTruncated: Tristate;
+  resources?: ResourceReport;
 }
 
 export type FileKind = 'file' | 'directory' | 'symlink' | 'other' | 'missing';
@@ -98,6 +126,8 @@ export interface Environment {
   putFiles(files: readonly PutFile[]): Promise<void>;
   exec(request: ExecRequest): Promise<ExecResult>;
   getFiles(paths: readonly string[], options: { maxBytesPerFile: number }): Promise<GotFile[]>;
+  /** Host pids of the box's live processes (for identity checks from outside), if the backend can tell. */
+  hostPids?(): Promise<number[]>;
   /** Idempotent. */
   destroy(): Promise<Leftovers>;
 }
