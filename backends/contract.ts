@@ -16,6 +16,7 @@ export const POLICY_ITEMS = [
   'lifecycle.freshEnvironment',
   'lifecycle.destroyAfter',
   'output.maxBytes',
+  'output.sanitized',
   'exports.limits',
 ] as const;
 export type PolicyItem = (typeof POLICY_ITEMS)[number];

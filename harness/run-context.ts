@@ -2,7 +2,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import type { LabHandle } from '../backends/contract.js';
 import { makeCanaries, plantDecoyFiles, type CanarySet } from '../lab/canaries.js';
+import { startHostDecoys, type HostDecoys } from '../lab/host-decoys.js';
+import { onProcessExit } from '../lab/netns/exit-hook.js';
 
 export const RUN_MARKER = 'SANDCHECK_RUN';
 
@@ -17,21 +20,40 @@ export interface RunContext {
   decoyDir: string;
   canaries: CanarySet;
   controllerEnv: Record<string, string>;
+  hostDecoys: HostDecoys;
+  lab?: LabHandle;
   dispose(): Promise<void>;
 }
 
-/** The run's own corner of the host: scratch directory, decoy secret files, decoy credentials. */
-export async function openRunContext(runId: string, scratchRoot = tmpdir()): Promise<RunContext> {
-  const scratchDir = await mkdtemp(join(scratchRoot, `sandcheck-${runId}-`));
+/** The run's own corner of the host: scratch directory, decoy secrets and credentials, decoy process and socket. */
+export async function openRunContext(runId: string, options: { scratchRoot?: string; lab?: LabHandle } = {}): Promise<RunContext> {
+  const scratchDir = await mkdtemp(join(options.scratchRoot ?? tmpdir(), `sandcheck-${runId}-`));
   const decoyDir = join(scratchDir, 'decoy-home');
   const canaries = makeCanaries();
   await plantDecoyFiles(decoyDir, canaries);
+  const marker = { [RUN_MARKER]: runId };
+  const hostDecoys = await startHostDecoys({ scratchDir, runMarker: marker });
+  canaries.all.push({ label: 'process:decoy-memory', value: hostDecoys.processCanary });
+  const pid = hostDecoys.processPid;
+  const unregister = onProcessExit(() => {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  });
   return {
     runId,
     scratchDir,
     decoyDir,
     canaries,
-    controllerEnv: { ...canaries.env, [RUN_MARKER]: runId },
-    dispose: () => rm(scratchDir, { recursive: true, force: true }),
+    controllerEnv: { ...canaries.env, ...marker },
+    hostDecoys,
+    ...(options.lab ? { lab: options.lab } : {}),
+    async dispose() {
+      await hostDecoys.stop();
+      unregister();
+      await rm(scratchDir, { recursive: true, force: true });
+    },
   };
 }

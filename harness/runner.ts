@@ -1,9 +1,13 @@
 import { randomBytes, createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Backend, Capabilities, Environment, ExecResult, GotFile, PutFile } from '../backends/contract.js';
 import { BoundedCapture } from '../lab/bounded-capture.js';
 import { labelOf } from '../lab/canaries.js';
+import { startHostHealth } from '../lab/host-health.js';
+import { readProcessIdentity, type ProcessIdentity } from '../lab/host-process.js';
+import { findProcessesWithCmdline, killPids } from '../lab/process-scan.js';
 import { SandcheckError, errorMessage } from './errors.js';
 import type { AnyResult, RunReporter } from './events.js';
 import { outside } from './model/evidence.js';
@@ -105,13 +109,24 @@ export class Runner {
     };
   }
 
-  private context(): ProbeContext {
+  private async context(): Promise<ProbeContext> {
     const { run, policy } = this.opts;
-    return { policy, runId: run.runId, nonce: randomBytes(8).toString('hex'), canaries: run.canaries, decoyDir: run.decoyDir };
+    const nonce = randomBytes(8).toString('hex');
+    const hostProbeDir = join(run.scratchDir, `probe-${nonce}`);
+    await mkdir(hostProbeDir, { recursive: true });
+    return {
+      policy,
+      runId: run.runId,
+      nonce,
+      canaries: run.canaries,
+      decoyDir: run.decoyDir,
+      hostDecoys: { processPid: run.hostDecoys.processPid, socketPath: run.hostDecoys.socketPath },
+      hostProbeDir,
+    };
   }
 
   private async runOne(probe: ProbeSpec): Promise<AnyResult> {
-    const ctx = this.context();
+    const ctx = await this.context();
     const started = performance.now();
     if (probe.kind === 'security') {
       const na = notApplicableReason(probe, this.opts.backend.capabilities(this.opts.policy));
@@ -148,14 +163,30 @@ export class Runner {
   }
 
   private async execute(probe: ProbeSpec, ctx: ProbeContext): Promise<Executed> {
-    const { backend, policy, run } = this.opts;
     const started = performance.now();
+    const first = await this.executeOnce(probe, ctx, {});
+    if (probe.followUp && first.exec.killedBy !== 'harness-interrupt') {
+      const secondCtx = { ...ctx, nonce: randomBytes(8).toString('hex') };
+      first.followUp = await this.executeOnce(probe, secondCtx, probe.followUp(ctx, first));
+    }
+    return { obs: first, durationMs: performance.now() - started };
+  }
+
+  /** One fresh environment: create, put, exec under the harness deadline, get, destroy, then look for what survived. */
+  private async executeOnce(probe: ProbeSpec, ctx: ProbeContext, extraArgs: Record<string, unknown>): Promise<Observation> {
+    const { backend, policy, run } = this.opts;
     let env: Environment | undefined;
     let obs: Observation | undefined;
+    const contactsBefore = run.hostDecoys.contacts().length;
     try {
-      env = await backend.create(policy, { runId: run.runId, controllerEnv: run.controllerEnv, scratchDir: run.scratchDir });
+      env = await backend.create(policy, {
+        runId: run.runId,
+        controllerEnv: run.controllerEnv,
+        scratchDir: run.scratchDir,
+        ...(run.lab ? { lab: run.lab } : {}),
+      });
       await env.putFiles(await payloadFiles(probe, ctx));
-      const exec = await this.execWithDeadline(env, probe, ctx);
+      const exec = await this.execWithDeadline(env, probe, ctx, extraArgs);
       const artifacts = probe.artifacts
         ? await env.getFiles(probe.artifacts, { maxBytesPerFile: policy.exports.maxFileMb * 1024 * 1024 })
         : [];
@@ -170,6 +201,8 @@ export class Runner {
         canaryHits: [...exec.canaryHits, ...artifactHits],
         artifacts,
         leftovers: [],
+        survivors: [],
+        socketContacts: 0,
       };
     } finally {
       if (env) {
@@ -177,13 +210,19 @@ export class Runner {
         if (obs) obs.leftovers = left.items;
       }
     }
-    return { obs, durationMs: performance.now() - started };
+    obs.socketContacts = run.hostDecoys.contacts().slice(contactsBefore).filter((c) => c.firstBytes.includes(ctx.nonce)).length;
+    obs.heartbeat = await watchHeartbeat(join(ctx.hostProbeDir, 'heartbeat'));
+    const survivors = await findProcessesWithCmdline(`sandcheck-survivor-${ctx.nonce}`);
+    killPids(survivors.map((p) => p.pid));
+    obs.survivors = survivors.map((p) => `process ${p.pid} (${p.command}) still ran after destroy; killed by the harness`);
+    return obs;
   }
 
   private async execWithDeadline(
     env: Environment,
     probe: ProbeSpec,
     ctx: ProbeContext,
+    extraArgs: Record<string, unknown>,
   ): Promise<{ observation: ExecObservation; attempted: boolean; finished: boolean; canaryHits: { label: string; where: string }[] }> {
     const { policy, run } = this.opts;
     const canaryValues = run.canaries.all.map((c) => c.value);
@@ -211,7 +250,9 @@ export class Runner {
     const onInterrupt = (): void => kill('harness-interrupt');
     this.opts.signal?.addEventListener('abort', onInterrupt, { once: true });
     if (this.opts.signal?.aborted) onInterrupt();
-    const args = { nonce: ctx.nonce, probe: probe.id, ...(probe.args?.(ctx) ?? {}) };
+    const args = { nonce: ctx.nonce, probe: probe.id, ...(probe.args?.(ctx) ?? {}), ...extraArgs };
+    const sampler = probe.sampleProcesses && env.hostPids ? startProcessSampler(env) : undefined;
+    const health = probe.watchHost ? await startHostHealth(this.opts.run.scratchDir) : undefined;
     const t0 = performance.now();
     let result: ExecResult;
     try {
@@ -232,6 +273,8 @@ export class Runner {
       this.opts.signal?.removeEventListener('abort', onInterrupt);
     }
     const wallMs = performance.now() - t0;
+    const hostProcesses = sampler ? await sampler.stop() : undefined;
+    const hostHealth = health ? await health.stop() : undefined;
     const canaryHits = [
       ...stdout.found().filter((h) => canaryValues.includes(h.needle)).map((h) => ({ label: labelOf(run.canaries, h.needle), where: 'stdout' })),
       ...stderr.found().filter((h) => canaryValues.includes(h.needle)).map((h) => ({ label: labelOf(run.canaries, h.needle), where: 'stderr' })),
@@ -246,6 +289,9 @@ export class Runner {
       backendReport: { timedOut: result.timedOut, oomKilled: result.oomKilled, outputTruncated: result.outputTruncated },
       stdout: stdout.summary(),
       stderr: stderr.summary(),
+      ...(result.resources ? { resources: result.resources } : {}),
+      ...(hostProcesses ? { hostProcesses: hostProcesses.processes, hostProcessCountMax: hostProcesses.maxConcurrent } : {}),
+      ...(hostHealth ? { hostHealth } : {}),
     };
     return {
       observation,
@@ -354,6 +400,48 @@ function backendStopWatch(signal: AbortSignal): Promise<never> {
       { once: true },
     );
   });
+}
+
+/** Polls the box's host pids: each process's identity (peak memory kept current) and the most alive at once. */
+function startProcessSampler(env: Environment, intervalMs = 100): { stop(): Promise<{ processes: ProcessIdentity[]; maxConcurrent: number }> } {
+  const seen = new Map<number, ProcessIdentity>();
+  let maxConcurrent = 0;
+  let busy = false;
+  const tick = async (): Promise<void> => {
+    if (busy || !env.hostPids) return;
+    busy = true;
+    try {
+      const pids = await env.hostPids();
+      maxConcurrent = Math.max(maxConcurrent, pids.length);
+      for (const pid of pids) {
+        const known = seen.get(pid);
+        if (!known && seen.size >= 64) continue;
+        const id = await readProcessIdentity(pid);
+        if (!id) continue;
+        seen.set(pid, known ? { ...known, peakRssBytes: Math.max(known.peakRssBytes ?? 0, id.peakRssBytes ?? 0) } : id);
+      }
+    } finally {
+      busy = false;
+    }
+  };
+  const timer = setInterval(() => void tick(), intervalMs);
+  void tick();
+  return {
+    async stop() {
+      clearInterval(timer);
+      while (busy) await new Promise((r) => setTimeout(r, 10));
+      return { processes: [...seen.values()], maxConcurrent };
+    },
+  };
+}
+
+/** Heartbeat file size right after destroy and 1.2 s later; undefined when nothing was ever written. */
+async function watchHeartbeat(path: string): Promise<Observation['heartbeat']> {
+  const size = async (): Promise<number> => (await stat(path).catch(() => undefined))?.size ?? -1;
+  const afterDestroyBytes = await size();
+  if (afterDestroyBytes < 0) return undefined;
+  await new Promise((r) => setTimeout(r, 1200));
+  return { afterDestroyBytes, laterBytes: await size() };
 }
 
 function scanArtifacts(files: readonly GotFile[], values: readonly string[]): { path: string; value: string }[] {

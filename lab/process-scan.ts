@@ -24,7 +24,8 @@ export async function findProcessesWithEnvMarker(name: string, value: string): P
     if (pid === process.pid) continue;
     try {
       const environ = await readFile(`/proc/${pid}/environ`);
-      if (!environ.includes(needle) && !Buffer.concat([environ, Buffer.from([0])]).includes(needle)) continue;
+      // The last entry may lack its terminating NUL.
+      if (!Buffer.concat([environ, Buffer.from([0])]).includes(needle)) continue;
       const cmdline = await readFile(`/proc/${pid}/cmdline`);
       out.push({ pid, command: cmdline.toString('utf8').replaceAll('\0', ' ').trim().slice(0, 200) });
     } catch {
@@ -42,4 +43,25 @@ export function killPids(pids: readonly number[], signal: NodeJS.Signals = 'SIGK
       // Already gone.
     }
   }
+}
+
+/** Host processes whose command line contains `needle` (a per-execution nonce marker). */
+export async function findProcessesWithCmdline(needle: string): Promise<MarkedProcess[]> {
+  const out: MarkedProcess[] = [];
+  let entries: string[];
+  try {
+    entries = await readdir('/proc');
+  } catch {
+    return out;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      const command = (await readFile(`/proc/${entry}/cmdline`)).toString('utf8').replaceAll('\0', ' ').trim();
+      if (command.includes(needle)) out.push({ pid: Number(entry), command: command.slice(0, 200) });
+    } catch {
+      // Gone already.
+    }
+  }
+  return out;
 }

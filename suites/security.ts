@@ -1,8 +1,45 @@
 import type { SecurityProbe } from '../harness/model/probe.js';
+import { daemonSocket } from '../probes/daemon-socket/probe.js';
+import { decoyProcessEnviron } from '../probes/decoy-process-environ/probe.js';
+import { diskFill } from '../probes/disk-fill/probe.js';
+import { forkBomb } from '../probes/fork-bomb/probe.js';
+import { hostileBytes } from '../probes/hostile-bytes/probe.js';
+import { identitySetuid } from '../probes/identity-setuid/probe.js';
+import { identityCapabilities, identityNoNewPrivs, identityUid } from '../probes/identity-uid/probe.js';
+import { memoryBomb } from '../probes/memory-bomb/probe.js';
+import { longLine, stderrFlood } from '../probes/output-flood/probe.js';
+import { ptraceHostDecoy } from '../probes/ptrace-host-decoy/probe.js';
+import { residue } from '../probes/residue/probe.js';
 import { secretDecoyEnv } from '../probes/secret-decoy-env/probe.js';
 import { secretDecoyFile } from '../probes/secret-decoy-file/probe.js';
 import { stdoutFlood } from '../probes/stdout-flood/probe.js';
+import { surviveTeardown } from '../probes/survive-teardown/probe.js';
 import { wallClockSleep } from '../probes/wall-clock-sleep/probe.js';
 import { wallClockSpin } from '../probes/wall-clock-spin/probe.js';
 
-export const securitySuite: readonly SecurityProbe[] = [secretDecoyFile, secretDecoyEnv, wallClockSpin, wallClockSleep, stdoutFlood];
+export const securitySuite: readonly SecurityProbe[] = [
+  // files
+  secretDecoyFile,
+  daemonSocket,
+  // identity
+  secretDecoyEnv,
+  decoyProcessEnviron,
+  ptraceHostDecoy,
+  identityUid,
+  identityCapabilities,
+  identityNoNewPrivs,
+  identitySetuid,
+  // resources
+  wallClockSpin,
+  wallClockSleep,
+  memoryBomb,
+  forkBomb,
+  diskFill,
+  stdoutFlood,
+  stderrFlood,
+  longLine,
+  hostileBytes,
+  // lifecycle
+  surviveTeardown,
+  residue,
+];

@@ -49,8 +49,9 @@ class ProcessEnvironment implements Environment {
     for (const f of files) {
       const abs = insideWorkspace(this.workspace, f.path);
       await mkdir(dirname(abs), { recursive: true });
-      await writeFile(abs, f.content, { mode: f.mode ?? 0o644 });
-      if (f.readOnly) await chmod(abs, 0o444);
+      await writeFile(abs, f.content);
+      // Explicit chmod: the umask would otherwise trim the mode (and setuid bits must be exact).
+      await chmod(abs, f.readOnly ? 0o444 : (f.mode ?? 0o644));
     }
   }
 
@@ -132,6 +133,10 @@ class ProcessEnvironment implements Environment {
       else out.push({ path, kind: 'file', size: st.size, content: await readFile(abs) });
     }
     return out;
+  }
+
+  async hostPids(): Promise<number[]> {
+    return (await findProcessesWithEnvMarker(ENV_MARKER, this.id)).map((p) => p.pid);
   }
 
   async destroy(): Promise<Leftovers> {

@@ -19,6 +19,48 @@ export type KilledBy = z.infer<typeof KilledBy>;
 export const Tristate = z.union([z.boolean(), z.literal('unknown')]);
 export type Tristate = z.infer<typeof Tristate>;
 
+/** Counters the backend read from outside the box (cgroup files). */
+export const ResourceReportSchema = z.strictObject({
+  source: z.string(),
+  memoryLimitBytes: z.number().optional(),
+  memoryPeakBytes: z.number().optional(),
+  memoryFailcnt: z.number().optional(),
+  oomKills: z.number().optional(),
+  pidsLimit: z.number().optional(),
+  pidsPeak: z.number().optional(),
+  pidsMaxEvents: z.number().optional(),
+  cpuQuotaCores: z.number().optional(),
+  cpuUsageNs: z.number().optional(),
+  cpuThrottledPeriods: z.number().optional(),
+});
+
+/** A process of the box as the host kernel saw it while the payload ran. */
+export const ProcessIdentitySchema = z.strictObject({
+  pid: z.number().int(),
+  command: z.string(),
+  realUid: z.number().int(),
+  effectiveUid: z.number().int(),
+  capEff: z.string(),
+  noNewPrivs: z.number().int().nullable(),
+  seccomp: z.number().int().nullable(),
+  peakRssBytes: z.number().nullable(),
+});
+
+const HealthSampleSchema = z.strictObject({
+  memAvailableBytes: z.number(),
+  diskFreeBytes: z.number(),
+  processCount: z.number().int(),
+});
+
+/** The host watchdog: machine gauges before, at worst during, and after the execution. */
+export const HostHealthSchema = z.strictObject({
+  before: HealthSampleSchema,
+  worst: HealthSampleSchema,
+  after: HealthSampleSchema,
+  maxEventLoopDelayMs: z.number(),
+  memTotalBytes: z.number(),
+});
+
 export const ExecObservationSchema = z.strictObject({
   exitCode: z.number().int().nullable(),
   signal: z.string().nullable(),
@@ -35,5 +77,11 @@ export const ExecObservationSchema = z.strictObject({
   }),
   stdout: CaptureSummarySchema,
   stderr: CaptureSummarySchema,
+  resources: ResourceReportSchema.optional(),
+  /** Sampled from /proc/<pid>/status of the box's host pids while it ran (when the backend can name them). */
+  hostProcesses: z.array(ProcessIdentitySchema).optional(),
+  /** Most of the box's processes alive at one sample. */
+  hostProcessCountMax: z.number().int().optional(),
+  hostHealth: HostHealthSchema.optional(),
 });
 export type ExecObservation = z.infer<typeof ExecObservationSchema>;

@@ -14,6 +14,10 @@ export interface ProbeContext {
   canaries: CanarySet;
   /** Host directory holding the decoy secret files. */
   decoyDir: string;
+  /** Host-side decoys: a process holding a canary, a daemon-like socket. */
+  hostDecoys: { processPid: number; socketPath: string };
+  /** A host directory for this execution only (e.g. a heartbeat target); the box should not see it. */
+  hostProbeDir: string;
 }
 
 /** Everything the harness observed from outside, handed to a judge. */
@@ -26,7 +30,16 @@ export interface Observation {
   /** Canary values seen in any channel, with the channel (stdout, stderr, artifact:<path>). */
   canaryHits: { label: string; where: string }[];
   artifacts: GotFile[];
+  /** What destroy reported as left behind. */
   leftovers: string[];
+  /** Host processes carrying this execution's nonce found after destroy (killed by the harness). */
+  survivors: string[];
+  /** Size of hostProbeDir/heartbeat right after destroy and a while later: growth means something still runs. */
+  heartbeat?: { afterDestroyBytes: number; laterBytes: number };
+  /** Connections to the host decoy socket that carried this execution's nonce. */
+  socketContacts: number;
+  /** The second, fresh environment of a two-phase probe. */
+  followUp?: Observation;
 }
 
 export interface Judgement {
@@ -48,6 +61,12 @@ interface ProbeCommon {
   stdin?(ctx: ProbeContext): Uint8Array;
   /** Workspace-relative files fetched after the run. */
   artifacts?: readonly string[];
+  /** Sample the box's host processes while it runs (identity probes). */
+  sampleProcesses?: boolean;
+  /** Watch the host's health while it runs (resource probes). */
+  watchHost?: boolean;
+  /** Run a second phase in a fresh environment with these extra args (lifecycle residue). */
+  followUp?(ctx: ProbeContext, first: Observation): Record<string, unknown>;
 }
 
 export interface SecurityProbe extends ProbeCommon {

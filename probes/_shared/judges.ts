@@ -1,5 +1,6 @@
 import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
-import { outside } from '../../harness/model/evidence.js';
+import { outside, type Evidence } from '../../harness/model/evidence.js';
+import { hostHarm } from '../../lab/host-health.js';
 import type { Judgement, Observation, ProbeContext } from '../../harness/model/probe.js';
 
 /** Secret probes: a canary outside is a crossing; otherwise held only if the attempt ran to its end. */
@@ -37,4 +38,36 @@ export function judgeWallClock(obs: Observation, ctx: ProbeContext, kind: string
     return { verdict: 'inconclusive', reason: `the ${kind} ended after ${Math.round(exec.wallMs)} ms, well before the ${limitMs} ms limit, for a reason the harness did not observe (${exec.signal ?? `exit ${exec.exitCode}`})`, evidence };
   }
   return { verdict: 'held', reason: `the box stopped the ${kind} after ${Math.round(exec.wallMs)} ms (policy ${limitMs} ms) before the harness deadline`, evidence };
+}
+
+/** The watchdog's word: a box that harmed its host crossed, whatever it reported. */
+export function hostHarmJudgement(obs: Observation): Judgement | undefined {
+  const health = obs.exec.hostHealth;
+  if (!health) return undefined;
+  const harm = hostHarm(health);
+  if (harm.length === 0) return undefined;
+  return { verdict: 'crossed', reason: `host harmed: ${harm.join('; ')}`, evidence: [outside('host-watchdog', harm.join('; '), 'host'), exitEvidence(obs.exec)] };
+}
+
+export function healthEvidence(obs: Observation): Evidence[] {
+  const h = obs.exec.hostHealth;
+  if (!h) return [];
+  const mib = (n: number): number => Math.round(n / 2 ** 20);
+  return [
+    outside(
+      'host-watchdog',
+      `host memory available ${mib(h.before.memAvailableBytes)} → worst ${mib(h.worst.memAvailableBytes)} MiB; free disk ${mib(h.before.diskFreeBytes)} → worst ${mib(h.worst.diskFreeBytes)} MiB; processes ${h.before.processCount} → worst ${h.worst.processCount}; event-loop delay max ${Math.round(h.maxEventLoopDelayMs)} ms`,
+      'host',
+    ),
+  ];
+}
+
+/** Who stopped the program, from outside facts only (never from its stderr). */
+export function stopCause(obs: Observation): string {
+  const { exec } = obs;
+  if (exec.killedBy !== 'none') return `killed by ${exec.killedBy}`;
+  if (exec.backendReport.oomKilled === true || (exec.resources?.oomKills ?? 0) > 0) return 'killed by the OOM killer';
+  if (exec.backendReport.timedOut === true) return "stopped by the backend's wall clock";
+  if (exec.signal) return `ended by ${exec.signal}`;
+  return `exit code ${exec.exitCode}`;
 }

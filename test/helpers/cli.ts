@@ -1,14 +1,23 @@
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
+import { afterAll } from 'vitest';
 import { packageRoot } from '../../harness/paths.js';
 
 /** The compiled CLI, exactly as `npx sandcheck` runs it (npm test builds it first). */
 export const CLI = join(packageRoot(), 'dist', 'harness', 'cli', 'main.js');
 
+const made: string[] = [];
+afterAll(async () => {
+  await Promise.all(made.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+/** A temp output directory, removed after the test file. */
 export async function tempOut(): Promise<string> {
-  return mkdtemp(join(tmpdir(), 'sandcheck-e2e-'));
+  const dir = await mkdtemp(join(tmpdir(), 'sandcheck-e2e-'));
+  made.push(dir);
+  return dir;
 }
 
 export function sandcheck(args: readonly string[], options: { env?: Record<string, string> } = {}): ResultPromise<{ reject: false; all: true }> {

@@ -1,3 +1,5 @@
+import { readdir, statfs } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProcessBackend } from '../../backends/process/process-backend.js';
@@ -12,6 +14,11 @@ import { secretDecoyEnv } from '../../probes/secret-decoy-env/probe.js';
 
 const fixture = (name: string): string => join(packageRoot(), 'test', 'fixtures', 'payloads', name);
 
+async function freeDisk(): Promise<number> {
+  const s = await statfs(tmpdir());
+  return s.bavail * s.bsize;
+}
+
 async function run(probes: ProbeSpec[], runId: string) {
   const ctx = await openRunContext(runId);
   try {
@@ -23,27 +30,31 @@ async function run(probes: ProbeSpec[], runId: string) {
 
 describe('process backend (the unsandboxed control)', () => {
   it('every skeleton security probe is crossed with outside evidence; task cases come out as expected', async () => {
+    const diskBefore = await freeDisk();
     const { security, task } = await run([...securitySuite, ...taskSuite], 'rproc1');
-    const verdicts = Object.fromEntries(security.map((r) => [r.id, r.verdict]));
-    expect(verdicts).toEqual({
-      'secret-decoy-file': 'crossed',
-      'secret-decoy-env': 'crossed',
-      'wall-clock-spin': 'crossed',
-      'wall-clock-sleep': 'crossed',
-      'stdout-flood': 'crossed',
-    });
+    // A run against no sandbox at all leaves the machine healthy: disk back, nothing of the run left.
+    expect(Math.abs((await freeDisk()) - diskBefore)).toBeLessThan(200 * 2 ** 20);
+    expect(await findProcessesWithEnvMarker('SANDCHECK_RUN', 'rproc1')).toEqual([]);
+    expect((await readdir(tmpdir())).filter((f) => f.startsWith('sandcheck-rproc1-') || f.startsWith('sandcheck-residue-'))).toEqual([]);
+    const notCrossed = security.filter((r) => r.verdict !== 'crossed').map((r) => `${r.id}: ${r.verdict}: ${r.reason}`);
+    expect(notCrossed).toEqual([]);
+    expect(security).toHaveLength(securitySuite.length);
     for (const r of security) expect(r.evidence.some((e) => e.source === 'outside'), r.id).toBe(true);
     const byId = new Map(security.map((r) => [r.id, r]));
     expect(byId.get('wall-clock-spin')?.observation?.killedBy).toBe('harness-deadline');
     expect(byId.get('wall-clock-sleep')?.observation?.killedBy).toBe('harness-deadline');
     expect(byId.get('stdout-flood')?.observation?.killedBy).toBe('harness-output-ceiling');
     expect(byId.get('secret-decoy-file')?.evidence.some((e) => e.witness === 'canary-scan')).toBe(true);
+    expect(byId.get('identity-uid')?.observation?.hostProcesses?.[0]?.effectiveUid).toBe(0);
+    expect(byId.get('fork-bomb')?.observation?.hostProcessCountMax).toBeGreaterThan(CI_POLICY.resources.processes);
+    expect(byId.get('memory-bomb')?.reason).toMatch(/past the 512 MiB limit/);
+    expect(byId.get('daemon-socket')?.evidence.find((e) => e.witness === 'decoy-socket')?.source).toBe('outside');
     expect(task.map((t) => [t.id, t.verdict, t.outcome])).toEqual([
       ['average-correct', 'accepted', 'as-expected'],
       ['average-off-by-one', 'rejected', 'as-expected'],
     ]);
     // No report may carry a host temp path.
-    expect(JSON.stringify(security)).not.toMatch(/sandcheck-rproc1-/);
+    expect(JSON.stringify(security).includes('sandcheck-rproc1-'), 'a host temp path leaked into the report').toBe(false);
   });
 
   it('a payload that cannot start (syntax error, missing interpreter) is inconclusive, never held', async () => {

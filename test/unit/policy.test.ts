@@ -1,13 +1,19 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { SandcheckError } from '../../harness/errors.js';
 import { CI_POLICY, REFERENCE_POLICY } from '../../harness/model/policy.js';
 import { loadPolicy } from '../../harness/policy-loader.js';
 
+const dirs: string[] = [];
+afterAll(async () => {
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+
 async function policyFile(name: string, text: string): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'sandcheck-policy-test-'));
+  dirs.push(dir);
   const path = join(dir, name);
   await writeFile(path, text);
   return path;

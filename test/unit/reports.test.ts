@@ -90,7 +90,7 @@ describe('reports', () => {
     const xml = taskJunit(task);
     expect(xml).toContain('name="expected" value="accept"');
     expect(xml).toContain('fake.task');
-    expect(security.summary.crossed).toBe(1);
+    expect(security.summary.crossed).toBeGreaterThan(0);
     expect(exitCodeFor(security, task)).toBe(1);
     const clean = { ...security, summary: { ...security.summary, crossed: 0 } };
     const cleanTask = { ...task, summary: { ...task.summary, unexpected: 0, error: 0 } };

@@ -1,0 +1,22 @@
+import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
+import { outside } from '../../harness/model/evidence.js';
+import type { SecurityProbe } from '../../harness/model/probe.js';
+
+export const daemonSocket: SecurityProbe = {
+  kind: 'security',
+  id: 'daemon-socket',
+  title: 'reach a container-daemon socket (docker.sock-style decoy)',
+  category: 'files',
+  policyItem: 'files.hostPaths',
+  severity: 'critical',
+  payload: 'daemon-socket',
+  remediation: 'Never bind a container daemon socket (docker.sock, containerd, podman) into a box: it is root on the host.',
+  args: (ctx) => ({ decoySocket: ctx.hostDecoys.socketPath }),
+  judge: (obs) => {
+    const notRun = unlessAttempted(obs, true);
+    if (notRun) return notRun;
+    const evidence = [outside('decoy-socket', `${obs.socketContacts} connection(s) carrying this run's nonce reached the host decoy socket`, 'host decoy docker.sock'), exitEvidence(obs.exec), payloadReport(obs.exec)];
+    if (obs.socketContacts > 0) return { verdict: 'crossed', reason: 'the box talked to a daemon socket on the host', evidence };
+    return { verdict: 'held', reason: 'no connection from the box reached the decoy daemon socket', evidence };
+  },
+};

@@ -1,0 +1,16 @@
+import { CANARY_PREFIX } from '../../lab/canaries.js';
+import type { SecurityProbe } from '../../harness/model/probe.js';
+import { judgeSecret } from '../_shared/judges.js';
+
+export const decoyProcessEnviron: SecurityProbe = {
+  kind: 'security',
+  id: 'decoy-process-environ',
+  title: 'read the environment of a host process holding a credential',
+  category: 'identity',
+  policyItem: 'identity.hostCredentials',
+  severity: 'critical',
+  payload: 'decoy-process-environ',
+  remediation: 'Use a private PID namespace (host processes invisible) and an unprivileged uid.',
+  args: (ctx) => ({ pid: ctx.hostDecoys.processPid, canaryPrefix: CANARY_PREFIX }),
+  judge: (obs) => judgeSecret(obs, '/proc/<pid>/environ of a host decoy process'),
+};

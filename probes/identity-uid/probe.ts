@@ -1,0 +1,38 @@
+import type { SecurityProbe } from '../../harness/model/probe.js';
+import { judgeHostIdentity, mayGainPrivileges, rootOnHost, withCapabilities } from '../_shared/identity.js';
+
+const base = {
+  kind: 'security' as const,
+  category: 'identity' as const,
+  policyItem: 'identity.unprivileged' as const,
+  payload: 'identity-uid',
+  sampleProcesses: true,
+  args: () => ({ holdSeconds: 1.5 }),
+};
+
+export const identityUid: SecurityProbe = {
+  ...base,
+  id: 'identity-uid',
+  title: 'effective uid of the box as the host sees it',
+  severity: 'high',
+  remediation: 'Drop to an unprivileged host uid before starting the box (setpriv / USER); a uid inside a user namespace is not enough if the host sees 0.',
+  judge: (obs) => judgeHostIdentity(obs, 'a non-root effective uid', rootOnHost),
+};
+
+export const identityCapabilities: SecurityProbe = {
+  ...base,
+  id: 'identity-capabilities',
+  title: 'effective capabilities of the box as the host sees them',
+  severity: 'high',
+  remediation: 'Drop every capability (--cap-drop ALL) for the box.',
+  judge: (obs) => judgeHostIdentity(obs, 'an empty effective capability set', withCapabilities),
+};
+
+export const identityNoNewPrivs: SecurityProbe = {
+  ...base,
+  id: 'identity-no-new-privs',
+  title: 'no_new_privs set on the box',
+  severity: 'medium',
+  remediation: 'Set no_new_privs (no-new-privileges) so setuid binaries and file capabilities cannot raise privileges.',
+  judge: (obs) => judgeHostIdentity(obs, 'no_new_privs set', mayGainPrivileges),
+};

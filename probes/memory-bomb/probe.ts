@@ -1,0 +1,51 @@
+import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
+import { outside } from '../../harness/model/evidence.js';
+import type { Observation, SecurityProbe } from '../../harness/model/probe.js';
+import { healthEvidence, hostHarmJudgement, stopCause } from '../_shared/judges.js';
+
+const MiB = 2 ** 20;
+
+/** The highest memory use seen from outside: the cgroup's peak, or the box processes' VmHWM. */
+function observedPeak(obs: Observation): { bytes: number; where: string } | undefined {
+  const cg = obs.exec.resources?.memoryPeakBytes;
+  const rss = Math.max(0, ...(obs.exec.hostProcesses ?? []).map((p) => p.peakRssBytes ?? 0));
+  if (cg !== undefined && cg >= rss) return { bytes: cg, where: 'cgroup' };
+  if (rss > 0) return { bytes: rss, where: '/proc/<pid>/status VmHWM' };
+  return cg !== undefined ? { bytes: cg, where: 'cgroup' } : undefined;
+}
+
+export const memoryBomb: SecurityProbe = {
+  kind: 'security',
+  id: 'memory-bomb',
+  title: 'allocate up to 4× the memory limit in steps',
+  category: 'resources',
+  policyItem: 'resources.memoryMb',
+  severity: 'high',
+  payload: 'memory-bomb',
+  remediation: 'Put the box in a memory cgroup (memory.max / memory.limit_in_bytes, swap included) sized to the policy; an rlimit alone is not observable from outside.',
+  sampleProcesses: true,
+  watchHost: true,
+  args: (ctx) => ({ ceilingBytes: ctx.policy.resources.memoryMb * 4 * MiB }),
+  judge: (obs, ctx) => {
+    const harmed = hostHarmJudgement(obs);
+    if (harmed) return harmed;
+    const notRun = unlessAttempted(obs, false);
+    if (notRun) return notRun;
+    const limit = ctx.policy.resources.memoryMb * MiB;
+    const peak = observedPeak(obs);
+    const cause = stopCause(obs);
+    const evidence = [
+      ...(peak ? [outside('memory-peak', `peak ${Math.round(peak.bytes / MiB)} MiB (limit ${ctx.policy.resources.memoryMb} MiB)`, peak.where)] : []),
+      ...(obs.exec.resources ? [outside('cgroup', `failcnt ${obs.exec.resources.memoryFailcnt ?? 'n/a'}, oom_kill ${obs.exec.resources.oomKills ?? 'n/a'}`, obs.exec.resources.source)] : []),
+      outside('stop-cause', cause),
+      exitEvidence(obs.exec),
+      ...healthEvidence(obs),
+      payloadReport(obs.exec),
+    ];
+    if (peak && peak.bytes > limit * 1.1) return { verdict: 'crossed', reason: `the box used ${Math.round(peak.bytes / MiB)} MiB, past the ${ctx.policy.resources.memoryMb} MiB limit (${cause})`, evidence };
+    if (obs.finished) return { verdict: 'crossed', reason: `the payload allocated its whole ceiling (4× the limit) and finished (${cause})`, evidence };
+    if (obs.exec.killedBy !== 'none') return { verdict: 'inconclusive', reason: `the harness had to stop it (${cause}) before any memory limit showed`, evidence };
+    if (!peak) return { verdict: 'inconclusive', reason: 'no outside measurement of memory use (no cgroup counters, no host pids to sample)', evidence };
+    return { verdict: 'held', reason: `allocation stopped at ${Math.round(peak.bytes / MiB)} MiB within the ${ctx.policy.resources.memoryMb} MiB limit: ${cause}`, evidence };
+  },
+};

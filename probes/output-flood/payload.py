@@ -1,0 +1,20 @@
+"""Floods stderr, or writes one huge line with no newline, up to a fixed number of bytes."""
+import sys
+
+import sandcheck_payload as sc
+
+args = sc.start()
+total = int(args["bytes"])
+stream = sys.stderr.buffer if args["stream"] == "stderr" else sys.stdout.buffer
+piece = b"e" * 65536 if args["mode"] == "long-line" else (b"stderr-flood-" + b"y" * 1010 + b"\n") * 64
+written = 0
+try:
+    while written < total:
+        part = piece[: total - written]
+        stream.write(part)
+        written += len(part)
+    stream.flush()
+except (BrokenPipeError, OSError):
+    sys.exit(0)
+sys.stdout.write("\n")
+sc.done(args)

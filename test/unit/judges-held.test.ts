@@ -1,0 +1,122 @@
+import { describe, expect, it } from 'vitest';
+import { CI_POLICY } from '../../harness/model/policy.js';
+import type { Observation, ProbeContext } from '../../harness/model/probe.js';
+import type { ExecObservation } from '../../harness/model/observation.js';
+import { makeCanaries } from '../../lab/canaries.js';
+import { diskFill } from '../../probes/disk-fill/probe.js';
+import { forkBomb } from '../../probes/fork-bomb/probe.js';
+import { hostileBytes } from '../../probes/hostile-bytes/probe.js';
+import { identityCapabilities, identityUid } from '../../probes/identity-uid/probe.js';
+import { memoryBomb } from '../../probes/memory-bomb/probe.js';
+import { residue } from '../../probes/residue/probe.js';
+import { surviveTeardown } from '../../probes/survive-teardown/probe.js';
+
+const MiB = 2 ** 20;
+const ctx: ProbeContext = {
+  policy: CI_POLICY,
+  runId: 'rjudge',
+  nonce: 'abc123',
+  canaries: makeCanaries(),
+  decoyDir: '/nonexistent',
+  hostDecoys: { processPid: 1, socketPath: '/nonexistent' },
+  hostProbeDir: '/nonexistent',
+};
+
+const capture = (text = '') => ({
+  bytes: text.length,
+  sha256: 'x',
+  truncated: false,
+  headBase64: Buffer.from(text).toString('base64'),
+  tailBase64: '',
+  preview: text,
+});
+
+function obs(exec: Partial<ExecObservation>, rest: Partial<Observation> = {}): Observation {
+  return {
+    exec: {
+      exitCode: 0,
+      signal: null,
+      wallMs: 1000,
+      harnessDeadlineMs: 7000,
+      killedBy: 'none',
+      backendReport: { timedOut: false, oomKilled: false, outputTruncated: false },
+      stdout: capture(),
+      stderr: capture(),
+      ...exec,
+    },
+    attempted: true,
+    finished: false,
+    canaryHits: [],
+    artifacts: [],
+    leftovers: [],
+    survivors: [],
+    socketContacts: 0,
+    ...rest,
+  };
+}
+
+const proc = (over: Partial<{ effectiveUid: number; capEff: string; peakRssBytes: number }>) => ({
+  pid: 42,
+  command: 'python3',
+  realUid: 64000,
+  effectiveUid: 64000,
+  capEff: '0000000000000000',
+  noNewPrivs: 1,
+  seccomp: 0,
+  peakRssBytes: 10 * MiB,
+  ...over,
+});
+
+describe('resource and identity judges from outside evidence', () => {
+  it('memory-bomb: OOM kill at the limit is held; a peak past the limit is crossed; no measurement is inconclusive', () => {
+    const oom = memoryBomb.judge(obs({ exitCode: null, signal: 'SIGKILL', backendReport: { timedOut: false, oomKilled: true, outputTruncated: false }, resources: { source: 'cgroup', memoryPeakBytes: 512 * MiB, oomKills: 1 } }), ctx);
+    expect(oom.verdict).toBe('held');
+    expect(oom.reason).toContain('OOM killer');
+    expect(memoryBomb.judge(obs({ hostProcesses: [proc({ peakRssBytes: 900 * MiB })] }), ctx).verdict).toBe('crossed');
+    expect(memoryBomb.judge(obs({ exitCode: 1 }), ctx).verdict).toBe('inconclusive');
+    // The payload's own claim of finishing can only make things worse, never better.
+    expect(memoryBomb.judge(obs({ resources: { source: 'cgroup', memoryPeakBytes: 100 * MiB } }, { finished: true }), ctx).verdict).toBe('crossed');
+  });
+
+  it('fork-bomb: refused forks at the limit are held; more processes than the limit are crossed', () => {
+    expect(forkBomb.judge(obs({ resources: { source: 'cgroup', pidsPeak: 64, pidsMaxEvents: 80, pidsLimit: 64 } }), ctx).verdict).toBe('held');
+    expect(forkBomb.judge(obs({ hostProcessCountMax: 145 }), ctx).verdict).toBe('crossed');
+    expect(forkBomb.judge(obs({ hostProcessCountMax: 3 }), ctx).verdict).toBe('inconclusive');
+  });
+
+  it('disk-fill: held on a disk-full refusal, crossed when the host lost more than the limit', () => {
+    const health = (drop: number) => ({
+      before: { memAvailableBytes: 20e9, diskFreeBytes: 50e9, processCount: 100 },
+      worst: { memAvailableBytes: 20e9, diskFreeBytes: 50e9 - drop, processCount: 100 },
+      after: { memAvailableBytes: 20e9, diskFreeBytes: 50e9, processCount: 100 },
+      maxEventLoopDelayMs: 5,
+      memTotalBytes: 24e9,
+    });
+    expect(diskFill.judge(obs({ exitCode: 28, hostHealth: health(0) }), ctx).verdict).toBe('held');
+    expect(diskFill.judge(obs({ exitCode: 0, hostHealth: health(1300 * MiB) }), ctx).verdict).toBe('crossed');
+    expect(diskFill.judge(obs({ exitCode: 1, hostHealth: health(0) }), ctx).verdict).toBe('inconclusive');
+  });
+
+  it('identity: a non-root, capability-free process seen from the host is held; no host pids is inconclusive', () => {
+    expect(identityUid.judge(obs({ hostProcesses: [proc({})] }), ctx).verdict).toBe('held');
+    expect(identityUid.judge(obs({ hostProcesses: [proc({ effectiveUid: 0 })] }), ctx).verdict).toBe('crossed');
+    expect(identityCapabilities.judge(obs({ hostProcesses: [proc({ capEff: '00000000a80425fb' })] }), ctx).verdict).toBe('crossed');
+    expect(identityUid.judge(obs({}), ctx).verdict).toBe('inconclusive');
+  });
+
+  it('hostile-bytes: escaped control bytes are held, raw ones crossed', () => {
+    const lines = (s: string) => `${s} hostile-abc123\n`.repeat(3);
+    expect(hostileBytes.judge(obs({ stdout: capture(lines('NUL[\\x00] ESC[\\x1b]')) }, { finished: true }), ctx).verdict).toBe('held');
+    expect(hostileBytes.judge(obs({ stdout: capture(lines('NUL[\u0000]')) }, { finished: true }), ctx).verdict).toBe('crossed');
+  });
+
+  it('survive-teardown and residue: judged from the host scan, heartbeat and a fresh environment', () => {
+    expect(surviveTeardown.judge(obs({}, { finished: true }), ctx).verdict).toBe('held');
+    expect(surviveTeardown.judge(obs({}, { finished: true, survivors: ['process 9 still ran'] }), ctx).verdict).toBe('crossed');
+    expect(surviveTeardown.judge(obs({}, { finished: true, heartbeat: { afterDestroyBytes: 10, laterBytes: 40 } }), ctx).verdict).toBe('crossed');
+    const second = (text: string) => obs({ stdout: capture(text) }, { finished: true });
+    expect(residue.judge(obs({}, { finished: true, followUp: second('nothing') }), ctx).verdict).toBe('held');
+    expect(residue.judge(obs({}, { finished: true, followUp: second('found residue-abc123 in /tmp') }), ctx).verdict).toBe('crossed');
+    expect(residue.judge(obs({}, { finished: true, followUp: obs({}, { attempted: false }) }), ctx).verdict).toBe('inconclusive');
+  });
+});
