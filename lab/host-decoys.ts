@@ -38,6 +38,7 @@ export async function startHostDecoys(opts: { scratchDir: string; runMarker: Rec
   });
   const pid = child.pid;
   if (pid === undefined) throw new Error('decoy process did not start');
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
 
   const socketDir = join(opts.scratchDir, 'decoy-run');
   await mkdir(socketDir, { recursive: true });
@@ -69,6 +70,7 @@ export async function startHostDecoys(opts: { scratchDir: string; runMarker: Rec
       } catch {
         // already gone
       }
+      await exited;
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await rm(socketDir, { recursive: true, force: true });
     },
