@@ -14,6 +14,7 @@ import { outside } from './model/evidence.js';
 import type { ExecObservation, KilledBy } from './model/observation.js';
 import type { Policy } from './model/policy.js';
 import type { Observation, ProbeContext, ProbeSpec, SecurityProbe, TaskCase } from './model/probe.js';
+import { artifactHashes, compareReplay, endToEndBudgetMs, runCorrectionLoop, type ExecuteVariant } from './task/correction-loop.js';
 import type { SecurityResult, TaskResult } from './model/scorecard.js';
 import { payloadPath } from './paths.js';
 import type { RunContext } from './run-context.js';
@@ -53,10 +54,10 @@ export function notApplicableReason(probe: SecurityProbe, caps: Capabilities): s
   return caps.notEnforcedReasons?.[probe.policyItem] ?? `backend cannot enforce ${probe.policyItem}`;
 }
 
-async function payloadFiles(probe: ProbeSpec, ctx: ProbeContext): Promise<PutFile[]> {
+async function payloadFiles(probe: ProbeSpec, ctx: ProbeContext, files?: PutFile[]): Promise<PutFile[]> {
   let payload: Buffer;
   try {
-    payload = await readFile(payloadPath(probe.payload));
+    payload = probe.source !== undefined ? Buffer.from(probe.source) : await readFile(payloadPath(probe.payload, probe.payloadFile));
   } catch (err) {
     throw new SandcheckError('PAYLOAD_MISSING', `payload for ${probe.id} not found (${errorMessage(err)})`);
   }
@@ -64,8 +65,16 @@ async function payloadFiles(probe: ProbeSpec, ctx: ProbeContext): Promise<PutFil
   return [
     { path: 'payload.py', content: payload, readOnly: true },
     { path: 'sandcheck_payload.py', content: helper, readOnly: true },
-    ...(probe.files?.(ctx) ?? []),
+    ...(files ?? probe.files?.(ctx) ?? []),
   ];
+}
+
+interface ExecHow {
+  extraArgs: Record<string, unknown>;
+  /** Replaces the probe's own files (the correction loop adds feedback.json). */
+  files?: PutFile[];
+  /** The controller's remaining end-to-end budget, when it is shorter than the per-exec deadline. */
+  deadlineCapMs?: number;
 }
 
 interface Executed {
@@ -135,6 +144,7 @@ export class Runner {
     if (this.opts.signal?.aborted) {
       return this.failed(probe, { code: 'INTERRUPTED', message: 'not run: the run was interrupted' }, 0);
     }
+    if (probe.kind === 'task') return this.runTask(probe, ctx, started);
     let executed: Executed;
     try {
       executed = await this.execute(probe, ctx);
@@ -147,33 +157,30 @@ export class Runner {
     if (obs.exec.killedBy === 'harness-interrupt') {
       return this.failed(probe, { code: 'INTERRUPTED', message: 'the run was interrupted while this probe ran' }, durationMs, obs.exec);
     }
-    if (probe.kind === 'security') {
-      let judgement;
-      try {
-        judgement = probe.judge(obs, ctx);
-      } catch (err) {
-        return this.failed(probe, { code: 'JUDGE', message: `judge threw: ${errorMessage(err)}` }, durationMs, obs.exec);
-      }
-      if (obs.leftovers.length > 0) {
-        judgement.evidence.push(...obs.leftovers.map((l) => outside('teardown', l, 'host')));
-      }
-      return this.securityResult(probe, judgement, durationMs, obs.exec);
+    let judgement;
+    try {
+      judgement = probe.judge(obs, ctx);
+    } catch (err) {
+      return this.failed(probe, { code: 'JUDGE', message: `judge threw: ${errorMessage(err)}` }, durationMs, obs.exec);
     }
-    return this.taskResult(probe, obs, ctx, durationMs);
+    if (obs.leftovers.length > 0) {
+      judgement.evidence.push(...obs.leftovers.map((l) => outside('teardown', l, 'host')));
+    }
+    return this.securityResult(probe, judgement, durationMs, obs.exec);
   }
 
-  private async execute(probe: ProbeSpec, ctx: ProbeContext): Promise<Executed> {
+  private async execute(probe: SecurityProbe, ctx: ProbeContext): Promise<Executed> {
     const started = performance.now();
-    const first = await this.executeOnce(probe, ctx, {});
+    const first = await this.executeOnce(probe, ctx, { extraArgs: {} });
     if (probe.followUp && first.exec.killedBy !== 'harness-interrupt') {
       const secondCtx = { ...ctx, nonce: randomBytes(8).toString('hex') };
-      first.followUp = await this.executeOnce(probe, secondCtx, probe.followUp(ctx, first));
+      first.followUp = await this.executeOnce(probe, secondCtx, { extraArgs: probe.followUp(ctx, first) });
     }
     return { obs: first, durationMs: performance.now() - started };
   }
 
   /** One fresh environment: create, put, exec under the harness deadline, get, destroy, then look for what survived. */
-  private async executeOnce(probe: ProbeSpec, ctx: ProbeContext, extraArgs: Record<string, unknown>): Promise<Observation> {
+  private async executeOnce(probe: ProbeSpec, ctx: ProbeContext, how: ExecHow): Promise<Observation> {
     const { backend, policy, run } = this.opts;
     let env: Environment | undefined;
     let obs: Observation | undefined;
@@ -185,11 +192,10 @@ export class Runner {
         scratchDir: run.scratchDir,
         ...(run.lab ? { lab: run.lab } : {}),
       });
-      await env.putFiles(await payloadFiles(probe, ctx));
-      const exec = await this.execWithDeadline(env, probe, ctx, extraArgs);
-      const artifacts = probe.artifacts
-        ? await env.getFiles(probe.artifacts, { maxBytesPerFile: policy.exports.maxFileMb * 1024 * 1024 })
-        : [];
+      await env.putFiles(await payloadFiles(probe, ctx, how.files));
+      const exec = await this.execWithDeadline(env, probe, ctx, how);
+      const wanted = typeof probe.artifacts === 'function' ? probe.artifacts(ctx) : probe.artifacts;
+      const artifacts = wanted ? await env.getFiles(wanted, { maxBytesPerFile: policy.exports.maxFileMb * 1024 * 1024 }) : [];
       const artifactHits = scanArtifacts(artifacts, run.canaries.all.map((c) => c.value)).map((h) => ({
         label: labelOf(run.canaries, h.value),
         where: `artifact:${h.path}`,
@@ -222,7 +228,7 @@ export class Runner {
     env: Environment,
     probe: ProbeSpec,
     ctx: ProbeContext,
-    extraArgs: Record<string, unknown>,
+    how: ExecHow,
   ): Promise<{ observation: ExecObservation; attempted: boolean; finished: boolean; canaryHits: { label: string; where: string }[] }> {
     const { policy, run } = this.opts;
     const canaryValues = run.canaries.all.map((c) => c.value);
@@ -245,12 +251,12 @@ export class Runner {
         if (stdout.bytes + stderr.bytes > ceiling) kill('harness-output-ceiling');
       },
     });
-    const deadlineMs = harnessDeadlineMs(policy, this.graceMs);
+    const deadlineMs = Math.min(harnessDeadlineMs(policy, this.graceMs), how.deadlineCapMs ?? Number.POSITIVE_INFINITY);
     const timer = setTimeout(() => kill('harness-deadline'), deadlineMs);
     const onInterrupt = (): void => kill('harness-interrupt');
     this.opts.signal?.addEventListener('abort', onInterrupt, { once: true });
     if (this.opts.signal?.aborted) onInterrupt();
-    const args = { nonce: ctx.nonce, probe: probe.id, ...(probe.args?.(ctx) ?? {}), ...extraArgs };
+    const args = { nonce: ctx.nonce, probe: probe.id, ...(probe.args?.(ctx) ?? {}), ...how.extraArgs };
     const sampler = probe.sampleProcesses && env.hostPids ? startProcessSampler(env) : undefined;
     const health = probe.watchHost ? await startHostHealth(this.opts.run.scratchDir) : undefined;
     const t0 = performance.now();
@@ -323,35 +329,53 @@ export class Runner {
     };
   }
 
-  private taskResult(probe: TaskCase, obs: Observation, ctx: ProbeContext, durationMs: number): AnyResult {
-    const artifacts = obs.artifacts.flatMap((a) =>
-      a.content ? [{ path: a.path, bytes: a.content.byteLength, sha256: createHash('sha256').update(a.content).digest('hex') }] : [],
-    );
-    let verdict: 'accepted' | 'rejected';
-    let reason: string;
-    let evidence;
+  private async runTask(task: TaskCase, ctx: ProbeContext, started: number): Promise<AnyResult> {
+    const execute: ExecuteVariant = (variant, files, deadlineCapMs) =>
+      this.executeOnce(variant, { ...ctx, nonce: randomBytes(8).toString('hex') }, { extraArgs: {}, files, deadlineCapMs });
+    let loop;
     try {
-      const p = probe.predicate(obs, ctx);
-      verdict = p.accepted ? 'accepted' : 'rejected';
-      reason = p.reason;
-      evidence = p.evidence ?? [];
+      loop = await runCorrectionLoop(task, ctx, execute);
     } catch (err) {
-      return this.failed(probe, { code: 'PREDICATE', message: `completion predicate threw: ${errorMessage(err)}` }, durationMs, obs.exec);
+      const code = err instanceof SandcheckError ? err.code : 'PREDICATE';
+      return this.failed(task, { code, message: err instanceof SandcheckError ? err.message : `completion predicate threw: ${errorMessage(err)}` }, performance.now() - started);
     }
-    const asExpected = (verdict === 'accepted') === (probe.expected === 'accept');
+    const final = loop.final;
+    if (!final) return this.failed(task, { code: 'HARNESS', message: loop.reason }, performance.now() - started);
+    if (final.obs.exec.killedBy === 'harness-interrupt') {
+      return this.failed(task, { code: 'INTERRUPTED', message: 'the run was interrupted while this task ran' }, performance.now() - started, final.obs.exec);
+    }
+    let replay: { reproducible: boolean; note: string } | undefined;
+    if (loop.accepted && !this.opts.signal?.aborted) {
+      try {
+        replay = compareReplay(final.obs, await execute(final.variant, final.files, harnessDeadlineMs(this.opts.policy, this.graceMs)));
+      } catch (err) {
+        replay = { reproducible: false, note: `replay failed: ${errorMessage(err)}` };
+      }
+    }
+    const verdict = loop.accepted ? 'accepted' : 'rejected';
+    const asExpected = (verdict === 'accepted') === (task.expected === 'accept');
+    const { exec } = final.obs;
     return {
       kind: 'task',
-      id: probe.id,
-      title: probe.title,
-      policyItem: probe.policyItem,
-      expected: probe.expected,
+      id: task.id,
+      title: task.title,
+      policyItem: task.policyItem,
+      expected: task.expected,
       verdict,
       outcome: asExpected ? 'as-expected' : 'unexpected',
-      reason,
-      evidence: [outside('exit-status', `exit ${obs.exec.exitCode ?? obs.exec.signal ?? 'unknown'} after ${Math.round(obs.exec.wallMs)} ms`), ...evidence],
-      artifacts,
-      durationMs,
-      observation: obs.exec,
+      reason: loop.accepted ? loop.reason : `${loop.reason} (${describeStop(exec)})`,
+      evidence: [outside('exit-status', `${describeStop(exec)} after ${Math.round(exec.wallMs)} ms`), ...(final.result.evidence ?? [])],
+      artifacts: [...artifactHashes(final.obs)].map(([path, sha256]) => ({
+        path,
+        sha256,
+        bytes: final.obs.artifacts.find((a) => a.path === path)?.content?.byteLength ?? 0,
+      })),
+      attempts: loop.attempts,
+      budget: loop.budget,
+      reproducible: replay ? replay.reproducible : null,
+      ...(replay ? { replayNote: replay.note } : {}),
+      durationMs: performance.now() - started,
+      observation: exec,
     };
   }
 
@@ -374,11 +398,23 @@ export class Runner {
       reason,
       evidence: [],
       artifacts: [],
+      attempts: [],
+      budget: { limitMs: endToEndBudgetMs(this.opts.policy), elapsedMs: durationMs, maxAttempts: 1 + this.opts.policy.attempts.corrections, exhausted: false },
+      reproducible: null,
       durationMs,
       ...(observation ? { observation } : {}),
       harnessError: error,
     };
   }
+}
+
+/** Exit status and who stopped the program, from outside facts. */
+function describeStop(exec: ExecObservation): string {
+  if (exec.startError) return `could not start: ${exec.startError}`;
+  if (exec.killedBy !== 'none') return `killed by ${exec.killedBy}`;
+  if (exec.backendReport.oomKilled === true || (exec.resources?.oomKills ?? 0) > 0) return `killed by the OOM killer (memory peak ${Math.round((exec.resources?.memoryPeakBytes ?? 0) / 2 ** 20)} MiB)`;
+  if (exec.backendReport.timedOut === true) return "stopped by the backend's wall clock";
+  return exec.signal ? `ended by ${exec.signal}` : `exit code ${exec.exitCode}`;
 }
 
 function stripKind<T extends { kind: string }>(r: T): Omit<T, 'kind'> {

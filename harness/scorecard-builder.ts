@@ -60,7 +60,13 @@ export function taskScorecard(backend: Backend, policy: Policy, meta: RunMeta, r
     run: runInfo(meta),
     backend: backendInfo(backend, policy),
     policy,
-    summary: { total: results.length, asExpected: count('as-expected'), unexpected: count('unexpected'), error: count('error') },
+    summary: {
+      total: results.length,
+      asExpected: count('as-expected'),
+      unexpected: count('unexpected'),
+      error: count('error'),
+      nonReproducible: results.filter((r) => r.reproducible === false).length,
+    },
     results,
   };
 }

@@ -65,7 +65,12 @@ function securityCase(s: Suite, className: string, r: SecurityResult): Case {
 function taskCase(s: Suite, className: string, r: TaskResult): Case {
   const c = s.testCase().className(className).name(`${r.id} ${r.title}`).file(`probes/${r.id}/probe.ts`).time(seconds(r.durationMs));
   c.property('expected', r.expected).property('verdict', r.verdict ?? 'none').property('outcome', r.outcome);
-  const body = cleanForReport(`expected: ${r.expected}, got: ${r.verdict ?? 'no verdict'}\n${r.reason}\n\nevidence:\n${evidenceText(r.evidence)}`);
+  c.property('attempts', String(r.attempts.length)).property('reproducible', r.reproducible === null ? 'not replayed' : String(r.reproducible));
+  const attempts = r.attempts.map((a) => `attempt ${a.attempt}: ${a.verdict}: ${a.reason}`).join('\n');
+  const budget = `budget: ${Math.round(r.budget.elapsedMs)} of ${r.budget.limitMs} ms, at most ${r.budget.maxAttempts} attempts`;
+  const body = cleanForReport(
+    `expected: ${r.expected}, got: ${r.verdict ?? 'no verdict'}\n${r.reason}\n${attempts}\n${budget}${r.replayNote ? `\n${r.replayNote}` : ''}\n\nevidence:\n${evidenceText(r.evidence)}`,
+  );
   if (r.outcome === 'unexpected') {
     c.failure(`WRONG VERDICT: expected ${r.expected}, got ${r.verdict}: ${oneLine(r.reason)}`, 'WrongTaskVerdict');
     c.standardOutput(body);

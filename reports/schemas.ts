@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { SecurityScorecardSchema, TaskScorecardSchema } from '../harness/model/scorecard.js';
 import { PolicySchema } from '../harness/model/policy.js';
+import { TaskCaseFileSchema } from '../harness/task/load-tasks.js';
 
 /** JSON Schemas generated from the zod schemas: the published contract of the JSON reports. */
 export function generatedSchemas(): Record<string, unknown> {
@@ -8,5 +9,6 @@ export function generatedSchemas(): Record<string, unknown> {
     'security-scorecard.schema.json': z.toJSONSchema(SecurityScorecardSchema, { target: 'draft-2020-12', io: 'output' }),
     'task-scorecard.schema.json': z.toJSONSchema(TaskScorecardSchema, { target: 'draft-2020-12', io: 'output' }),
     'policy.schema.json': z.toJSONSchema(PolicySchema, { target: 'draft-2020-12', io: 'input' }),
+    'task-case.schema.json': z.toJSONSchema(TaskCaseFileSchema, { target: 'draft-2020-12', io: 'input' }),
   };
 }

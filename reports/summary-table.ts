@@ -20,15 +20,23 @@ export function summaryText(security: SecurityScorecard, task: TaskScorecard): s
     ...security.results.map((r) => [r.id, r.verdict, r.category, short(r.reason)]),
   ]);
   const tsk = table([
-    ['TASK', 'expected', 'verdict', 'outcome', 'reason'],
-    ...task.results.map((r) => [r.id, r.expected, r.verdict ?? '-', r.outcome, short(r.reason)]),
+    ['TASK', 'expected', 'verdict', 'outcome', 'tries', 'replay', 'reason'],
+    ...task.results.map((r) => [
+      r.id,
+      r.expected,
+      r.verdict ?? '-',
+      r.outcome,
+      String(r.attempts.length),
+      r.reproducible === null ? '-' : r.reproducible ? 'same' : 'DIFFERS',
+      short(r.reason, 70),
+    ]),
   ]);
   return [
     sec,
     `security: ${s.held} held, ${s.crossed} crossed, ${s.inconclusive} inconclusive, ${s.notApplicable} not applicable`,
     '',
     tsk,
-    `task: ${t.asExpected} as expected, ${t.unexpected} unexpected, ${t.error} errors`,
+    `task: ${t.asExpected} as expected, ${t.unexpected} unexpected, ${t.error} errors${t.nonReproducible ? `, ${t.nonReproducible} not reproducible` : ''}`,
     security.run.interrupted ? '\nthe run was INTERRUPTED: results are incomplete' : '',
   ].join('\n');
 }

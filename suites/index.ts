@@ -5,11 +5,16 @@ import { taskSuite } from './task.js';
 
 export { securitySuite, taskSuite };
 
-export const allProbes = (): ProbeSpec[] => [...securitySuite, ...taskSuite];
+export const allProbes = (extra: readonly ProbeSpec[] = []): ProbeSpec[] => {
+  const builtIn = [...securitySuite, ...taskSuite];
+  const clash = extra.find((e) => builtIn.some((b) => b.id === e.id));
+  if (clash) throw new SandcheckError('CONFIG_INVALID', `task case id "${clash.id}" is already a built-in probe or task id`, { hint: 'rename the user task case' });
+  return [...builtIn, ...extra];
+};
 
-/** The whole suite, or only the named ids (unknown ids are a usage error). */
-export function selectProbes(only: readonly string[] | undefined): ProbeSpec[] {
-  const all = allProbes();
+/** The whole suite (plus user task cases), or only the named ids (unknown ids are a usage error). */
+export function selectProbes(only: readonly string[] | undefined, extra: readonly ProbeSpec[] = []): ProbeSpec[] {
+  const all = allProbes(extra);
   if (!only || only.length === 0) return all;
   const known = new Map(all.map((p) => [p.id, p]));
   const unknown = only.filter((id) => !known.has(id));

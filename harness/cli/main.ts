@@ -5,8 +5,10 @@ import { allProbes, selectProbes } from '../../suites/index.js';
 import { summaryText } from '../../reports/summary-table.js';
 import { EXIT, SandcheckError, errorMessage } from '../errors.js';
 import { loadPolicy } from '../policy-loader.js';
+import { explainPolicy, policyBounds } from '../policy-explain.js';
 import { packageVersion } from '../paths.js';
 import { runSuite } from '../run-suite.js';
+import { loadTaskDir } from '../task/load-tasks.js';
 import { progressReporter } from './progress.js';
 
 function positiveInt(value: string): number {
@@ -15,9 +17,10 @@ function positiveInt(value: string): number {
   return n;
 }
 
-async function runCommand(opts: { backend: string; policy: string; out: string; only?: string[]; concurrency: number }): Promise<number> {
+async function runCommand(opts: { backend: string; policy: string; out: string; only?: string[]; concurrency: number; tasks?: string }): Promise<number> {
   const policy = await loadPolicy(opts.policy);
-  const probes = selectProbes(opts.only);
+  const userTasks = opts.tasks ? await loadTaskDir(opts.tasks) : [];
+  const probes = selectProbes(opts.only, userTasks);
   const backend = await loadBackend(opts.backend);
   await backend.preflight();
   const reporter = progressReporter(process.stderr);
@@ -43,8 +46,8 @@ async function runCommand(opts: { backend: string; policy: string; out: string; 
   }
 }
 
-function listCommand(opts: { json?: boolean }): number {
-  const rows = allProbes().map((p) => ({
+async function listCommand(opts: { json?: boolean; tasks?: string }): Promise<number> {
+  const rows = allProbes(opts.tasks ? await loadTaskDir(opts.tasks) : []).map((p) => ({
     id: p.id,
     kind: p.kind,
     category: p.kind === 'security' ? p.category : 'task',
@@ -80,6 +83,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('-p, --policy <preset|file>', 'policy preset (reference, ci) or a YAML/JSON policy file', 'reference')
     .option('-o, --out <dir>', 'directory for security.json, task.json and their JUnit XML', 'out')
     .option('--only <ids...>', 'run only these probe / task ids')
+    .option('--tasks <dir>', 'also run the task cases (YAML, JSON or .mjs) in this directory')
     .option('-j, --concurrency <n>', 'environments run at once', positiveInt, 2)
     .action(async (opts) => {
       code = await runCommand(opts);
@@ -89,8 +93,21 @@ export async function main(argv: readonly string[]): Promise<number> {
     .command('list')
     .description('list probes and task cases: id, category, policy item, title')
     .option('--json', 'machine-readable output')
-    .action((opts) => {
-      code = listCommand(opts);
+    .option('--tasks <dir>', 'include the task cases in this directory')
+    .action(async (opts) => {
+      code = await listCommand(opts);
+    });
+
+  const policy = program.command('policy').description('inspect policies');
+  policy
+    .command('explain')
+    .description('print the bounds a policy implies: worst-case wait, export volume, output caps')
+    .option('-p, --policy <preset|file>', 'policy preset or file', 'reference')
+    .option('--json', 'machine-readable output')
+    .action(async (opts) => {
+      const p = await loadPolicy(opts.policy);
+      process.stdout.write(opts.json ? `${JSON.stringify(policyBounds(p), null, 2)}\n` : `${explainPolicy(p)}\n`);
+      code = EXIT.ok;
     });
 
   try {

@@ -53,6 +53,10 @@ interface ProbeCommon {
   title: string;
   /** Folder under probes/ holding payload.py (an absolute folder for user and test probes). */
   payload: string;
+  /** File in the payload folder to run; payload.py unless said otherwise. */
+  payloadFile?: string;
+  /** Inline program source (user task cases); replaces the payload file. */
+  source?: string;
   /** Interpreter run on payload.py; python3 unless a probe says otherwise. */
   interpreter?: string;
   /** Arguments for the payload (JSON, passed as argv[1] along with the nonce). */
@@ -60,7 +64,7 @@ interface ProbeCommon {
   files?(ctx: ProbeContext): PutFile[];
   stdin?(ctx: ProbeContext): Uint8Array;
   /** Workspace-relative files fetched after the run. */
-  artifacts?: readonly string[];
+  artifacts?: readonly string[] | ((ctx: ProbeContext) => readonly string[]);
   /** Sample the box's host processes while it runs (identity probes). */
   sampleProcesses?: boolean;
   /** Watch the host's health while it runs (resource probes). */
@@ -84,11 +88,25 @@ export interface PredicateResult {
   evidence?: Evidence[];
 }
 
+/** One candidate program of a correction loop. */
+export interface CandidateProgram {
+  payload?: string;
+  payloadFile?: string;
+  source?: string;
+}
+
 /** A legitimate task (or a plausible wrong one) and the completion predicate checked outside the box. */
 export interface TaskCase extends ProbeCommon {
   kind: 'task';
   policyItem: string;
   expected: ExpectedTaskVerdict;
+  /**
+   * Candidate programs tried in order (generate → execute → observe → correct). Each attempt after
+   * the first gets only limited diagnostics of the previous one in feedback.json.
+   */
+  attempts?: readonly CandidateProgram[];
+  /** Where the case came from: built-in, or the user file that defined it. */
+  origin?: string;
   predicate(obs: Observation, ctx: ProbeContext): PredicateResult;
 }
 

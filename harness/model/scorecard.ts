@@ -49,6 +49,15 @@ export const ArtifactRecordSchema = z.strictObject({
   sha256: z.string(),
 });
 
+export const AttemptRecordSchema = z.strictObject({
+  attempt: z.number().int().positive(),
+  verdict: TaskVerdict,
+  reason: z.string(),
+  exitCode: z.number().int().nullable(),
+  signal: z.string().nullable(),
+  wallMs: z.number().nonnegative(),
+});
+
 export const TaskResultSchema = z.strictObject({
   id: z.string(),
   title: z.string(),
@@ -60,6 +69,13 @@ export const TaskResultSchema = z.strictObject({
   reason: z.string(),
   evidence: z.array(EvidenceSchema),
   artifacts: z.array(ArtifactRecordSchema),
+  /** Every attempt of the correction loop, in order. */
+  attempts: z.array(AttemptRecordSchema),
+  /** The controller's end-to-end budget: (1 + corrections) × wall + queue/startup. */
+  budget: z.strictObject({ limitMs: z.number(), elapsedMs: z.number(), maxAttempts: z.number().int(), exhausted: z.boolean() }),
+  /** Accepted cases run again in a fresh environment: did the artifacts come out identical? null = not replayed. */
+  reproducible: z.boolean().nullable(),
+  replayNote: z.string().optional(),
   durationMs: z.number().nonnegative(),
   observation: ExecObservationSchema.optional(),
   harnessError: HarnessError.optional(),
@@ -79,6 +95,7 @@ export const TaskSummarySchema = z.strictObject({
   asExpected: z.number().int(),
   unexpected: z.number().int(),
   error: z.number().int(),
+  nonReproducible: z.number().int(),
 });
 
 export const SecurityScorecardSchema = z

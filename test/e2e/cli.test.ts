@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import type { SecurityScorecard, TaskScorecard } from '../../harness/model/scorecard.js';
 import { findProcessesWithEnvMarker } from '../../lab/process-scan.js';
 import { validateScorecard } from '../../reports/validate.js';
-import { securitySuite } from '../../suites/index.js';
+import { packageRoot } from '../../harness/paths.js';
+import { securitySuite, taskSuite } from '../../suites/index.js';
 import { sandcheck, tempOut } from '../helpers/cli.js';
 
 async function readCards(out: string): Promise<{ security: SecurityScorecard; task: TaskScorecard }> {
@@ -28,16 +29,43 @@ describe('sandcheck CLI', () => {
     expect(res.exitCode, res.all).toBe(1);
     expect(res.all).toContain('isolates NOTHING');
     expect(res.stdout).toMatch(new RegExp(`security: 0 held, ${securitySuite.length} crossed`));
-    expect(res.stdout).toMatch(/task: 2 as expected, 0 unexpected/);
+    expect(res.stdout).toMatch(new RegExp(`task: ${taskSuite.length} as expected, 0 unexpected`));
     const { security, task } = await readCards(out);
     expect(validateScorecard('security', security)).toMatchObject({ valid: true });
     expect(validateScorecard('task', task)).toMatchObject({ valid: true });
     expect(security.results.every((r) => r.verdict === 'crossed')).toBe(true);
-    expect(task.results.map((r) => r.outcome)).toEqual(['as-expected', 'as-expected']);
+    expect(task.results.filter((r) => r.outcome !== 'as-expected').map((r) => `${r.id}: ${r.reason}`)).toEqual([]);
+    const corrected = task.results.find((r) => r.id === 'average-corrected');
+    expect(corrected?.attempts.map((a) => a.verdict)).toEqual(['rejected', 'rejected', 'accepted']);
+    expect(task.results.filter((r) => r.verdict === 'accepted').every((r) => r.reproducible === true)).toBe(true);
     for (const f of ['security.junit.xml', 'task.junit.xml']) {
       expect(XMLValidator.validate(await readFile(join(out, f), 'utf8')), f).toBe(true);
     }
     expect(security.run.harness.maxRssBytes).toBeLessThan(200 * 1024 * 1024);
+  });
+
+  it('policy explain prints the worst-case end-to-end wait: 132 s for the reference policy', async () => {
+    const res = await sandcheck(['policy', 'explain', '--policy', 'reference']);
+    expect(res.exitCode).toBe(0);
+    expect(res.stdout).toContain('(1 + 3) × 30 s + 12 s = 132 s');
+    const json = await sandcheck(['policy', 'explain', '--policy', 'ci', '--json']);
+    expect(JSON.parse(json.stdout)).toMatchObject({ worstCaseSeconds: 32, exportWorstCaseMb: 40 });
+  });
+
+  it('--tasks runs user task cases next to the built-in ones; a broken case directory is exit 3 naming file and field', async () => {
+    const out = await tempOut();
+    const fixtures = join(packageRoot(), 'test', 'fixtures', 'tasks');
+    const ok = await sandcheck(['run', '--policy', 'ci', '--tasks', join(fixtures, 'good'), '--only', 'user-sum', 'user-csv-report', '--out', out]);
+    expect(ok.exitCode, ok.all).toBe(0);
+    const { task } = await readCards(out);
+    expect(task.results.map((r) => [r.id, r.verdict, r.outcome])).toEqual([
+      ['user-sum', 'accepted', 'as-expected'],
+      ['user-csv-report', 'accepted', 'as-expected'],
+    ]);
+    expect(task.results[1]?.attempts).toHaveLength(2);
+    const bad = await sandcheck(['run', '--tasks', join(fixtures, 'bad'), '--out', out]);
+    expect(bad.exitCode).toBe(3);
+    expect(bad.stderr).toContain('broken.yaml: predicate.expected');
   });
 
   it('list shows every probe and task case with its policy item', async () => {

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProcessBackend } from '../../backends/process/process-backend.js';
-import { CI_POLICY } from '../../harness/model/policy.js';
+import { CI_POLICY, REFERENCE_POLICY } from '../../harness/model/policy.js';
+import { averageCorrected } from '../../probes/average-corrected/probe.js';
 import type { ProbeSpec, SecurityProbe } from '../../harness/model/probe.js';
 import { packageRoot } from '../../harness/paths.js';
 import { openRunContext } from '../../harness/run-context.js';
@@ -49,12 +50,33 @@ describe('process backend (the unsandboxed control)', () => {
     expect(byId.get('fork-bomb')?.observation?.hostProcessCountMax).toBeGreaterThan(CI_POLICY.resources.processes);
     expect(byId.get('memory-bomb')?.reason).toMatch(/past the 512 MiB limit/);
     expect(byId.get('daemon-socket')?.evidence.find((e) => e.witness === 'decoy-socket')?.source).toBe('outside');
-    expect(task.map((t) => [t.id, t.verdict, t.outcome])).toEqual([
-      ['average-correct', 'accepted', 'as-expected'],
-      ['average-off-by-one', 'rejected', 'as-expected'],
-    ]);
+    // Every legitimate case accepted and every counterexample rejected, each with its predicate's reason.
+    expect(task.filter((t) => t.outcome !== 'as-expected').map((t) => `${t.id}: ${t.reason}`)).toEqual([]);
+    expect(task.filter((t) => t.expected === 'accept').every((t) => t.verdict === 'accepted' && t.reproducible === true)).toBe(true);
+    expect(task.filter((t) => t.expected === 'reject').every((t) => t.verdict === 'rejected' && t.reason.length > 0)).toBe(true);
     // No report may carry a host temp path.
     expect(JSON.stringify(security).includes('sandcheck-rproc1-'), 'a host temp path leaked into the report').toBe(false);
+  });
+
+  it('the correction loop on real processes: accepted on attempt 3 under the reference policy, rejected with 1 correction', async () => {
+    const ctx = await openRunContext('rproc5');
+    try {
+      const runWith = (corrections: number) =>
+        new Runner({ backend: new ProcessBackend(), policy: { ...REFERENCE_POLICY, attempts: { ...REFERENCE_POLICY.attempts, corrections } }, probes: [averageCorrected], run: ctx }).run();
+      const ref = (await runWith(3)).task[0];
+      expect(ref).toMatchObject({ verdict: 'accepted', outcome: 'as-expected' });
+      expect(ref?.attempts.map((a) => [a.attempt, a.verdict, a.exitCode])).toEqual([
+        [1, 'rejected', 1],
+        [2, 'rejected', 0],
+        [3, 'accepted', 0],
+      ]);
+      expect(ref?.budget.limitMs).toBe(132_000);
+      const strict = (await runWith(1)).task[0];
+      expect(strict).toMatchObject({ verdict: 'rejected', outcome: 'unexpected' });
+      expect(strict?.reason).toMatch(/attempt budget exhausted/);
+    } finally {
+      await ctx.dispose();
+    }
   });
 
   it('a payload that cannot start (syntax error, missing interpreter) is inconclusive, never held', async () => {

@@ -1,0 +1,10 @@
+export * from './types.js';
+export { ExportError, isExportError, type ExportErrorCode } from './errors.js';
+export { createReferenceExporter, referenceExporter, type ReferenceExporterOptions } from './reference-exporter.js';
+export { createNaiveExporter, type NaiveExporterOptions } from './naive-exporter.js';
+export { normaliseExportPath, checkArchiveEntryName } from './export-path.js';
+export { sniffContentType } from './content-type.js';
+export { inspectArchive } from './archive-inspect.js';
+export { listTarEntries } from './tar-reader.js';
+export { listZipEntries } from './zip-reader.js';
+export type { ArchiveEntry, ArchiveEntryType, ArchiveListing } from './archive-entry.js';
