@@ -118,7 +118,7 @@ describe('security judges (fake backend)', () => {
 });
 
 describe('task predicates (fake backend)', () => {
-  const resultJson = (mean: number) => ({ 'result.json': JSON.stringify({ mean }) });
+  const resultJson = (mean: number) => ({ 'result.json': JSON.stringify({ mean, rows: 12 }) });
 
   it('accepts the right mean and rejects a plausible wrong one, each as expected', async () => {
     const { task } = await runFake([averageCorrect, averageOffByOne], ({ args }) => ({
