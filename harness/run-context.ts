@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { LabHandle } from '../backends/contract.js';
+import type { LabTraffic } from '../lab/lab-session.js';
 import { makeCanaries, plantDecoyFiles, type CanarySet } from '../lab/canaries.js';
 import { startHostDecoys, type HostDecoys } from '../lab/host-decoys.js';
 import { onProcessExit } from '../lab/netns/exit-hook.js';
@@ -22,18 +23,28 @@ export interface RunContext {
   controllerEnv: Record<string, string>;
   hostDecoys: HostDecoys;
   lab?: LabHandle;
+  /** What the lab's decoys and packet witness saw in a time window (ms since epoch). */
+  labTraffic?: (fromMs: number, toMs: number) => LabTraffic;
+  /** Why there is no lab, when there is none: network probes become not-applicable with it. */
+  noLabReason?: string;
   dispose(): Promise<void>;
 }
 
+export interface LabForRun {
+  handle: LabHandle;
+  canaries: { label: string; value: string }[];
+  trafficBetween(fromMs: number, toMs: number): LabTraffic;
+}
+
 /** The run's own corner of the host: scratch directory, decoy secrets and credentials, decoy process and socket. */
-export async function openRunContext(runId: string, options: { scratchRoot?: string; lab?: LabHandle } = {}): Promise<RunContext> {
+export async function openRunContext(runId: string, options: { scratchRoot?: string; lab?: LabForRun; noLabReason?: string } = {}): Promise<RunContext> {
   const scratchDir = await mkdtemp(join(options.scratchRoot ?? tmpdir(), `sandcheck-${runId}-`));
   const decoyDir = join(scratchDir, 'decoy-home');
   const canaries = makeCanaries();
   await plantDecoyFiles(decoyDir, canaries);
   const marker = { [RUN_MARKER]: runId };
   const hostDecoys = await startHostDecoys({ scratchDir, runMarker: marker });
-  canaries.all.push({ label: 'process:decoy-memory', value: hostDecoys.processCanary });
+  canaries.all.push({ label: 'process:decoy-memory', value: hostDecoys.processCanary }, ...(options.lab?.canaries ?? []));
   const pid = hostDecoys.processPid;
   const unregister = onProcessExit(() => {
     try {
@@ -49,7 +60,8 @@ export async function openRunContext(runId: string, options: { scratchRoot?: str
     canaries,
     controllerEnv: { ...canaries.env, ...marker },
     hostDecoys,
-    ...(options.lab ? { lab: options.lab } : {}),
+    ...(options.lab ? { lab: options.lab.handle, labTraffic: (a: number, b: number) => options.lab!.trafficBetween(a, b) } : {}),
+    ...(options.noLabReason ? { noLabReason: options.noLabReason } : {}),
     async dispose() {
       await hostDecoys.stop();
       unregister();

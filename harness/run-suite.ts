@@ -3,7 +3,10 @@ import type { Backend } from '../backends/contract.js';
 import { writeJsonReport } from '../reports/json-report.js';
 import { securityJunit, taskJunit, writeJunit } from '../reports/junit-report.js';
 import { validateScorecard } from '../reports/validate.js';
-import { SandcheckError } from './errors.js';
+import { SandcheckError, errorMessage } from './errors.js';
+import { openLab, probeLabSupport, type LabSession } from '../lab/lab-session.js';
+import { sweepStaleLabs } from '../lab/netns/sweep.js';
+import { packageRoot } from './paths.js';
 import type { RunReporter } from './events.js';
 import type { Policy } from './model/policy.js';
 import type { ProbeSpec } from './model/probe.js';
@@ -30,11 +33,35 @@ export interface RunSuiteOutcome {
   files: { securityJson: string; taskJson: string; securityJunit: string; taskJunit: string };
 }
 
+/** The lab when this machine can make one; otherwise the reason, and network probes will not run. */
+async function tryOpenLab(runId: string, reporter?: RunReporter): Promise<{ session?: LabSession; noLabReason?: string }> {
+  await sweepStaleLabs().catch(() => undefined);
+  const support = await probeLabSupport();
+  if (!support.available) {
+    reporter?.onNotice?.(`no lab: ${support.reason} (${support.hint}); network probes are not applicable in this run`);
+    return { noLabReason: support.reason };
+  }
+  try {
+    return { session: await openLab(runId, packageRoot()) };
+  } catch (err) {
+    const reason = `the lab could not start: ${errorMessage(err)}`;
+    reporter?.onNotice?.(`no lab: ${reason}; network probes are not applicable in this run`);
+    return { noLabReason: reason };
+  }
+}
+
 /** One whole run: lab context, every probe in a fresh environment, both report cards written. */
 export async function runSuite(opts: RunSuiteOptions): Promise<RunSuiteOutcome> {
   const runId = opts.runId ?? newRunId();
   const startedAt = new Date();
-  const run = await openRunContext(runId);
+  const lab = opts.probes.some((p) => p.kind === 'security' && p.category === 'network') ? await tryOpenLab(runId, opts.reporter) : { noLabReason: 'no network probe selected' };
+  let run;
+  try {
+    run = await openRunContext(runId, lab.session ? { lab: lab.session } : { noLabReason: lab.noLabReason ?? 'unknown' });
+  } catch (err) {
+    await lab.session?.close();
+    throw err;
+  }
   opts.reporter?.onRunStart?.({ runId, backend: opts.backend.name, policy: opts.policy.name, total: opts.probes.length });
   let results;
   try {
@@ -50,6 +77,8 @@ export async function runSuite(opts: RunSuiteOptions): Promise<RunSuiteOutcome> 
     results = await runner.run();
   } finally {
     await run.dispose();
+    const closed = await lab.session?.close();
+    for (const l of closed?.leftovers ?? []) opts.reporter?.onNotice?.(`lab teardown: ${l}`);
   }
   const interrupted = opts.signal?.aborted ?? false;
   opts.reporter?.onRunEnd?.({ interrupted });

@@ -48,7 +48,9 @@ export function outputCeilingBytes(policy: Policy): number {
   return policy.output.maxBytes * 4 + 1024 * 1024;
 }
 
-export function notApplicableReason(probe: SecurityProbe, caps: Capabilities): string | undefined {
+export function notApplicableReason(probe: SecurityProbe, caps: Capabilities, noLabReason?: string): string | undefined {
+  // Network probes never send traffic from the machine's own namespace: without a lab they do not run.
+  if (probe.category === 'network' && noLabReason !== undefined) return `no lab: ${noLabReason}`;
   if (caps.isolation === 'none') return undefined; // the control runs everything: it is the positive control
   if (caps.enforces.includes(probe.policyItem)) return undefined;
   return caps.notEnforcedReasons?.[probe.policyItem] ?? `backend cannot enforce ${probe.policyItem}`;
@@ -87,8 +89,23 @@ interface HarnessFailure {
   message: string;
 }
 
+/** Time for the last packets and decoy log lines of a network probe to arrive. */
+const NETWORK_SETTLE_MS = 300;
+
+class Mutex {
+  private tail: Promise<void> = Promise.resolve();
+  acquire(): Promise<() => void> {
+    let release!: () => void;
+    const next = new Promise<void>((r) => (release = r));
+    const ready = this.tail.then(() => release);
+    this.tail = this.tail.then(() => next);
+    return ready;
+  }
+}
+
 export class Runner {
   private readonly graceMs: number;
+  private readonly networkLock = new Mutex();
 
   constructor(private readonly opts: RunnerOptions) {
     this.graceMs = opts.graceMs ?? DEFAULT_GRACE_MS;
@@ -138,7 +155,7 @@ export class Runner {
     const ctx = await this.context();
     const started = performance.now();
     if (probe.kind === 'security') {
-      const na = notApplicableReason(probe, this.opts.backend.capabilities(this.opts.policy));
+      const na = notApplicableReason(probe, this.opts.backend.capabilities(this.opts.policy), this.opts.run.labTraffic ? undefined : (this.opts.run.noLabReason ?? 'the run has no lab'));
       if (na) return this.securityResult(probe, { verdict: 'not-applicable', reason: na, evidence: [] }, 0);
     }
     if (this.opts.signal?.aborted) {
@@ -171,6 +188,20 @@ export class Runner {
 
   private async execute(probe: SecurityProbe, ctx: ProbeContext): Promise<Executed> {
     const started = performance.now();
+    if (probe.category === 'network') {
+      // One network probe at a time, so every packet and decoy hit in the window is this probe's.
+      const release = await this.networkLock.acquire();
+      try {
+        const from = Date.now();
+        const first = await this.executeOnce(probe, ctx, { extraArgs: {} });
+        await new Promise((r) => setTimeout(r, NETWORK_SETTLE_MS));
+        const traffic = this.opts.run.labTraffic?.(from - 50, Date.now());
+        if (traffic) first.network = traffic;
+        return { obs: first, durationMs: performance.now() - started };
+      } finally {
+        release();
+      }
+    }
     const first = await this.executeOnce(probe, ctx, { extraArgs: {} });
     if (probe.followUp && first.exec.killedBy !== 'harness-interrupt') {
       const secondCtx = { ...ctx, nonce: randomBytes(8).toString('hex') };

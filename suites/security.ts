@@ -1,4 +1,11 @@
 import type { SecurityProbe } from '../harness/model/probe.js';
+import { dnsExfil } from '../probes/dns-exfil/probe.js';
+import { icmpPing } from '../probes/icmp-ping/probe.js';
+import { metadataAltForms } from '../probes/metadata-alt-forms/probe.js';
+import { metadataIpv4 } from '../probes/metadata-ipv4/probe.js';
+import { metadataIpv6 } from '../probes/metadata-ipv6/probe.js';
+import { publicEgressIpv4, publicEgressIpv6 } from '../probes/public-egress/probe.js';
+import { udpEgress } from '../probes/udp-egress/probe.js';
 import { daemonSocket } from '../probes/daemon-socket/probe.js';
 import { decoyProcessEnviron } from '../probes/decoy-process-environ/probe.js';
 import { diskFill } from '../probes/disk-fill/probe.js';
@@ -39,6 +46,15 @@ export const securitySuite: readonly SecurityProbe[] = [
   stderrFlood,
   longLine,
   hostileBytes,
+  // network (inside the run's lab only)
+  metadataIpv4,
+  metadataIpv6,
+  metadataAltForms,
+  publicEgressIpv4,
+  publicEgressIpv6,
+  udpEgress,
+  icmpPing,
+  dnsExfil,
   // lifecycle
   surviveTeardown,
   residue,

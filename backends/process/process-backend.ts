@@ -29,6 +29,41 @@ function insideWorkspace(root: string, rel: string): string {
   return abs;
 }
 
+/**
+ * Test modes of the control for the network probes: `lab` (default) runs inside the run's lab;
+ * `isolated` runs in a fresh empty network namespace; `policy-filter` runs in the lab behind
+ * iptables rules built from the policy's allowlist. Only `lab` is the unsandboxed control.
+ */
+export type ProcessNetworkMode = 'lab' | 'isolated' | 'policy-filter';
+
+export interface ProcessBackendOptions {
+  network?: ProcessNetworkMode;
+}
+
+const filteredLabs = new Set<string>();
+
+function ruleArgs(entry: string): { family: 4 | 6; args: string[] } {
+  const hostPort = /^\[(.+)\]:(\d+)$/.exec(entry) ?? /^([^:/]+):(\d+)$/.exec(entry);
+  const dest = hostPort ? (hostPort[1] ?? '') : entry;
+  const family = dest.includes(':') ? 6 : 4;
+  return { family, args: ['-d', dest, ...(hostPort ? ['-p', 'tcp', '--dport', hostPort[2] ?? ''] : [])] };
+}
+
+/** OUTPUT rules in the lab namespace: replies and allowed destinations pass, everything else is refused. */
+async function applyPolicyFilter(netnsPath: string, policy: Policy): Promise<void> {
+  if (filteredLabs.has(netnsPath)) return;
+  const run = (tool: string, args: string[]) => execa('nsenter', [`--net=${netnsPath}`, '--', tool, '-w', ...args]);
+  for (const tool of ['iptables', 'ip6tables']) {
+    await run(tool, ['-A', 'OUTPUT', '-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED', '-j', 'ACCEPT']);
+  }
+  for (const entry of policy.network.mode === 'allowlist' ? policy.network.allow : []) {
+    const { family, args } = ruleArgs(entry);
+    await run(family === 4 ? 'iptables' : 'ip6tables', ['-A', 'OUTPUT', ...args, '-j', 'ACCEPT']);
+  }
+  for (const tool of ['iptables', 'ip6tables']) await run(tool, ['-A', 'OUTPUT', '-j', 'REJECT']);
+  filteredLabs.add(netnsPath);
+}
+
 class ProcessEnvironment implements Environment {
   readonly id: string;
   private destroyed = false;
@@ -37,6 +72,7 @@ class ProcessEnvironment implements Environment {
   constructor(
     readonly root: string,
     private readonly ctx: BackendContext,
+    private readonly network: ProcessNetworkMode,
   ) {
     this.id = `${ctx.runId}-${randomBytes(3).toString('hex')}`;
   }
@@ -56,7 +92,14 @@ class ProcessEnvironment implements Environment {
   }
 
   async exec(req: ExecRequest): Promise<ExecResult> {
-    const [file, ...args] = req.argv;
+    // Inside the run's lab when there is one: the control's traffic must meet the decoys, never a real network.
+    const argv =
+      this.network === 'isolated'
+        ? ['unshare', '--net', '--', ...req.argv]
+        : this.ctx.lab
+          ? ['nsenter', `--net=${this.ctx.lab.netnsPath}`, '--', ...req.argv]
+          : req.argv;
+    const [file, ...args] = argv;
     if (file === undefined) throw new SandcheckError('HARNESS', 'exec needs a non-empty argv');
     // The control: a clean base plus the controller's environment (decoy credentials included), nothing else.
     const env: Record<string, string> = {
@@ -159,11 +202,21 @@ function killGroup(pid: number): void {
 }
 
 export class ProcessBackend implements Backend {
-  readonly name = 'process';
-  readonly description = 'unsandboxed control: a plain host process in a temp workspace (no isolation at all)';
+  readonly name: string;
+  readonly description: string;
+  private readonly network: ProcessNetworkMode;
+
+  constructor(options: ProcessBackendOptions = {}) {
+    this.network = options.network ?? 'lab';
+    this.name = this.network === 'lab' ? 'process' : `process-${this.network}`;
+    this.description =
+      this.network === 'lab'
+        ? 'unsandboxed control: a plain host process in a temp workspace (no isolation at all)'
+        : `test mode of the control: a plain host process with its network ${this.network === 'isolated' ? 'in a fresh empty namespace' : 'filtered by the policy allowlist'}`;
+  }
 
   capabilities(_policy: Policy): Capabilities {
-    return { isolation: 'none', enforces: [] };
+    return { isolation: 'none', enforces: this.network === 'lab' ? [] : ['network.egress'] };
   }
 
   async preflight(): Promise<void> {
@@ -172,9 +225,13 @@ export class ProcessBackend implements Backend {
     }
   }
 
-  async create(_policy: Policy, ctx: BackendContext): Promise<Environment> {
+  async create(policy: Policy, ctx: BackendContext): Promise<Environment> {
+    if (this.network === 'policy-filter') {
+      if (!ctx.lab) throw new SandcheckError('BACKEND_UNAVAILABLE', 'the policy-filter test mode needs the run\'s lab');
+      await applyPolicyFilter(ctx.lab.netnsPath, policy);
+    }
     const root = await mkdtemp(join(ctx.scratchDir, 'env-'));
-    const env = new ProcessEnvironment(root, ctx);
+    const env = new ProcessEnvironment(root, ctx, this.network);
     await mkdir(env.workspace, { recursive: true });
     return env;
   }

@@ -11,13 +11,20 @@ export interface EntryData {
 export interface ArchiveEntry {
   /** The name an extractor following the format would use (pax/GNU long names applied). */
   name: string;
-  /** Other names some extractor might use instead (raw ustar name, zip local header, zip Unicode path extra). */
+  /**
+   * Other names some extractor might use instead (raw ustar name under a pax/GNU long name, zip Unicode Path
+   * extra, a differing zip local header name). Each is judged like the name itself.
+   */
   altNames: string[];
+  /** A zip local header name that differs from the central directory: legitimate writers never do this. */
+  conflictingName?: string;
   type: ArchiveEntryType;
   linkTarget?: string;
   /** Declared (uncompressed) size. */
   size: number;
   data?: EntryData;
+  /** Zip traditional or strong encryption: the bytes cannot be judged. */
+  encrypted?: boolean;
   /** Format-specific detail such as the tar typeflag or the zip mode. */
   note?: string;
 }

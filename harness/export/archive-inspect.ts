@@ -44,13 +44,16 @@ function judgeEntries(archive: Uint8Array, listing: ArchiveListing, limits: Insp
   if (listing.malformed !== undefined) refuse('archive-malformed', `${listing.format} archive is damaged: ${listing.malformed}`);
   if (listing.truncated) refuse('archive-too-many-entries', `${listing.format} archive has more than ${limits.maxEntries} entries`);
   let sniffBudget = limits.maxInflatedBytes;
+  let budgetSpent = false;
   for (const entry of listing.entries) {
     const shown = showName(entry.name);
     for (const name of [entry.name, ...entry.altNames]) {
       const check = checkArchiveEntryName(name);
       if (!check.ok) refuse(check.rule, check.detail);
     }
-    for (const alt of entry.altNames) refuse('archive-name-mismatch', `entry ${shown} is also named ${showName(alt)}; extractors disagree on where it goes`);
+    if (entry.conflictingName !== undefined) {
+      refuse('archive-name-mismatch', `entry ${shown} has local header name ${showName(entry.conflictingName)}; extractors disagree on where it goes`);
+    }
     switch (entry.type) {
       case 'symlink':
         refuse('archive-symlink', `entry ${shown} is a symbolic link to ${showName(entry.linkTarget ?? '')}`);
@@ -72,21 +75,33 @@ function judgeEntries(archive: Uint8Array, listing: ArchiveListing, limits: Insp
     if (/(^|[/\\])vbaproject\.bin$/i.test(entry.name)) {
       report.findings.push({ kind: 'macro', detail: `${where}VBA macro project ${shown}`, location: `entry ${entry.name}` });
     }
-    if (entry.type === 'file' && entry.data !== undefined && sniffBudget > 0) {
+    if (entry.type === 'file' && entry.data !== undefined) {
+      if (entry.encrypted === true || entry.data.method === 'other') {
+        refuse('archive-uninspectable', `entry ${shown} is ${entry.encrypted === true ? 'encrypted' : `compressed with an unsupported method (${entry.note ?? ''})`}; its content cannot be checked`);
+        continue;
+      }
+      if (sniffBudget <= 0) {
+        budgetSpent = true;
+        continue;
+      }
       const head = entryPrefix(archive, entry.data, SNIFF_BYTES);
-      if (head !== undefined) {
-        sniffBudget -= head.length;
-        const exe = sniffExecutable(head);
-        if (exe !== undefined) {
-          report.findings.push({
-            kind: exe === 'script' ? 'script' : 'executable',
-            detail: `${where}entry ${shown} is ${exe === 'script' ? 'a shebang script' : `an ${exe} executable`}`,
-            location: `entry ${entry.name}`,
-          });
-        }
+      if (head === undefined) {
+        refuse('archive-malformed', `entry ${shown} has corrupt compressed data`);
+        continue;
+      }
+      sniffBudget -= head.inflated;
+      const exe = sniffExecutable(head.bytes);
+      if (exe !== undefined) {
+        report.findings.push({
+          kind: exe === 'script' ? 'script' : 'executable',
+          detail: `${where}entry ${shown} is ${exe === 'script' ? 'a shebang script' : `an ${exe} executable`}`,
+          location: `entry ${entry.name}`,
+        });
       }
     }
   }
+  // Entries left unsniffed could hide an executable, so running out of budget is itself a refusal.
+  if (budgetSpent) refuse('archive-too-large', `entries inflate beyond ${limits.maxInflatedBytes} bytes; not all could be checked`);
   return report;
 }
 

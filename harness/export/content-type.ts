@@ -90,10 +90,10 @@ function countOutsideQuotes(line: string, delim: string): number {
   return n;
 }
 
-/** The delimiter that splits the first lines into a steady number of fields, if any. */
+/** The delimiter that splits the first lines (at least two) into a steady number of fields, if any. */
 export function detectDelimiter(text: string): ',' | '\t' | ';' | undefined {
   const lines = text.slice(0, TEXT_SNIFF_BYTES).split(/\r?\n/).filter((l) => l.length > 0).slice(0, 20);
-  if (lines.length === 0) return undefined;
+  if (lines.length < 2) return undefined;
   for (const d of [',', '\t', ';'] as const) {
     const counts = lines.map((l) => countOutsideQuotes(l, d));
     const first = counts[0] ?? 0;

@@ -8,7 +8,9 @@ export interface FormulaCell {
 
 const FORMULA_START = /^[=+\-@\uFF1D\uFF0B\uFF0D\uFF20]/;
 // Plain numbers ('-5', '+1.5e3', '-1,234', '-12%') and a lone sign are data, not formulas, in every spreadsheet.
-const NUMERIC = /^[+-]?(?:[\d.,]*\d[\d.,]*(?:[eE][+-]?\d+)?%?)?$/;
+// Written so that no input can make it backtrack more than linearly.
+const NUMERIC = /^[+-]?(?:[.,]?\d[\d.,]*(?:[eE][+-]?\d+)?%?)?$/;
+const MAX_NUMBER_LENGTH = 64;
 
 /** A1-style column letters (1 → A, 27 → AA). */
 export function columnLetters(column: number): string {
@@ -28,43 +30,46 @@ export function columnLetters(column: number): string {
  */
 export function isFormulaCell(cell: string): boolean {
   const stripped = cell.replace(/^[\t\r\n]+/, '');
-  return FORMULA_START.test(stripped) && !NUMERIC.test(stripped);
+  if (!FORMULA_START.test(stripped)) return false;
+  return stripped.length > MAX_NUMBER_LENGTH || !NUMERIC.test(stripped);
 }
 
-/** RFC 4180 cells (quotes, doubled quotes, CRLF/LF/CR rows) checked one by one; stops after `max` hits. */
+/** Only a cell's head decides whether it is a formula; keeping just that keeps huge cells cheap. */
+const KEEP = 128;
+
+/** RFC 4180 cells (quotes, doubled quotes, CRLF/LF/CR rows) checked one by one; lists at most `max` hits. */
 export function findFormulaCells(text: string, delimiter: string, max: number): { cells: FormulaCell[]; total: number } {
   const cells: FormulaCell[] = [];
   let total = 0;
   let row = 1;
   let column = 1;
   let cell = '';
+  let started = false;
   let quoted = false;
-  let i = 0;
+  const take = (ch: string): void => {
+    started = true;
+    if (cell.length < KEEP) cell += ch;
+  };
   const flush = (): void => {
     if (isFormulaCell(cell)) {
       total += 1;
       if (cells.length < max) cells.push({ row, column, cell });
     }
     cell = '';
+    started = false;
   };
-  while (i < text.length) {
+  for (let i = 0; i < text.length; i++) {
     const ch = text[i] ?? '';
     if (quoted) {
-      if (ch === '"') {
-        if (text[i + 1] === '"') {
-          cell += '"';
-          i += 2;
-          continue;
-        }
-        quoted = false;
-      } else {
-        cell += ch;
-      }
-      i += 1;
-      continue;
-    }
-    if (ch === '"' && cell === '') quoted = true;
-    else if (ch === delimiter) {
+      if (ch !== '"') take(ch);
+      else if (text[i + 1] === '"') {
+        take('"');
+        i += 1;
+      } else quoted = false;
+    } else if (ch === '"' && !started) {
+      quoted = true;
+      started = true;
+    } else if (ch === delimiter) {
       flush();
       column += 1;
     } else if (ch === '\n' || ch === '\r') {
@@ -72,9 +77,8 @@ export function findFormulaCells(text: string, delimiter: string, max: number): 
       if (ch === '\r' && text[i + 1] === '\n') i += 1;
       row += 1;
       column = 1;
-    } else cell += ch;
-    i += 1;
+    } else take(ch);
   }
-  if (cell !== '' || column > 1) flush();
+  if (started || column > 1) flush();
   return { cells, total };
 }

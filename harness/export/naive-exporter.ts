@@ -25,6 +25,7 @@ export interface NaiveExporterOptions {
 const SAFETY_MAX_BYTES = 256 * 1024 * 1024;
 const SAFETY_MAX_ENTRIES = 100_000;
 const MIN_DEST_DEPTH = 3;
+const MAX_NESTING = 2;
 
 /** Real path of p even when p or some of its ancestors do not exist yet; follows symlinks like the kernel would. */
 async function resolveReal(p: string): Promise<string> {
@@ -64,12 +65,13 @@ class Naive {
   }
 
   /** mkdir -p and writeFile, both following any symlink on the way: exactly the bug being demonstrated. */
-  async write(target: string, content: Uint8Array): Promise<void> {
+  async write(target: string, content: Uint8Array, depth = 0): Promise<void> {
     await this.confined(target, 'write');
     await mkdir(dirname(target), { recursive: true });
     await writeFile(target, content);
     this.exported.push({ path: relative(this.destDir, target), bytes: content.length, sha256: createHash('sha256').update(content).digest('hex') });
-    await this.maybeExtract(content);
+    // Archives inside archives are extracted one level deep only: a zip quine must not loop forever.
+    if (depth < MAX_NESTING) await this.maybeExtract(content, depth + 1);
   }
 
   async read(hostPath: string): Promise<Uint8Array> {
@@ -88,10 +90,10 @@ class Naive {
     // directories, fifos, sockets, devices, missing: nothing to copy (reading a fifo would hang)
   }
 
-  private async maybeExtract(content: Uint8Array): Promise<void> {
+  private async maybeExtract(content: Uint8Array, depth: number): Promise<void> {
     const type = sniffContentType(content);
-    if (type === 'tar') return this.extract(content, listTarEntries(content, { maxEntries: SAFETY_MAX_ENTRIES }));
-    if (type === 'zip' || type === 'xlsx') return this.extract(content, listZipEntries(content, { maxEntries: SAFETY_MAX_ENTRIES }));
+    if (type === 'tar') return this.extract(content, listTarEntries(content, { maxEntries: SAFETY_MAX_ENTRIES }), depth);
+    if (type === 'zip') return this.extract(content, listZipEntries(content, { maxEntries: SAFETY_MAX_ENTRIES }), depth);
     if (type === 'gzip') {
       let inner: Uint8Array;
       try {
@@ -99,12 +101,12 @@ class Naive {
       } catch {
         return;
       }
-      if (looksLikeTar(inner)) await this.extract(inner, listTarEntries(inner, { maxEntries: SAFETY_MAX_ENTRIES }));
+      if (looksLikeTar(inner)) await this.extract(inner, listTarEntries(inner, { maxEntries: SAFETY_MAX_ENTRIES }), depth);
     }
   }
 
   /** Names are joined onto destDir as they are: '..' climbs, '/etc/x' lands at destDir/etc/x, links are made. */
-  private async extract(archive: Uint8Array, listing: ArchiveListing): Promise<void> {
+  private async extract(archive: Uint8Array, listing: ArchiveListing, depth: number): Promise<void> {
     for (const e of listing.entries) {
       const target = join(this.destDir, e.name);
       if (e.type === 'directory') {
@@ -112,9 +114,11 @@ class Naive {
         await mkdir(target, { recursive: true });
       } else if (e.type === 'file' && e.data !== undefined) {
         const body = entryContent(archive, e.data, SAFETY_MAX_BYTES);
-        if (body !== undefined) await this.write(target, body);
+        if (body !== undefined) await this.write(target, body, depth);
       } else if (e.type === 'symlink' && e.linkTarget !== undefined) {
         await this.confined(target, 'link');
+        // Whatever later reads destDir follows this link, so its target must stay inside confineTo as well.
+        await this.confined(resolve(dirname(target), e.linkTarget), 'link to');
         await mkdir(dirname(target), { recursive: true });
         await rm(target, { force: true });
         await symlink(e.linkTarget, target);

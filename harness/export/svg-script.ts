@@ -17,22 +17,36 @@ function normaliseUrl(value: string): string {
   return decoded.replace(/[\s\x00-\x1f]+/g, '').toLowerCase();
 }
 
-function lineAt(text: string, index: number): number {
-  let line = 1;
-  for (let i = text.indexOf('\n'); i !== -1 && i < index; i = text.indexOf('\n', i + 1)) line += 1;
-  return line;
+/** Comments replaced by blanks of the same shape (newlines kept, so line numbers hold); linear, no regex backtracking. */
+function blankComments(text: string): string {
+  let out = '';
+  let pos = 0;
+  for (let start = text.indexOf('<!--'); start !== -1; start = text.indexOf('<!--', pos)) {
+    const end = text.indexOf('-->', start + 4);
+    const stop = end === -1 ? text.length : end + 3;
+    out += text.slice(pos, start) + text.slice(start, stop).replace(/[^\n]/g, ' ');
+    pos = stop;
+  }
+  return out + text.slice(pos);
 }
 
-const TAG = /<([^>]*)>/g;
+// [^<>] rather than [^>]: a run of '<' without '>' must not make every match attempt scan to the end.
+const TAG = /<([^<>]*)>/g;
 const ATTR = /([^\s=/>"']+)\s*(?:=\s*("[^"]*"|'[^']*'|[^\s>]+))?/g;
 
 /** Active content in an SVG: <script> (any namespace prefix), on*= handlers, javascript:/vbscript: URLs. */
-export function findSvgHazards(text: string, max: number): { hazards: SvgHazard[]; total: number } {
+export function findSvgHazards(svg: string, max: number): { hazards: SvgHazard[]; total: number } {
+  const text = blankComments(svg);
   const hazards: SvgHazard[] = [];
   let total = 0;
+  let line = 1;
+  let counted = 0;
   const add = (what: SvgHazard['what'], index: number, excerpt: string): void => {
     total += 1;
-    if (hazards.length < max) hazards.push({ what, line: lineAt(text, index), excerpt: excerpt.slice(0, 80) });
+    if (hazards.length >= max) return;
+    for (let i = text.indexOf('\n', counted); i !== -1 && i < index; i = text.indexOf('\n', i + 1)) line += 1;
+    counted = Math.max(counted, index);
+    hazards.push({ what, line, excerpt: excerpt.slice(0, 80) });
   };
   for (const tag of text.matchAll(TAG)) {
     const inner = tag[1] ?? '';

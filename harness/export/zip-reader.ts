@@ -96,7 +96,7 @@ function parseExtras(x: Uint8Array, need: { size: boolean; compressed: boolean; 
 
 /**
  * Lists a zip archive from its central directory, as data. Each entry's local header is read too, because
- * extractors that stream local headers see *that* name; a differing name is reported in altNames.
+ * extractors that stream local headers see *that* name; a differing one is reported as conflictingName.
  * Bounded by maxEntries and by the archive's length; garbage ends the walk with `malformed`.
  */
 export function listZipEntries(b: Uint8Array, opts: { maxEntries: number }): ArchiveListing {
@@ -179,9 +179,11 @@ export function listZipEntries(b: Uint8Array, opts: { maxEntries: number }): Arc
       data,
       note: `mode ${mode.toString(8).padStart(6, '0')}, method ${methodCode}`,
     };
+    if ((flags & 0x0001) !== 0) entry.encrypted = true;
+    if (localName !== name) entry.conflictingName = localName;
     if (type === 'symlink') {
       const target = entryPrefix(b, data, MAX_LINK_TARGET);
-      entry.linkTarget = target === undefined ? '(unreadable)' : decodeName(target, true);
+      entry.linkTarget = target === undefined ? '(unreadable)' : decodeName(target.bytes, true);
     }
     entries.push(entry);
   }

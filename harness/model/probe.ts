@@ -1,5 +1,6 @@
 import type { GotFile, PolicyItem, PutFile } from '../../backends/contract.js';
 import type { CanarySet } from '../../lab/canaries.js';
+import type { LabTraffic } from '../../lab/lab-session.js';
 import type { Evidence } from './evidence.js';
 import type { ExecObservation } from './observation.js';
 import type { Policy } from './policy.js';
@@ -40,6 +41,8 @@ export interface Observation {
   socketContacts: number;
   /** The second, fresh environment of a two-phase probe. */
   followUp?: Observation;
+  /** What the lab's decoys and packet witness saw while this execution ran (network probes). */
+  network?: LabTraffic;
 }
 
 export interface Judgement {

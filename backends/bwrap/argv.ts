@@ -1,0 +1,128 @@
+import { posix } from 'node:path';
+
+/** Paths as the box sees them. */
+export const BOX_WORK = '/work';
+export const BOX_PATH = '/usr/bin:/bin';
+/** The fd bwrap writes its JSON status documents to (and the launcher its own failure). */
+export const STATUS_FD = 3;
+/** Exit status of the launcher shell when it could not put itself into the environment's cgroups. */
+export const LAUNCH_CGROUP_FAILED = 125;
+
+export interface Tools {
+  sh: string;
+  bwrap: string | undefined;
+  setpriv: string | undefined;
+  nsenter: string | undefined;
+}
+
+export interface BoxPlan {
+  tools: Tools;
+  /** Drop to this host uid/gid with setpriv before bwrap starts; undefined = keep the harness's uid. */
+  uid: number | undefined;
+  unsharePid: boolean;
+  shareNetwork: boolean;
+  /** Run everything under `nsenter --net=<path>` (the lab). */
+  netnsPath: string | undefined;
+  /** Host file bound at /etc/resolv.conf (only when the network is shared). */
+  resolvConf: string | undefined;
+  /** Host directory bound at /work. */
+  workHost: string;
+  /** Host directory bound at /tmp; undefined = a bwrap tmpfs of `tmpSizeBytes`. */
+  tmpHost: string | undefined;
+  tmpSizeBytes: number;
+  /** Workspace-relative files bound read-only over themselves. */
+  readOnlyFiles: readonly string[];
+  extraBinds: readonly { src: string; dest: string; readOnly: boolean }[];
+  /** Workspace-relative working directory ('' = /work). */
+  cwd: string;
+  /** Variables on top of the clean base (PATH, HOME, LANG), in order. */
+  env: readonly (readonly [string, string])[];
+  argv: readonly string[];
+  /** fd for bwrap's JSON status documents; undefined = none (the preflight trial). */
+  statusFd: number | undefined;
+}
+
+/** The bwrap part: every option of the hardened profile, then `--` and the program. */
+export function bwrapArgs(plan: BoxPlan): string[] {
+  const a: string[] = [];
+  if (plan.unsharePid) {
+    a.push('--unshare-all');
+    if (plan.shareNetwork) a.push('--share-net');
+  } else {
+    // Everything --unshare-all does but the pid namespace.
+    a.push('--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try');
+    if (!plan.shareNetwork) a.push('--unshare-net');
+  }
+  // An explicit --unshare-user (--unshare-all only tries) so that nested user namespaces can be disabled.
+  a.push('--unshare-user', '--disable-userns');
+  a.push('--die-with-parent', '--new-session', '--hostname', 'sandcheck');
+  if (plan.uid !== undefined) a.push('--cap-drop', 'ALL');
+  a.push(
+    '--ro-bind', '/usr', '/usr',
+    '--symlink', 'usr/bin', '/bin',
+    '--symlink', 'usr/lib', '/lib',
+    '--symlink', 'usr/lib64', '/lib64',
+    '--symlink', 'usr/sbin', '/sbin',
+    '--proc', '/proc',
+    '--dev', '/dev',
+  );
+  if (plan.tmpHost !== undefined) a.push('--bind', plan.tmpHost, '/tmp');
+  else a.push('--size', String(plan.tmpSizeBytes), '--tmpfs', '/tmp');
+  a.push('--bind', plan.workHost, BOX_WORK);
+  for (const rel of plan.readOnlyFiles) a.push('--ro-bind', posix.join(plan.workHost, rel), posix.join(BOX_WORK, rel));
+  if (plan.shareNetwork && plan.resolvConf !== undefined) a.push('--ro-bind', plan.resolvConf, '/etc/resolv.conf');
+  for (const b of plan.extraBinds) a.push(b.readOnly ? '--ro-bind' : '--bind', b.src, b.dest);
+  a.push('--chdir', plan.cwd === '' ? BOX_WORK : posix.join(BOX_WORK, plan.cwd));
+  a.push('--clearenv', '--setenv', 'PATH', BOX_PATH, '--setenv', 'HOME', BOX_WORK, '--setenv', 'LANG', 'C.UTF-8');
+  for (const [k, v] of plan.env) a.push('--setenv', k, v);
+  if (plan.statusFd !== undefined) a.push('--json-status-fd', String(plan.statusFd));
+  a.push('--', ...plan.argv);
+  return a;
+}
+
+/** nsenter (root, joins the lab) → setpriv (drops to the box uid, no caps, no_new_privs) → bwrap. */
+export function commandArgv(plan: BoxPlan): string[] {
+  const cmd: string[] = [];
+  if (plan.netnsPath !== undefined) {
+    if (!plan.tools.nsenter) throw new Error('nsenter is required to enter the lab');
+    cmd.push(plan.tools.nsenter, `--net=${plan.netnsPath}`, '--');
+  }
+  if (plan.uid !== undefined) {
+    if (!plan.tools.setpriv) throw new Error('setpriv is required to drop privileges');
+    cmd.push(
+      plan.tools.setpriv,
+      `--reuid=${plan.uid}`,
+      `--regid=${plan.uid}`,
+      '--clear-groups',
+      '--inh-caps=-all',
+      '--bounding-set=-all',
+      '--no-new-privs',
+      // bwrap dies with the harness, even a SIGKILLed one (kept across exec: bwrap is not setuid).
+      '--pdeathsig=KILL',
+      '--',
+    );
+  } else if (plan.tools.setpriv) {
+    cmd.push(plan.tools.setpriv, '--pdeathsig=KILL', '--');
+  }
+  if (!plan.tools.bwrap) throw new Error('bwrap is required');
+  cmd.push(plan.tools.bwrap, ...bwrapArgs(plan));
+  return cmd;
+}
+
+/**
+ * The launcher: a shell that writes its own pid into each cgroup.procs file and then execs the command,
+ * so the launcher *is* bwrap and the whole tree is inside the cgroups before anything of the box runs.
+ * A failure is reported out of band on the status fd, never on the box's stderr.
+ */
+export const LAUNCH_SCRIPT = [
+  'n=$1; shift',
+  'while [ "$n" -gt 0 ]; do',
+  `  if ! { echo $$ > "$1"; } 2>/dev/null; then echo '{ "sandcheck-launch-error": "cannot join the environment cgroup" }' >&${STATUS_FD}; exit ${LAUNCH_CGROUP_FAILED}; fi`,
+  '  shift; n=$((n - 1))',
+  'done',
+  'exec "$@"',
+].join('\n');
+
+export function launcherArgs(procsFiles: readonly string[], command: readonly string[]): string[] {
+  return ['-c', LAUNCH_SCRIPT, 'sandcheck-launch', String(procsFiles.length), ...procsFiles, ...command];
+}

@@ -1,0 +1,614 @@
+import { randomBytes } from 'node:crypto';
+import { spawn } from 'node:child_process';
+import { closeSync, constants, openSync } from 'node:fs';
+import { access, readFile, readlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { execa } from 'execa';
+import { SandcheckError, errorMessage } from '../../harness/errors.js';
+import type { Tristate } from '../../harness/model/observation.js';
+import type { Policy } from '../../harness/model/policy.js';
+import { RUN_MARKER } from '../../harness/run-context.js';
+import { findProcessesWithEnvMarker } from '../../lab/process-scan.js';
+import type {
+  Backend,
+  BackendContext,
+  ByteSink,
+  Capabilities,
+  Environment,
+  ExecRequest,
+  ExecResult,
+  GotFile,
+  Leftovers,
+  PolicyItem,
+  PutFile,
+  ResourceReport,
+} from '../contract.js';
+import { commandArgv, launcherArgs, LAUNCH_CGROUP_FAILED, STATUS_FD, type BoxPlan, type Tools } from './argv.js';
+import { cgroupNameFor, type CgroupCounters, type CgroupDetection, type CgroupLimits, type EnvCgroup, type LimitName } from './cgroups.js';
+import { commOf, inheritableFds, killQuietly, processTree, readIdentity, type ProcIdentity } from './host-proc.js';
+import type { ResolvedBwrapOptions } from './options.js';
+import { StatusReader } from './status.js';
+import { createEnvRoot, ensurePrivateDir, getFile, ownerRecord, putFile, removeEnvRoot, segmentsOf, type EnvRoot, type Ownership } from './workspace.js';
+
+/** Every box process carries these (not secrets): the harness can find strays by them. */
+export const ENV_MARKER = 'SANDCHECK_ENV';
+const MIB = 1024 * 1024;
+/** After the launcher exited, how long a straggler may hold the output pipes before we let go of them. */
+const STDIO_GRACE_MS = 500;
+/** How long destroy waits for an exec it stopped to wind down. */
+const STOP_WAIT_MS = 10_000;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const SAFE_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
+
+export const DEFAULT_STATE_DIR = '/run/sandcheck/bwrap';
+
+/** Everything the factory found out about this host, fixed for the backend's life. */
+export interface BwrapRuntime {
+  opts: ResolvedBwrapOptions;
+  tools: Tools;
+  cgroups: CgroupDetection;
+  isRoot: boolean;
+  /** Host uid the box runs as after setpriv; undefined = the harness's own uid. */
+  dropToUid: number | undefined;
+  workspace: 'tmpfs' | 'host-dir';
+  stateDir: string;
+}
+
+const BIN_DIRS = ['/usr/bin', '/bin', '/usr/sbin', '/sbin', '/usr/local/bin', '/usr/local/sbin'];
+
+export async function findBinary(name: string): Promise<string | undefined> {
+  for (const d of BIN_DIRS) {
+    const p = join(d, name);
+    try {
+      await access(p, constants.X_OK);
+      return p;
+    } catch {
+      // next
+    }
+  }
+  return undefined;
+}
+
+export function resolveRuntime(opts: ResolvedBwrapOptions, tools: Tools, cgroups: CgroupDetection): BwrapRuntime {
+  const uid = process.getuid?.() ?? -1;
+  const isRoot = uid === 0;
+  return {
+    opts,
+    tools,
+    cgroups,
+    isRoot,
+    dropToUid: opts.unprivilegedUid === null ? undefined : opts.unprivilegedUid,
+    workspace: opts.workspace ?? (isRoot ? 'tmpfs' : 'host-dir'),
+    stateDir: opts.stateDir ?? (isRoot ? DEFAULT_STATE_DIR : join(tmpdir(), `sandcheck-bwrap-${uid}`)),
+  };
+}
+
+interface Running {
+  launcherPid: number | undefined;
+  status: StatusReader;
+  stop(why: StopReason): Promise<void>;
+  done: Promise<unknown>;
+}
+
+type StopReason = 'timeout' | 'output' | 'abort' | 'destroy' | 'privilege';
+
+const ALWAYS: readonly PolicyItem[] = [
+  'files.hostPaths',
+  'files.readOnlyInput',
+  'resources.wallSeconds',
+  'identity.unprivileged',
+  'identity.hostCredentials',
+  'lifecycle.freshEnvironment',
+  'lifecycle.destroyAfter',
+  'output.maxBytes',
+  'exports.limits',
+];
+
+const LIMIT_ITEM: Record<LimitName, PolicyItem> = {
+  memory: 'resources.memoryMb',
+  pids: 'resources.processes',
+  cpu: 'resources.cpus',
+};
+
+export class BwrapBackend implements Backend {
+  readonly name = 'bwrap';
+  readonly description: string;
+
+  constructor(readonly runtime: BwrapRuntime) {
+    const o = runtime.opts;
+    const weakened = [
+      o.envFix === 'none' ? 'envFix none' : '',
+      o.shareNetwork ? 'shared network' : '',
+      o.extraBinds.length > 0 ? `${o.extraBinds.length} extra bind(s)` : '',
+      o.unprivilegedUid === null ? 'no uid drop' : '',
+      o.unsharePid ? '' : 'host pid namespace',
+    ].filter(Boolean);
+    this.description = `bubblewrap: namespaces, read-only /usr, ${runtime.workspace === 'tmpfs' ? 'sized tmpfs' : 'host-directory'} workspace, setpriv to a dedicated uid, ${
+      runtime.cgroups.hierarchy ? runtime.cgroups.hierarchy.describe() : 'no cgroup'
+    } limits${
+      weakened.length > 0 ? ` (deliberately weakened: ${weakened.join(', ')})` : ''
+    }`;
+  }
+
+  capabilities(policy: Policy): Capabilities {
+    const rt = this.runtime;
+    const enforces: PolicyItem[] = [...ALWAYS];
+    const reasons: Partial<Record<PolicyItem, string>> = {};
+    if (policy.network.mode === 'off' || policy.network.allow.length === 0) enforces.push('network.egress');
+    else reasons['network.egress'] = 'bwrap can only cut the network off entirely (--unshare-net); an allowlist needs a filtering proxy';
+    const cg = rt.cgroups;
+    for (const limit of ['memory', 'pids', 'cpu'] as const) {
+      const item = LIMIT_ITEM[limit];
+      if (cg.hierarchy === undefined) reasons[item] = `cannot create cgroups: ${cg.reason}`;
+      else if (!rt.opts.limits[limit]) reasons[item] = `the ${limit} cgroup limit is turned off in the backend options (limits.${limit}: false)`;
+      else if (cg.hierarchy.unavailable[limit] !== undefined) reasons[item] = cg.hierarchy.unavailable[limit];
+      else enforces.push(item);
+    }
+    reasons['output.sanitized'] = 'bwrap passes the box output through unchanged; escaping control bytes is left to whoever displays it';
+    if (rt.workspace === 'tmpfs') enforces.push('resources.diskMb');
+    else reasons['resources.diskMb'] = 'the workspace (/work) is a plain host directory without a size limit (workspace: host-dir); only /tmp is a sized tmpfs';
+    return { isolation: 'sandbox', enforces, notEnforcedReasons: reasons };
+  }
+
+  async preflight(): Promise<void> {
+    const rt = this.runtime;
+    const hint = 'apt-get install -y bubblewrap util-linux';
+    if (process.platform !== 'linux') throw new SandcheckError('BACKEND_UNAVAILABLE', `bubblewrap needs Linux (this is ${process.platform})`);
+    if (!rt.tools.bwrap) throw new SandcheckError('BACKEND_UNAVAILABLE', 'bwrap (bubblewrap) is not installed', { hint });
+    if (rt.dropToUid !== undefined) {
+      if (!rt.tools.setpriv) throw new SandcheckError('BACKEND_UNAVAILABLE', 'setpriv is not installed (needed to drop to the box uid)', { hint });
+      if (!rt.isRoot) {
+        throw new SandcheckError('BACKEND_UNAVAILABLE', `dropping to uid ${rt.dropToUid} needs root`, {
+          hint: 'run sandcheck as root, or set unprivilegedUid: null to run the box as your own (unprivileged) uid',
+        });
+      }
+      const passwd = (await readFile('/etc/passwd', 'utf8').catch(() => '')).split('\n');
+      const owner = passwd.find((l) => l.split(':')[2] === String(rt.dropToUid));
+      if (owner) {
+        throw new SandcheckError('BACKEND_UNAVAILABLE', `uid ${rt.dropToUid} belongs to the account "${owner.split(':')[0]}": the box needs a uid of its own`, {
+          hint: 'choose another unprivilegedUid in the bwrap backend options',
+        });
+      }
+    }
+    if (rt.workspace === 'tmpfs' && !rt.isRoot) {
+      throw new SandcheckError('BACKEND_UNAVAILABLE', 'a tmpfs workspace (the disk limit) needs root to mount', { hint: 'run as root, or set workspace: "host-dir"' });
+    }
+    if (rt.opts.cgroups.mode !== 'auto' && rt.opts.cgroups.mode !== 'off' && rt.cgroups.hierarchy === undefined) {
+      throw new SandcheckError('BACKEND_UNAVAILABLE', `cgroups (${rt.opts.cgroups.mode}) requested but unusable: ${rt.cgroups.reason}`, {
+        hint: 'run as root on a host with cgroups mounted, or set cgroups.mode to "auto"',
+      });
+    }
+    // The only sure test of user namespaces: start a trivial box exactly as the real ones start.
+    const cmd = trialCommand(rt);
+    const [file, ...args] = cmd;
+    const r = await execa(file ?? 'bwrap', args, { env: {}, extendEnv: false, reject: false, timeout: 10_000, stdin: 'ignore' });
+    if (r.exitCode !== 0) {
+      throw new SandcheckError('BACKEND_UNAVAILABLE', `bwrap cannot create its namespaces here: ${r.stderr.trim() || r.shortMessage}`, {
+        hint: 'enable unprivileged user namespaces (sysctl user.max_user_namespaces > 0; kernel.unprivileged_userns_clone=1 on older Debian kernels; kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu 24.04+)',
+      });
+    }
+  }
+
+  async create(policy: Policy, ctx: BackendContext): Promise<Environment> {
+    const rt = this.runtime;
+    if (!SAFE_ID.test(ctx.runId)) throw new SandcheckError('HARNESS', `run id "${ctx.runId}" is not safe in cgroup and directory names`);
+    if (rt.opts.shareNetwork && !ctx.lab) {
+      throw new SandcheckError('CONFIG_INVALID', 'shareNetwork: true is only allowed inside a lab: without one the box would get the host network', {
+        hint: 'run with a lab, or leave shareNetwork off',
+      });
+    }
+    if (ctx.lab && !rt.tools.nsenter) {
+      throw new SandcheckError('BACKEND_UNAVAILABLE', 'nsenter is not installed (needed to start boxes inside the lab)', { hint: 'apt-get install -y util-linux' });
+    }
+    const envId = randomBytes(4).toString('hex');
+    const key = `${ctx.runId}-${envId}`;
+    const name = cgroupNameFor(key);
+    const box: Ownership | undefined = rt.dropToUid === undefined ? undefined : { uid: rt.dropToUid, gid: rt.dropToUid };
+    await ensurePrivateDir(rt.stateDir, 0o711, rt.isRoot ? 0 : process.getuid?.());
+    const mounted = rt.workspace === 'tmpfs';
+    const root = await createEnvRoot(
+      join(rt.stateDir, key),
+      name,
+      mounted ? policy.resources.diskMb * MIB : undefined,
+      box,
+      await ownerRecord(ctx.runId, envId, mounted),
+    );
+    let cg: EnvCgroup | undefined;
+    const hierarchy = rt.cgroups.hierarchy;
+    if (hierarchy) {
+      const want = (l: LimitName): boolean => rt.opts.limits[l] && hierarchy.unavailable[l] === undefined;
+      const limits: CgroupLimits = {
+        ...(want('memory') ? { memoryBytes: policy.resources.memoryMb * MIB } : {}),
+        ...(want('pids') ? { pids: policy.resources.processes } : {}),
+        ...(want('cpu') ? { cpuCores: policy.resources.cpus } : {}),
+      };
+      try {
+        cg = await hierarchy.create(name, limits);
+      } catch (err) {
+        // Capabilities claimed these limits: never run the box without them (fail closed).
+        await removeEnvRoot(root.root, root.mounted, name);
+        throw new SandcheckError('HARNESS', `cannot create cgroups: ${errorMessage(err)}`, { cause: err });
+      }
+    }
+    if (ctx.lab && rt.opts.shareNetwork) {
+      // A copy the box uid can read, whatever the lab's own directory permissions.
+      await writeFile(root.resolvConf, await readFile(ctx.lab.resolvConfPath), { mode: 0o644 });
+    }
+    return new BwrapEnvironment(key, name, rt, policy, ctx, root, cg);
+  }
+}
+
+function trialCommand(rt: BwrapRuntime): string[] {
+  const plan: BoxPlan = {
+    tools: rt.tools,
+    uid: rt.dropToUid,
+    unsharePid: rt.opts.unsharePid,
+    shareNetwork: false,
+    netnsPath: undefined,
+    resolvConf: undefined,
+    workHost: '/usr/bin', // any readable directory: the trial only needs a bind source
+    tmpHost: undefined,
+    tmpSizeBytes: MIB,
+    readOnlyFiles: [],
+    extraBinds: [],
+    cwd: '',
+    env: [],
+    argv: ['/usr/bin/true'],
+    statusFd: undefined,
+  };
+  return commandArgv(plan);
+}
+
+interface OutputState {
+  forwarded: number;
+  truncated: boolean;
+}
+
+class BwrapEnvironment implements Environment {
+  private readonly readOnly = new Set<string>();
+  private running: Running | undefined;
+  private destroying: Promise<Leftovers> | undefined;
+
+  constructor(
+    readonly id: string,
+    readonly cgroupName: string,
+    private readonly rt: BwrapRuntime,
+    private readonly policy: Policy,
+    private readonly ctx: BackendContext,
+    private readonly root: EnvRoot,
+    private readonly cg: EnvCgroup | undefined,
+  ) {}
+
+  private get box(): Ownership | undefined {
+    return this.rt.dropToUid === undefined ? undefined : { uid: this.rt.dropToUid, gid: this.rt.dropToUid };
+  }
+
+  private assertUsable(what: string): void {
+    if (this.destroying) throw new SandcheckError('HARNESS', `${what} on a destroyed environment`);
+    if (this.running) throw new SandcheckError('HARNESS', `${what} while an exec of this environment runs`);
+  }
+
+  async putFiles(files: readonly PutFile[]): Promise<void> {
+    this.assertUsable('putFiles');
+    for (const f of files) {
+      const rel = await putFile(this.root.work, f, this.box);
+      if (f.readOnly) this.readOnly.add(rel);
+      else this.readOnly.delete(rel);
+    }
+  }
+
+  async getFiles(paths: readonly string[], options: { maxBytesPerFile: number }): Promise<GotFile[]> {
+    this.assertUsable('getFiles');
+    const maxFiles = this.policy.exports.maxFiles;
+    const maxTotal = this.policy.exports.maxTotalMb * MIB;
+    const maxFile = Math.min(options.maxBytesPerFile, this.policy.exports.maxFileMb * MIB);
+    const out: GotFile[] = [];
+    let total = 0;
+    let count = 0;
+    for (const p of paths) {
+      const got = await getFile(this.root.work, p, maxFile);
+      if (got.content) {
+        if (count >= maxFiles) {
+          out.push({ path: got.path, kind: got.kind, size: got.size, note: `not exported: past the policy's ${maxFiles} files` });
+          continue;
+        }
+        if (total + got.size > maxTotal) {
+          out.push({ path: got.path, kind: got.kind, size: got.size, note: `not exported: past the policy's ${this.policy.exports.maxTotalMb} MB in total` });
+          continue;
+        }
+        count++;
+        total += got.size;
+      }
+      out.push(got);
+    }
+    return out;
+  }
+
+  async hostPids(): Promise<number[]> {
+    const r = this.running;
+    const child = r?.status.childPid;
+    if (!r || child === undefined) return [];
+    const members = this.cg ? await this.cg.pids() : r.launcherPid !== undefined ? await processTree(r.launcherPid) : [];
+    // Leave out bwrap itself; with a pid namespace also its init (pid 1 inside), which is bwrap code too.
+    return members.filter((p) => p !== r.launcherPid && !(this.rt.opts.unsharePid && p === child));
+  }
+
+  private plan(req: ExecRequest): BoxPlan {
+    const env: [string, string][] = [];
+    for (const [k, v] of Object.entries(req.env ?? {})) {
+      if (!ENV_NAME.test(k)) throw new SandcheckError('HARNESS', `invalid environment variable name "${k}"`);
+      env.push([k, v]);
+    }
+    env.push([RUN_MARKER, this.ctx.runId], [ENV_MARKER, this.id]);
+    const lab = this.ctx.lab;
+    return {
+      tools: this.rt.tools,
+      uid: this.rt.dropToUid,
+      unsharePid: this.rt.opts.unsharePid,
+      shareNetwork: this.rt.opts.shareNetwork,
+      netnsPath: lab?.netnsPath,
+      resolvConf: lab && this.rt.opts.shareNetwork ? this.root.resolvConf : undefined,
+      workHost: this.root.work,
+      tmpHost: this.root.mounted ? this.root.tmp : undefined,
+      tmpSizeBytes: this.policy.resources.diskMb * MIB,
+      readOnlyFiles: [...this.readOnly],
+      extraBinds: this.rt.opts.extraBinds,
+      cwd: req.cwd ? segmentsOf(req.cwd).join('/') : '',
+      env,
+      argv: req.argv,
+      statusFd: STATUS_FD,
+    };
+  }
+
+  async exec(req: ExecRequest): Promise<ExecResult> {
+    this.assertUsable('exec');
+    if (req.argv.length === 0) throw new SandcheckError('HARNESS', 'exec needs a non-empty argv');
+    const plan = this.plan(req);
+    if (req.signal.aborted) {
+      return { exitCode: null, signal: null, startError: 'aborted before the box started', timedOut: false, oomKilled: false, outputTruncated: false };
+    }
+    let finished!: () => void;
+    const running: Running = {
+      launcherPid: undefined,
+      status: new StatusReader(),
+      stop: () => Promise.resolve(),
+      done: new Promise<void>((resolve) => (finished = resolve)),
+    };
+    this.running = running;
+    try {
+      const baseline = this.cg ? await this.cg.beginExec() : undefined;
+      const outcome = await this.runBox(req, plan, running);
+      const resources = this.cg && baseline ? await this.report(baseline) : undefined;
+      return this.result(outcome, resources);
+    } finally {
+      this.running = undefined;
+      finished();
+    }
+  }
+
+  private async report(baseline: CgroupCounters): Promise<ResourceReport | undefined> {
+    try {
+      return await this.cg?.report(baseline);
+    } catch {
+      return undefined;
+    }
+  }
+
+  private result(o: Outcome, resources: ResourceReport | undefined): ExecResult {
+    const oomKilled: Tristate = this.cg?.watchesOom && resources?.oomKills !== undefined ? resources.oomKills > 0 : 'unknown';
+    const base = {
+      timedOut: o.stoppedBy === 'timeout',
+      oomKilled,
+      outputTruncated: o.output.truncated,
+      ...(resources ? { resources } : {}),
+    };
+    if (o.privilegeProblem !== undefined) {
+      return { ...base, exitCode: null, signal: 'SIGKILL', startError: `refused to run: ${o.privilegeProblem}` };
+    }
+    if (o.spawnError !== undefined) return { ...base, exitCode: null, signal: null, startError: `cannot start the launcher: ${o.spawnError}` };
+    if (o.status.exitCode !== undefined) return { ...base, exitCode: o.status.exitCode, signal: null };
+    if (o.status.childPid === undefined && o.stoppedBy === undefined) {
+      const why =
+        o.status.launchError ??
+        (o.exit.code === LAUNCH_CGROUP_FAILED ? 'cannot join the environment cgroup' : `bwrap ended (${o.exit.signal ?? `exit ${o.exit.code}`}) before the box existed`);
+      const detail = o.stderrHead.trim().split('\n')[0]?.slice(0, 300);
+      return { ...base, exitCode: o.exit.code, signal: o.exit.signal, startError: detail ? `${why}: ${detail}` : why };
+    }
+    return { ...base, exitCode: o.exit.code, signal: o.exit.signal };
+  }
+
+  private async runBox(req: ExecRequest, plan: BoxPlan, running: Running): Promise<Outcome> {
+    const command = commandArgv(plan);
+    // Descriptors the harness inherited from its own parent would otherwise pass straight into the box.
+    const stdio: (number | 'pipe' | 'ignore')[] = [req.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe', 'pipe'];
+    const leaked = (await inheritableFds()).filter((fd) => fd > STATUS_FD);
+    const devNull = leaked.length > 0 ? openSync('/dev/null', 'r') : undefined;
+    for (const fd of leaked) {
+      for (let i = stdio.length; i < fd; i++) stdio.push('ignore');
+      stdio[fd] = devNull ?? 'ignore';
+    }
+    // Plain spawn (not execa): the extra descriptors need raw fd numbers. If the harness dies, bwrap gets
+    // SIGKILL (setpriv --pdeathsig) and --die-with-parent takes the box down with it.
+    const child = spawn(this.rt.tools.sh, launcherArgs(this.cg?.procsFiles ?? [], command), {
+      // The fix for bwrap's PID-1 leak: the launcher (and so bwrap and its init) get an empty environment.
+      env: this.rt.opts.envFix === 'none' ? { ...this.ctx.controllerEnv } : {},
+      cwd: '/',
+      stdio,
+    });
+    const exitP = new Promise<{ code: number | null; signal: string | null; error?: string }>((resolve) => {
+      child.once('exit', (code, signal) => resolve({ code, signal }));
+      child.once('error', (err) => resolve({ code: null, signal: null, error: err.message }));
+    });
+    const closeP = new Promise<void>((resolve) => {
+      child.once('close', () => resolve());
+      child.once('error', () => resolve());
+    });
+    if (devNull !== undefined) closeSync(devNull);
+    running.launcherPid = child.pid;
+    const status = running.status;
+    const output: OutputState = { forwarded: 0, truncated: false };
+    let stoppedBy: StopReason | undefined;
+    let exited = false;
+    let privilegeProblem: string | undefined;
+    let stderrHead = '';
+    let stopping: Promise<void> | undefined;
+    const stop = (why: StopReason): Promise<void> => {
+      stoppedBy ??= why;
+      stopping ??= this.killBox(running.launcherPid, () => exited);
+      return stopping;
+    };
+    running.stop = stop;
+
+    const sink = (target: ByteSink, isErr: boolean) => (chunk: Buffer) => {
+      if (isErr && stderrHead.length < 1024 && status.childPid === undefined) stderrHead += chunk.toString('utf8', 0, 1024);
+      if (output.truncated) return; // drained, never forwarded
+      const room = req.maxOutputBytes - output.forwarded;
+      if (chunk.length <= room) {
+        target.write(chunk);
+        output.forwarded += chunk.length;
+        return;
+      }
+      if (room > 0) target.write(chunk.subarray(0, room));
+      output.forwarded += Math.max(0, room);
+      output.truncated = true;
+      void stop('output');
+    };
+    child.stdout?.on('data', sink(req.stdout, false));
+    child.stderr?.on('data', sink(req.stderr, true));
+    const statusStream = child.stdio[3] as Readable | undefined;
+    statusStream?.on('data', (c: Buffer) => status.feed(c));
+    statusStream?.on('end', () => status.end());
+    if (req.stdin && child.stdin) {
+      child.stdin.on('error', () => undefined);
+      child.stdin.end(Buffer.from(req.stdin));
+    }
+
+    // Fail closed on identity: the host must see the box's uid and no capabilities, or the box dies.
+    status.onChildPid((pid) => {
+      void this.checkIdentity([running.launcherPid, pid]).then((problem) => {
+        if (problem !== undefined && !exited) {
+          privilegeProblem = problem;
+          void stop('privilege');
+        }
+      });
+    });
+
+    const timer = setTimeout(() => void stop('timeout'), Math.min(2 ** 31 - 1, Math.max(1, req.timeoutMs)));
+    const onAbort = (): void => void stop('abort');
+    req.signal.addEventListener('abort', onAbort, { once: true });
+
+    const exit = await exitP;
+    exited = true;
+    clearTimeout(timer);
+    req.signal.removeEventListener('abort', onAbort);
+    // Nothing of the box outlives its exec: whatever is still in the cgroup (or carries the marker) dies now.
+    await this.killBox(undefined, () => true);
+    const grace = setTimeout(() => {
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+      statusStream?.destroy();
+    }, STDIO_GRACE_MS);
+    await closeP;
+    clearTimeout(grace);
+    status.end();
+    if (stopping) await stopping;
+    return {
+      exit: { code: exit.code, signal: exit.signal },
+      ...(exit.error !== undefined && child.pid === undefined ? { spawnError: exit.error } : {}),
+      status,
+      stoppedBy,
+      output,
+      stderrHead,
+      ...(privilegeProblem !== undefined ? { privilegeProblem } : {}),
+    };
+  }
+
+  /**
+   * Host view of the box's first processes. Uids must be the box uid. Capabilities count only in the host's
+   * user namespace: bwrap's child holds capabilities inside its own new user namespace while it sets up
+   * (they grant nothing on the host), so CapEff is judged only for processes in the initial namespace.
+   */
+  private async checkIdentity(pids: (number | undefined)[]): Promise<string | undefined> {
+    const want = this.rt.dropToUid;
+    if (want === undefined) return undefined;
+    const hostUserNs = await userNamespaceOf('self');
+    for (const pid of pids) {
+      if (pid === undefined) continue;
+      const id: ProcIdentity | undefined = await readIdentity(pid);
+      if (!id) continue; // already gone
+      if (id.uids.some((u) => u !== want) || id.gids.some((g) => g !== want)) {
+        return `the host sees box process ${pid} as uid ${id.uids.join('/')}, not ${want}`;
+      }
+      const ns = await userNamespaceOf(String(pid));
+      if (id.capEff !== 0n && ns !== undefined && ns === hostUserNs) {
+        return `box process ${pid} holds capabilities in the host user namespace (CapEff ${id.capEff.toString(16)})`;
+      }
+    }
+    return undefined;
+  }
+
+  /**
+   * Stops the box: through the cgroup when there is one (freeze, SIGKILL all, thaw), else by killing the
+   * launcher's process tree; in both cases also anything carrying this environment's marker.
+   */
+  private async killBox(launcherPid: number | undefined, launcherExited: () => boolean): Promise<void> {
+    if (this.cg) {
+      await this.cg.killAll();
+    } else if (launcherPid !== undefined && !launcherExited()) {
+      for (const pid of await processTree(launcherPid)) killQuietly(pid);
+    }
+    if (launcherPid !== undefined && !launcherExited()) killQuietly(launcherPid);
+    if (!this.cg) {
+      for (const p of await findProcessesWithEnvMarker(ENV_MARKER, this.id)) killQuietly(p.pid);
+    }
+  }
+
+  destroy(): Promise<Leftovers> {
+    if (this.destroying) return this.destroying.then(() => ({ items: [] }));
+    this.destroying = this.teardown();
+    return this.destroying;
+  }
+
+  private async teardown(): Promise<Leftovers> {
+    const items: string[] = [];
+    const r = this.running;
+    if (r) {
+      await r.stop('destroy');
+      await Promise.race([r.done, new Promise((res) => setTimeout(res, STOP_WAIT_MS).unref())]);
+    }
+    if (this.cg) {
+      const alive = await this.cg.pids();
+      for (const pid of alive) items.push(`process ${pid} (${await commOf(pid)}) was still in the environment's cgroup at destroy; killed`);
+      const left = alive.length > 0 ? await this.cg.killAll() : [];
+      for (const pid of left) items.push(`process ${pid} (${await commOf(pid)}) survived SIGKILL in the environment's cgroup`);
+    }
+    // A second witness that does not trust the cgroup: box processes carry the environment marker.
+    for (const p of await findProcessesWithEnvMarker(ENV_MARKER, this.id)) {
+      items.push(`process ${p.pid} (${await commOf(p.pid)}) of the environment was outside its cgroup at destroy; killed`);
+      killQuietly(p.pid);
+    }
+    if (this.cg) items.push(...(await this.cg.remove()));
+    items.push(...(await removeEnvRoot(this.root.root, this.root.mounted, this.cgroupName)));
+    return { items };
+  }
+}
+
+async function userNamespaceOf(pid: string): Promise<string | undefined> {
+  try {
+    return await readlink(`/proc/${pid}/ns/user`);
+  } catch {
+    return undefined;
+  }
+}
+
+interface Outcome {
+  exit: { code: number | null; signal: string | null };
+  spawnError?: string;
+  status: StatusReader;
+  stoppedBy: StopReason | undefined;
+  output: OutputState;
+  stderrHead: string;
+  privilegeProblem?: string;
+}

@@ -1,0 +1,578 @@
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import { access, mkdir, readdir, readFile, realpath, rmdir, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ResourceReport } from '../contract.js';
+import { killQuietly } from './host-proc.js';
+
+/**
+ * Per-environment cgroups, driven from outside the box: cgroup v1 (one directory per controller, the
+ * hybrid layout of Debian hosts without systemd) and cgroup v2 (one directory in a cgroup2 tree).
+ * The backend's launcher shell writes its own pid into `procsFiles` and then execs bwrap, so the
+ * whole box tree is inside before any of it runs.
+ */
+
+export const CGROUP_PREFIX = 'sandcheck-';
+export type LimitName = 'memory' | 'pids' | 'cpu';
+export const LIMIT_NAMES: readonly LimitName[] = ['memory', 'pids', 'cpu'];
+
+const V1_CONTROLLERS = ['memory', 'pids', 'cpu', 'cpuacct', 'freezer'] as const;
+type V1Controller = (typeof V1_CONTROLLERS)[number];
+
+const CFS_PERIOD_US = 100_000;
+const KILL_WAIT_MS = 5_000;
+
+export interface CgroupLimits {
+  memoryBytes?: number;
+  pids?: number;
+  cpuCores?: number;
+}
+
+/** Cumulative counters; an exec reports the difference from a baseline where the kernel cannot reset them. */
+export interface CgroupCounters {
+  memoryLimitBytes?: number;
+  memoryPeakBytes?: number;
+  memoryFailcnt?: number;
+  oomKills?: number;
+  pidsLimit?: number;
+  pidsPeak?: number;
+  pidsMaxEvents?: number;
+  cpuQuotaCores?: number;
+  cpuUsageNs?: number;
+  cpuThrottledPeriods?: number;
+}
+
+export interface EnvCgroup {
+  readonly name: string;
+  /** Files the launcher writes its pid into (one per v1 hierarchy, one for v2). */
+  readonly procsFiles: readonly string[];
+  /** Whether oom kills are observable (a memory controller is attached). */
+  readonly watchesOom: boolean;
+  pids(): Promise<number[]>;
+  /** Freeze, SIGKILL every member, thaw, wait until empty. Returns the pids still inside afterwards. */
+  killAll(): Promise<number[]>;
+  /** Resets what the kernel lets us reset before an exec and returns the baseline of the rest. */
+  beginExec(): Promise<CgroupCounters>;
+  /** Counters for one exec: peaks as they are, event counts minus the baseline. */
+  report(baseline: CgroupCounters): Promise<ResourceReport>;
+  /** Removes the directories; returns a problem per directory that could not be removed. */
+  remove(): Promise<string[]>;
+}
+
+export interface CgroupHierarchy {
+  readonly version: 1 | 2;
+  /** Limits that cannot be applied here, with the reason. */
+  readonly unavailable: Partial<Record<LimitName, string>>;
+  /** Whether the whole box can be killed through the hierarchy (freezer or cgroup.kill). */
+  readonly canKill: boolean;
+  describe(): string;
+  create(name: string, limits: CgroupLimits): Promise<EnvCgroup>;
+  /** Directories named sandcheck-* in this hierarchy, by name. */
+  list(): Promise<Map<string, string[]>>;
+  /** A cgroup of this hierarchy by name, for sweeping (no limits touched). */
+  open(name: string): EnvCgroup;
+}
+
+// ---------------------------------------------------------------- small file helpers
+
+async function readText(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+async function readNumber(path: string): Promise<number | undefined> {
+  const t = (await readText(path))?.trim();
+  if (t === undefined || t === '' || t === 'max') return undefined;
+  const n = Number(t);
+  return Number.isFinite(n) ? n : undefined;
+}
+
+/** "key value" lines (memory.oom_control, pids.events, cpu.stat, memory.events). */
+export function parseKeyed(text: string | undefined): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of (text ?? '').split('\n')) {
+    const [k, v] = line.trim().split(/\s+/);
+    if (k && v !== undefined && Number.isFinite(Number(v))) out.set(k, Number(v));
+  }
+  return out;
+}
+
+async function readPids(procsFile: string): Promise<number[]> {
+  const t = await readText(procsFile);
+  if (t === undefined) return [];
+  return t
+    .split('\n')
+    .map((l) => Number(l.trim()))
+    .filter((n) => Number.isInteger(n) && n > 0);
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function code(err: unknown): string {
+  return typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : String(err);
+}
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs: number, stepMs = 10): Promise<boolean> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return true;
+    if (Date.now() > until) return false;
+    await sleep(stepMs);
+  }
+}
+
+const sub = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined ? undefined : a - (b ?? 0));
+
+function defined(report: ResourceReport): ResourceReport {
+  return Object.fromEntries(Object.entries(report).filter(([, v]) => v !== undefined)) as ResourceReport;
+}
+
+// ---------------------------------------------------------------- mounts
+
+export interface CgroupMount {
+  fstype: 'cgroup' | 'cgroup2';
+  path: string;
+  options: string[];
+}
+
+const unescapeMount = (s: string): string => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+
+export function parseMounts(text: string): CgroupMount[] {
+  const out: CgroupMount[] = [];
+  for (const line of text.split('\n')) {
+    const f = line.split(' ');
+    const [, mountPoint, fstype, opts] = f;
+    if (mountPoint === undefined || opts === undefined) continue;
+    if (fstype === 'cgroup' || fstype === 'cgroup2') out.push({ fstype, path: unescapeMount(mountPoint), options: opts.split(',') });
+  }
+  return out;
+}
+
+export async function cgroupMounts(): Promise<CgroupMount[]> {
+  return parseMounts((await readText('/proc/self/mounts')) ?? '');
+}
+
+// ---------------------------------------------------------------- v1
+
+class V1Cgroup implements EnvCgroup {
+  readonly procsFiles: readonly string[];
+  readonly watchesOom: boolean;
+  constructor(
+    readonly name: string,
+    /** controller → its directory (co-mounted controllers share one). */
+    private readonly dirs: ReadonlyMap<V1Controller, string>,
+  ) {
+    this.procsFiles = [...new Set(dirs.values())].map((d) => join(d, 'cgroup.procs'));
+    this.watchesOom = dirs.has('memory');
+  }
+
+  private dir(c: V1Controller): string | undefined {
+    return this.dirs.get(c);
+  }
+
+  private file(c: V1Controller, f: string): string | undefined {
+    const d = this.dir(c);
+    return d === undefined ? undefined : join(d, f);
+  }
+
+  async pids(): Promise<number[]> {
+    const all = new Set<number>();
+    for (const f of this.procsFiles) for (const p of await readPids(f)) all.add(p);
+    return [...all].sort((a, b) => a - b);
+  }
+
+  async killAll(): Promise<number[]> {
+    const freezer = this.file('freezer', 'freezer.state');
+    for (let round = 0; round < 5; round++) {
+      const before = await this.pids();
+      if (before.length === 0) return [];
+      let frozen = false;
+      if (freezer) {
+        try {
+          await writeFile(freezer, 'FROZEN');
+          frozen = await waitFor(async () => (await readText(freezer))?.trim() === 'FROZEN', 1000);
+        } catch {
+          frozen = false;
+        }
+      }
+      // Frozen tasks cannot fork or exit, so this list is complete and no pid can be reused under us.
+      for (const pid of await this.pids()) killQuietly(pid);
+      if (freezer) await writeFile(freezer, 'THAWED').catch(() => undefined);
+      if (await waitFor(async () => (await this.pids()).length === 0, frozen ? KILL_WAIT_MS : 200)) return [];
+    }
+    return this.pids();
+  }
+
+  async beginExec(): Promise<CgroupCounters> {
+    // max_usage, failcnt and cpuacct.usage can be reset; oom_kill, pids.events and nr_throttled cannot.
+    for (const [c, f] of [
+      ['memory', 'memory.max_usage_in_bytes'],
+      ['memory', 'memory.failcnt'],
+      ['cpuacct', 'cpuacct.usage'],
+    ] as const) {
+      const path = this.file(c, f);
+      if (path) await writeFile(path, '0').catch(() => undefined);
+    }
+    return this.counters();
+  }
+
+  private async counters(): Promise<CgroupCounters> {
+    const num = (c: V1Controller, f: string): Promise<number | undefined> => {
+      const p = this.file(c, f);
+      return p ? readNumber(p) : Promise.resolve(undefined);
+    };
+    const keyed = async (c: V1Controller, f: string): Promise<Map<string, number>> => {
+      const p = this.file(c, f);
+      return parseKeyed(p ? await readText(p) : undefined);
+    };
+    const memLimit = await num('memory', 'memory.limit_in_bytes');
+    const quota = await num('cpu', 'cpu.cfs_quota_us');
+    const period = await num('cpu', 'cpu.cfs_period_us');
+    return {
+      // An "unlimited" v1 memory limit reads as a huge page-aligned number.
+      memoryLimitBytes: memLimit !== undefined && memLimit < 2 ** 62 ? memLimit : undefined,
+      memoryPeakBytes: await num('memory', 'memory.max_usage_in_bytes'),
+      memoryFailcnt: await num('memory', 'memory.failcnt'),
+      oomKills: this.dir('memory') ? (await keyed('memory', 'memory.oom_control')).get('oom_kill') : undefined,
+      pidsLimit: await num('pids', 'pids.max'),
+      pidsPeak: await num('pids', 'pids.peak'),
+      pidsMaxEvents: this.dir('pids') ? ((await keyed('pids', 'pids.events')).get('max') ?? 0) : undefined,
+      cpuQuotaCores: quota !== undefined && quota > 0 && period ? quota / period : undefined,
+      cpuUsageNs: await num('cpuacct', 'cpuacct.usage'),
+      cpuThrottledPeriods: this.dir('cpu') ? (await keyed('cpu', 'cpu.stat')).get('nr_throttled') : undefined,
+    };
+  }
+
+  async report(baseline: CgroupCounters): Promise<ResourceReport> {
+    const now = await this.counters();
+    return defined({
+      source: `cgroup v1 ${[...this.dirs.keys()].join(',')}: ${this.name}`,
+      memoryLimitBytes: now.memoryLimitBytes,
+      memoryPeakBytes: now.memoryPeakBytes,
+      memoryFailcnt: now.memoryFailcnt,
+      oomKills: sub(now.oomKills, baseline.oomKills),
+      pidsLimit: now.pidsLimit,
+      pidsPeak: now.pidsPeak,
+      pidsMaxEvents: sub(now.pidsMaxEvents, baseline.pidsMaxEvents),
+      cpuQuotaCores: now.cpuQuotaCores,
+      cpuUsageNs: now.cpuUsageNs,
+      cpuThrottledPeriods: sub(now.cpuThrottledPeriods, baseline.cpuThrottledPeriods),
+    });
+  }
+
+  async remove(): Promise<string[]> {
+    const problems: string[] = [];
+    for (const [c, d] of uniqueDirs(this.dirs)) {
+      try {
+        await rmdir(d);
+      } catch (err) {
+        if (code(err) !== 'ENOENT') problems.push(`cgroup ${this.name} (${c}) could not be removed: ${code(err)}`);
+      }
+    }
+    return problems;
+  }
+}
+
+function uniqueDirs(dirs: ReadonlyMap<V1Controller, string>): [string, string][] {
+  const byDir = new Map<string, string[]>();
+  for (const [c, d] of dirs) byDir.set(d, [...(byDir.get(d) ?? []), c]);
+  return [...byDir].map(([d, cs]) => [cs.join(','), d]);
+}
+
+class V1Hierarchy implements CgroupHierarchy {
+  readonly version = 1 as const;
+  readonly canKill: boolean;
+  constructor(
+    /** controller → hierarchy root (mount point). */
+    private readonly roots: ReadonlyMap<V1Controller, string>,
+    readonly unavailable: Partial<Record<LimitName, string>>,
+  ) {
+    this.canKill = roots.has('freezer');
+  }
+
+  describe(): string {
+    return `cgroup v1 (${[...this.roots.keys()].join(',')})`;
+  }
+
+  open(name: string): V1Cgroup {
+    return new V1Cgroup(name, new Map([...this.roots].map(([c, r]) => [c, join(r, name)])));
+  }
+
+  async create(name: string, limits: CgroupLimits): Promise<EnvCgroup> {
+    const cg = this.open(name);
+    const made: string[] = [];
+    const dirs = new Map([...this.roots].map(([c, r]) => [c, join(r, name)]));
+    try {
+      for (const [, d] of uniqueDirs(dirs)) {
+        await mkdir(d);
+        made.push(d);
+      }
+      const memDir = dirs.get('memory');
+      if (limits.memoryBytes !== undefined && memDir) {
+        await writeFile(join(memDir, 'memory.limit_in_bytes'), String(limits.memoryBytes));
+        // memsw (memory + swap) must be >= the memory limit, so it comes second; absent without swap accounting.
+        const memsw = join(memDir, 'memory.memsw.limit_in_bytes');
+        if (await exists(memsw)) await writeFile(memsw, String(limits.memoryBytes));
+      }
+      const pidsDir = dirs.get('pids');
+      if (limits.pids !== undefined && pidsDir) await writeFile(join(pidsDir, 'pids.max'), String(limits.pids));
+      const cpuDir = dirs.get('cpu');
+      if (limits.cpuCores !== undefined && cpuDir) {
+        await writeFile(join(cpuDir, 'cpu.cfs_period_us'), String(CFS_PERIOD_US));
+        await writeFile(join(cpuDir, 'cpu.cfs_quota_us'), String(Math.max(1000, Math.round(limits.cpuCores * CFS_PERIOD_US))));
+      }
+    } catch (err) {
+      for (const d of made.reverse()) await rmdir(d).catch(() => undefined);
+      throw new Error(`cannot set up cgroup ${name}: ${code(err)}`, { cause: err });
+    }
+    return cg;
+  }
+
+  async list(): Promise<Map<string, string[]>> {
+    const out = new Map<string, string[]>();
+    for (const root of new Set(this.roots.values())) {
+      for (const e of await readdir(root).catch(() => [] as string[])) {
+        if (e.startsWith(CGROUP_PREFIX)) out.set(e, [...(out.get(e) ?? []), join(root, e)]);
+      }
+    }
+    return out;
+  }
+}
+
+// ---------------------------------------------------------------- v2
+
+class V2Cgroup implements EnvCgroup {
+  readonly procsFiles: readonly string[];
+  readonly watchesOom: boolean;
+  readonly dir: string;
+  constructor(
+    readonly name: string,
+    parent: string,
+    private readonly controllers: ReadonlySet<string>,
+  ) {
+    this.dir = join(parent, name);
+    this.procsFiles = [join(this.dir, 'cgroup.procs')];
+    this.watchesOom = controllers.has('memory');
+  }
+
+  pids(): Promise<number[]> {
+    return readPids(join(this.dir, 'cgroup.procs'));
+  }
+
+  private populated = async (): Promise<boolean> => parseKeyed(await readText(join(this.dir, 'cgroup.events'))).get('populated') === 1;
+
+  async killAll(): Promise<number[]> {
+    if ((await this.pids()).length === 0) return [];
+    const killFile = join(this.dir, 'cgroup.kill');
+    if (await exists(killFile)) {
+      await writeFile(killFile, '1').catch(() => undefined);
+    } else {
+      const freeze = join(this.dir, 'cgroup.freeze');
+      await writeFile(freeze, '1').catch(() => undefined);
+      await waitFor(async () => parseKeyed(await readText(join(this.dir, 'cgroup.events'))).get('frozen') === 1, 1000);
+      for (const pid of await this.pids()) killQuietly(pid);
+      await writeFile(freeze, '0').catch(() => undefined);
+    }
+    await waitFor(async () => !(await this.populated()), KILL_WAIT_MS);
+    return this.pids();
+  }
+
+  async beginExec(): Promise<CgroupCounters> {
+    // memory.peak resets only per open file descriptor on v2; peaks are per environment.
+    return this.counters();
+  }
+
+  private async counters(): Promise<CgroupCounters> {
+    const f = (n: string): string => join(this.dir, n);
+    const has = (c: string): boolean => this.controllers.has(c);
+    const cpuMax = (await readText(f('cpu.max')))?.trim().split(/\s+/);
+    const quota = cpuMax?.[0] !== undefined && cpuMax[0] !== 'max' ? Number(cpuMax[0]) : undefined;
+    const period = cpuMax?.[1] !== undefined ? Number(cpuMax[1]) : undefined;
+    const cpuStat = parseKeyed(await readText(f('cpu.stat')));
+    const memEvents = has('memory') ? parseKeyed(await readText(f('memory.events'))) : undefined;
+    const usageUs = cpuStat.get('usage_usec');
+    return {
+      memoryLimitBytes: has('memory') ? await readNumber(f('memory.max')) : undefined,
+      memoryPeakBytes: has('memory') ? await readNumber(f('memory.peak')) : undefined,
+      memoryFailcnt: memEvents?.get('max'),
+      oomKills: memEvents?.get('oom_kill'),
+      pidsLimit: has('pids') ? await readNumber(f('pids.max')) : undefined,
+      pidsPeak: has('pids') ? await readNumber(f('pids.peak')) : undefined,
+      pidsMaxEvents: has('pids') ? (parseKeyed(await readText(f('pids.events'))).get('max') ?? 0) : undefined,
+      cpuQuotaCores: quota !== undefined && period ? quota / period : undefined,
+      cpuUsageNs: usageUs === undefined ? undefined : usageUs * 1000,
+      cpuThrottledPeriods: cpuStat.get('nr_throttled'),
+    };
+  }
+
+  async report(baseline: CgroupCounters): Promise<ResourceReport> {
+    const now = await this.counters();
+    return defined({
+      source: `cgroup v2 ${[...this.controllers].join(',') || '(no controllers)'}: ${this.name}`,
+      memoryLimitBytes: now.memoryLimitBytes,
+      memoryPeakBytes: now.memoryPeakBytes,
+      memoryFailcnt: sub(now.memoryFailcnt, baseline.memoryFailcnt),
+      oomKills: sub(now.oomKills, baseline.oomKills),
+      pidsLimit: now.pidsLimit,
+      pidsPeak: now.pidsPeak,
+      pidsMaxEvents: sub(now.pidsMaxEvents, baseline.pidsMaxEvents),
+      cpuQuotaCores: now.cpuQuotaCores,
+      cpuUsageNs: sub(now.cpuUsageNs, baseline.cpuUsageNs),
+      cpuThrottledPeriods: sub(now.cpuThrottledPeriods, baseline.cpuThrottledPeriods),
+    });
+  }
+
+  async remove(): Promise<string[]> {
+    try {
+      await rmdir(this.dir);
+      return [];
+    } catch (err) {
+      return code(err) === 'ENOENT' ? [] : [`cgroup ${this.name} could not be removed: ${code(err)}`];
+    }
+  }
+}
+
+class V2Hierarchy implements CgroupHierarchy {
+  readonly version = 2 as const;
+  readonly canKill = true;
+  constructor(
+    private readonly parent: string,
+    /** Controllers enabled for children of `parent`. */
+    private readonly controllers: ReadonlySet<string>,
+    readonly unavailable: Partial<Record<LimitName, string>>,
+  ) {}
+
+  describe(): string {
+    return `cgroup v2 (${[...this.controllers].join(',') || 'no controllers'})`;
+  }
+
+  open(name: string): V2Cgroup {
+    return new V2Cgroup(name, this.parent, this.controllers);
+  }
+
+  async create(name: string, limits: CgroupLimits): Promise<EnvCgroup> {
+    const cg = this.open(name);
+    await mkdir(cg.dir);
+    try {
+      if (limits.memoryBytes !== undefined) {
+        await writeFile(join(cg.dir, 'memory.max'), String(limits.memoryBytes));
+        const swap = join(cg.dir, 'memory.swap.max');
+        if (await exists(swap)) await writeFile(swap, '0');
+      }
+      if (limits.pids !== undefined) await writeFile(join(cg.dir, 'pids.max'), String(limits.pids));
+      if (limits.cpuCores !== undefined) {
+        await writeFile(join(cg.dir, 'cpu.max'), `${Math.max(1000, Math.round(limits.cpuCores * CFS_PERIOD_US))} ${CFS_PERIOD_US}`);
+      }
+    } catch (err) {
+      await rmdir(cg.dir).catch(() => undefined);
+      throw new Error(`cannot set up cgroup ${name}: ${code(err)}`, { cause: err });
+    }
+    return cg;
+  }
+
+  async list(): Promise<Map<string, string[]>> {
+    const out = new Map<string, string[]>();
+    for (const e of await readdir(this.parent).catch(() => [] as string[])) {
+      if (e.startsWith(CGROUP_PREFIX)) out.set(e, [join(this.parent, e)]);
+    }
+    return out;
+  }
+}
+
+// ---------------------------------------------------------------- detection
+
+export type CgroupMode = 'auto' | 'v1' | 'v2' | 'off';
+
+export type CgroupDetection = { hierarchy: CgroupHierarchy } | { hierarchy: undefined; reason: string };
+
+/** Tries a throwaway sandcheck-probe-* directory: the only sure test that this process may create cgroups. */
+async function canCreateIn(root: string): Promise<string | undefined> {
+  const dir = join(root, `${CGROUP_PREFIX}probe-${process.pid}-${randomBytes(3).toString('hex')}`);
+  try {
+    await access(root, constants.W_OK);
+    await mkdir(dir);
+  } catch (err) {
+    return `cannot create cgroups in ${root}: ${code(err)}`;
+  }
+  await rmdir(dir).catch(() => undefined);
+  return undefined;
+}
+
+async function detectV1(mounts: CgroupMount[]): Promise<CgroupDetection> {
+  const roots = new Map<V1Controller, string>();
+  for (const m of mounts) {
+    if (m.fstype !== 'cgroup') continue;
+    for (const c of V1_CONTROLLERS) if (m.options.includes(c) && !roots.has(c)) roots.set(c, m.path);
+  }
+  if (roots.size === 0) return { hierarchy: undefined, reason: 'no cgroup v1 controller is mounted' };
+  // Co-mounted controllers (cpu,cpuacct) share one directory tree.
+  for (const [c, r] of roots) roots.set(c, await realpath(r).catch(() => r));
+  for (const root of new Set(roots.values())) {
+    const problem = await canCreateIn(root);
+    if (problem) return { hierarchy: undefined, reason: problem };
+  }
+  const unavailable: Partial<Record<LimitName, string>> = {};
+  for (const l of LIMIT_NAMES) if (!roots.has(l)) unavailable[l] = `the cgroup v1 ${l} controller is not mounted`;
+  return { hierarchy: new V1Hierarchy(roots, unavailable) };
+}
+
+async function detectV2(mounts: CgroupMount[], parent: string | undefined, enable: boolean): Promise<CgroupDetection> {
+  const v2 = mounts.filter((m) => m.fstype === 'cgroup2');
+  const dir = parent ?? v2.find((m) => m.path === '/sys/fs/cgroup')?.path ?? v2[0]?.path;
+  if (dir === undefined) return { hierarchy: undefined, reason: 'no cgroup2 filesystem is mounted' };
+  if (!(await exists(join(dir, 'cgroup.controllers')))) return { hierarchy: undefined, reason: `${dir} is not a cgroup2 directory` };
+  const problem = await canCreateIn(dir);
+  if (problem) return { hierarchy: undefined, reason: problem };
+  const words = async (f: string): Promise<Set<string>> => new Set(((await readText(join(dir, f))) ?? '').trim().split(/\s+/).filter(Boolean));
+  const available = await words('cgroup.controllers');
+  let enabled = await words('cgroup.subtree_control');
+  const unavailable: Partial<Record<LimitName, string>> = {};
+  for (const c of LIMIT_NAMES) {
+    if (enabled.has(c)) continue;
+    if (!available.has(c)) {
+      unavailable[c] = `the cgroup2 ${c} controller is not available in ${dir} (cgroup.controllers: ${[...available].join(' ') || 'none'})`;
+      continue;
+    }
+    if (!enable) {
+      unavailable[c] = `the cgroup2 ${c} controller is not enabled in ${dir}/cgroup.subtree_control`;
+      continue;
+    }
+    try {
+      // Only the root cgroup may hold processes and enable controllers for its children at once.
+      await writeFile(join(dir, 'cgroup.subtree_control'), `+${c}`);
+    } catch (err) {
+      unavailable[c] = `cannot enable the cgroup2 ${c} controller in ${dir}: ${code(err)}${code(err) === 'EBUSY' ? ' (the cgroup holds processes; give sandcheck a delegated subtree)' : ''}`;
+    }
+  }
+  enabled = await words('cgroup.subtree_control');
+  return { hierarchy: new V2Hierarchy(dir, new Set(LIMIT_NAMES.filter((c) => enabled.has(c))), unavailable) };
+}
+
+/**
+ * Finds the hierarchy to use. On cgroup v2 it enables the memory, pids and cpu controllers for the
+ * parent's children when they are available but off (what every container runtime does), unless
+ * `enableControllers` is false.
+ */
+export async function detectCgroups(mode: CgroupMode, v2Parent?: string, enableControllers = true): Promise<CgroupDetection> {
+  if (mode === 'off') return { hierarchy: undefined, reason: 'cgroups are turned off in the backend options' };
+  if (process.platform !== 'linux') return { hierarchy: undefined, reason: `cgroups need Linux (this is ${process.platform})` };
+  const mounts = await cgroupMounts();
+  if (mode === 'v1') return detectV1(mounts);
+  if (mode === 'v2') return detectV2(mounts, v2Parent, enableControllers);
+  const hasV1 = mounts.some((m) => m.fstype === 'cgroup' && LIMIT_NAMES.some((c) => m.options.includes(c)));
+  if (hasV1) return detectV1(mounts);
+  return detectV2(mounts, v2Parent, enableControllers);
+}
+
+export const cgroupNameFor = (key: string): string => `${CGROUP_PREFIX}${key}`;

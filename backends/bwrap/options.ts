@@ -1,0 +1,75 @@
+import { isAbsolute } from 'node:path';
+import { z } from 'zod';
+
+/**
+ * Host uid the box runs as by default. Not 65534 (`nobody`): RLIMIT_NPROC counts per real uid across the
+ * whole host, and same-uid processes may read each other's /proc entries, so sharing `nobody` with runsc
+ * sandboxes or daemons would couple the boxes to unrelated processes. 65520–65533 is left unassigned by
+ * both Debian (60000–64999 are Debian's global allocations, e.g. 64055 is libvirt-qemu) and systemd
+ * (61184–65519 is its DynamicUser range); preflight refuses a uid that has a passwd entry.
+ */
+export const DEFAULT_UNPRIVILEGED_UID = 65529;
+
+const absolutePath = (what: string) =>
+  z.string().min(1).refine((p) => isAbsolute(p), { error: `${what} must be an absolute path` });
+
+export const ExtraBindSchema = z.strictObject({
+  src: absolutePath('extraBinds[].src'),
+  dest: absolutePath('extraBinds[].dest'),
+  readOnly: z.boolean().default(true),
+});
+
+export const BwrapOptionsSchema = z
+  .strictObject({
+    /**
+     * More host paths bound into the box (a deliberate weakening: the backend keeps claiming
+     * files.hostPaths, so a probe must catch it).
+     */
+    extraBinds: z.array(ExtraBindSchema).default([]),
+    /**
+     * Share the network namespace instead of `--unshare-net` (a deliberate weakening; the backend keeps
+     * claiming network.egress). Only allowed inside a lab: the box would otherwise get the host's network.
+     */
+    shareNetwork: z.boolean().default(false),
+    /** Each cgroup limit; false = not applied and declared not enforced (counters are still read). */
+    limits: z
+      .strictObject({
+        memory: z.boolean().default(true),
+        pids: z.boolean().default(true),
+        cpu: z.boolean().default(true),
+      })
+      .default({ memory: true, pids: true, cpu: true }),
+    /**
+     * 'empty-launcher-env' (the fix): bwrap is started with an empty environment, so its own PID 1 holds
+     * nothing. 'none': bwrap is started with the controller's environment and only `--clearenv`, the known
+     * leak through /proc/1/environ (a deliberate weakening; identity.hostCredentials stays claimed).
+     */
+    envFix: z.enum(['empty-launcher-env', 'none']).default('empty-launcher-env'),
+    /**
+     * Host uid (and gid) the box runs as, dropped with setpriv before bwrap starts. null = bwrap runs with
+     * the harness's own uid (as root: root with capabilities inside the box — a deliberate weakening).
+     */
+    unprivilegedUid: z.number().int().min(1).max(4294967294).nullable().default(DEFAULT_UNPRIVILEGED_UID),
+    /** `--unshare-pid`; false shows the box every host process (a deliberate weakening). */
+    unsharePid: z.boolean().default(true),
+    /**
+     * 'tmpfs' (default as root): the workspace and /tmp share one host tmpfs of policy diskMb, so
+     * resources.diskMb is enforced. 'host-dir': a plain host directory (/tmp is still a sized tmpfs), and
+     * resources.diskMb is declared not enforced.
+     */
+    workspace: z.enum(['tmpfs', 'host-dir']).optional(),
+    /** Which cgroup hierarchy to use; 'auto' prefers v1 controllers (hybrid hosts), then a cgroup2 /sys/fs/cgroup. */
+    cgroups: z
+      .strictObject({
+        mode: z.enum(['auto', 'v1', 'v2', 'off']).default('auto'),
+        /** cgroup2 directory the environments' cgroups are created in (default: the cgroup2 mount). */
+        v2Parent: absolutePath('cgroups.v2Parent').optional(),
+      })
+      .default({ mode: 'auto' }),
+    /** Where environment roots and ownership records live (default /run/sandcheck/bwrap as root). */
+    stateDir: absolutePath('stateDir').optional(),
+  })
+  .meta({ id: 'sandcheck-bwrap-options', title: 'bwrap backend options' });
+
+export type BwrapOptions = z.input<typeof BwrapOptionsSchema>;
+export type ResolvedBwrapOptions = z.output<typeof BwrapOptionsSchema>;

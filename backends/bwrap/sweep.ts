@@ -1,0 +1,95 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { readStat } from './host-proc.js';
+import { join } from 'node:path';
+import { CGROUP_PREFIX, detectCgroups, type CgroupHierarchy } from './cgroups.js';
+import { DEFAULT_STATE_DIR } from './bwrap-backend.js';
+import { ownerAlive, readOwner, removeEnvRoot } from './workspace.js';
+
+export interface SweepOptions {
+  /** Where the backend keeps environment roots and ownership records (default /run/sandcheck/bwrap). */
+  stateDir?: string;
+  /** Also SIGKILL the processes of stale cgroups (by default a stale cgroup that still holds processes is kept and reported). */
+  kill?: boolean;
+  /** The cgroup2 parent the backend was told to use, if not the cgroup2 mount itself. */
+  v2Parent?: string;
+}
+
+/** `<runId>-<envId>`: the only names this backend gives environments (envId is 8 hex digits). */
+const ENV_KEY = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}-[0-9a-f]{8}$/;
+/** The throwaway directory detection makes: `probe-<pid>-<6 hex>`. */
+const PROBE_KEY = /^probe-(\d+)-[0-9a-f]{6}$/;
+
+export interface SweepReport {
+  /** Names of the cgroups (and environment roots) removed. */
+  removed: string[];
+  /** What was left alone, and why. */
+  kept: { name: string; reason: string }[];
+}
+
+/**
+ * Crash recovery: removes `sandcheck-*` cgroups (and `<stateDir>/<runId>-<envId>` environment roots)
+ * whose run is gone. A run is gone when its ownership record is missing or names a process that no
+ * longer exists (pid + start time + boot id). Only empty cgroups are removed unless `kill` is set;
+ * nothing outside the sandcheck- prefix (and the optional run id prefix) is ever touched.
+ */
+export async function sweepStaleCgroups(runIdPrefix?: string, options: SweepOptions = {}): Promise<SweepReport> {
+  const stateDir = options.stateDir ?? DEFAULT_STATE_DIR;
+  const prefix = `${CGROUP_PREFIX}${runIdPrefix ?? ''}`;
+  const report: SweepReport = { removed: [], kept: [] };
+  const stale = new Map<string, boolean>();
+  const isStale = async (key: string): Promise<boolean> => {
+    const known = stale.get(key);
+    if (known !== undefined) return known;
+    const probe = PROBE_KEY.exec(key);
+    let s: boolean;
+    if (probe) {
+      s = (await readStat(Number(probe[1]))) === undefined;
+    } else {
+      const owner = await readOwner(join(stateDir, key, 'owner.json'));
+      s = owner === undefined || !(await ownerAlive(owner));
+    }
+    stale.set(key, s);
+    return s;
+  };
+  // Names of this backend only: another tool's sandcheck-* directory is never touched.
+  const ours = (key: string): boolean => ENV_KEY.test(key) || PROBE_KEY.test(key);
+
+  const hierarchies: CgroupHierarchy[] = [];
+  for (const mode of ['v1', 'v2'] as const) {
+    const d = await detectCgroups(mode, mode === 'v2' ? options.v2Parent : undefined, false);
+    if (d.hierarchy) hierarchies.push(d.hierarchy);
+  }
+  for (const h of hierarchies) {
+    for (const name of (await h.list()).keys()) {
+      const key = name.slice(CGROUP_PREFIX.length);
+      if (!name.startsWith(prefix) || !ours(key)) continue;
+      if (!(await isStale(key))) {
+        report.kept.push({ name, reason: 'its run is alive' });
+        continue;
+      }
+      const cg = h.open(name);
+      let pids = await cg.pids();
+      if (pids.length > 0 && options.kill) pids = await cg.killAll();
+      if (pids.length > 0) {
+        report.kept.push({ name, reason: `${pids.length} process(es) still inside (sweep with kill to end them)` });
+        continue;
+      }
+      const problems = await cg.remove();
+      if (problems.length > 0) report.kept.push({ name, reason: problems.join('; ') });
+      else report.removed.push(`cgroup v${h.version} ${name}`);
+    }
+  }
+
+  const mounts = (await readFile('/proc/self/mounts', 'utf8').catch(() => '')).split('\n');
+  for (const key of await readdir(stateDir).catch(() => [] as string[])) {
+    const name = `${CGROUP_PREFIX}${key}`;
+    if (!name.startsWith(prefix) || !ENV_KEY.test(key)) continue;
+    if (!(await isStale(key))) continue;
+    const root = join(stateDir, key);
+    const mounted = mounts.some((l) => l.split(' ')[1] === join(root, 'fs'));
+    const problems = await removeEnvRoot(root, mounted, name);
+    if (problems.length > 0) report.kept.push({ name: `workspace ${key}`, reason: problems.join('; ') });
+    else report.removed.push(`workspace ${key}`);
+  }
+  return report;
+}

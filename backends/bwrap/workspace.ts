@@ -1,0 +1,275 @@
+import { constants } from 'node:fs';
+import { chmod, chown, lstat, mkdir, open, readFile, rename, rm, unlink, writeFile } from 'node:fs/promises';
+import { join, posix } from 'node:path';
+import { execa } from 'execa';
+import { z } from 'zod';
+import { SandcheckError } from '../../harness/errors.js';
+import type { GotFile, PutFile } from '../contract.js';
+import { bootId, readStat } from './host-proc.js';
+
+/**
+ * The host side of an environment: `<stateDir>/<runId>-<envId>/` holds an ownership record and `fs/`,
+ * a tmpfs of policy diskMb (or a plain directory) with `work/` (the box's /work) and `tmp/` (its /tmp).
+ * The directories above `fs/` are root-owned 0711 so the box's uid can reach its bind sources and
+ * nothing else. Every path from the harness is resolved without following links: the box owns the
+ * files in `work/` and may have planted symlinks there.
+ */
+
+export const OwnerRecordSchema = z.strictObject({
+  version: z.literal(1),
+  runId: z.string(),
+  envId: z.string(),
+  ownerPid: z.number().int().positive(),
+  ownerStartTime: z.number().int().nonnegative(),
+  bootId: z.string(),
+  mounted: z.boolean(),
+  createdAt: z.string(),
+});
+export type OwnerRecord = z.infer<typeof OwnerRecordSchema>;
+
+export interface Ownership {
+  uid: number;
+  gid: number;
+}
+
+export class EnvRoot {
+  constructor(
+    readonly root: string,
+    /** tmpfs mounted on fs/ (true) or a plain directory. */
+    readonly mounted: boolean,
+  ) {}
+  get fs(): string {
+    return join(this.root, 'fs');
+  }
+  get work(): string {
+    return join(this.fs, 'work');
+  }
+  get tmp(): string {
+    return join(this.fs, 'tmp');
+  }
+  get ownerFile(): string {
+    return join(this.root, 'owner.json');
+  }
+  get resolvConf(): string {
+    return join(this.root, 'resolv.conf');
+  }
+}
+
+function errCode(err: unknown): string {
+  return typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : String(err);
+}
+
+/** A root-owned, non-symlink directory with the given mode, created if missing (refuses anything else). */
+export async function ensurePrivateDir(path: string, mode: number, uid: number | undefined): Promise<void> {
+  await mkdir(path, { recursive: true, mode });
+  const st = await lstat(path);
+  if (!st.isDirectory() || (uid !== undefined && st.uid !== uid)) {
+    throw new SandcheckError('BACKEND_UNAVAILABLE', `state directory ${path} is not a directory owned by uid ${uid}; refusing to use it`);
+  }
+  await chmod(path, mode);
+}
+
+export async function ownerRecord(runId: string, envId: string, mounted: boolean): Promise<OwnerRecord> {
+  const self = await readStat(process.pid);
+  return {
+    version: 1,
+    runId,
+    envId,
+    ownerPid: process.pid,
+    ownerStartTime: self?.startTime ?? 0,
+    bootId: await bootId(),
+    mounted,
+    createdAt: new Date().toISOString(),
+  };
+}
+
+export async function writeOwner(env: EnvRoot, record: OwnerRecord): Promise<void> {
+  const tmp = `${env.ownerFile}.tmp`;
+  await writeFile(tmp, `${JSON.stringify(record)}\n`, { mode: 0o644 });
+  await rename(tmp, env.ownerFile);
+}
+
+export async function readOwner(file: string): Promise<OwnerRecord | undefined> {
+  try {
+    const parsed = OwnerRecordSchema.safeParse(JSON.parse(await readFile(file, 'utf8')));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function ownerAlive(record: OwnerRecord): Promise<boolean> {
+  if (record.bootId !== (await bootId())) return false;
+  const s = await readStat(record.ownerPid);
+  return s !== undefined && s.startTime === record.ownerStartTime;
+}
+
+/**
+ * Creates the environment root. With `sizeBytes` it mounts a tmpfs (the disk budget for /work and /tmp
+ * together) named after the environment, so a leftover mount is recognisable in /proc/mounts.
+ */
+export async function createEnvRoot(
+  root: string,
+  mountName: string,
+  sizeBytes: number | undefined,
+  box: Ownership | undefined,
+  owner: OwnerRecord,
+): Promise<EnvRoot> {
+  await mkdir(root, { mode: 0o711 });
+  await chmod(root, 0o711);
+  const env = new EnvRoot(root, sizeBytes !== undefined);
+  // The record comes first, so that a sweep never mistakes an environment being built for a stale one.
+  await writeOwner(env, owner);
+  try {
+    await mkdir(env.fs, { mode: 0o711 });
+    if (sizeBytes !== undefined) {
+      const r = await execa('mount', ['-t', 'tmpfs', '-o', `size=${sizeBytes},mode=0711,nosuid,nodev`, mountName, env.fs], {
+        reject: false,
+        env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
+        extendEnv: false,
+      });
+      if (r.exitCode !== 0) throw new SandcheckError('HARNESS', `cannot mount the workspace tmpfs: ${r.stderr.trim() || `exit ${r.exitCode}`}`);
+    }
+    await mkdir(env.work, { mode: 0o700 });
+    if (box) await chown(env.work, box.uid, box.gid);
+    if (sizeBytes !== undefined) {
+      await mkdir(env.tmp, { mode: 0o700 });
+      await chmod(env.tmp, 0o1777);
+      if (box) await chown(env.tmp, box.uid, box.gid);
+    }
+  } catch (err) {
+    await removeEnvRoot(root, sizeBytes !== undefined, mountName);
+    throw err;
+  }
+  return env;
+}
+
+/** Unmounts (if mounted) and removes the environment root; returns problems, never host paths. */
+export async function removeEnvRoot(root: string, mounted: boolean, what: string): Promise<string[]> {
+  const problems: string[] = [];
+  if (mounted) {
+    const fs = join(root, 'fs');
+    const env = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
+    let r = await execa('umount', [fs], { reject: false, env, extendEnv: false });
+    if (r.exitCode !== 0 && !/not mounted/.test(r.stderr)) {
+      r = await execa('umount', ['-l', fs], { reject: false, env, extendEnv: false });
+      problems.push(`workspace tmpfs of ${what} was busy at destroy${r.exitCode === 0 ? '; detached lazily' : ' and could not be unmounted'}`);
+      if (r.exitCode !== 0) return problems; // never rm -rf through a live mount
+    }
+  }
+  try {
+    await rm(root, { recursive: true, force: true });
+  } catch (err) {
+    problems.push(`workspace of ${what} could not be removed: ${errCode(err)}`);
+  }
+  return problems;
+}
+
+/** Normalised relative segments of a workspace path; refuses absolute paths and '..'. */
+export function segmentsOf(rel: string): string[] {
+  const norm = posix.normalize(rel.replaceAll('\\', '/'));
+  if (posix.isAbsolute(norm) || norm === '..' || norm.startsWith('../')) {
+    throw new SandcheckError('HARNESS', `path "${rel}" leaves the workspace`);
+  }
+  const segs = norm.split('/').filter((s) => s !== '' && s !== '.');
+  if (segs.length === 0) throw new SandcheckError('HARNESS', `path "${rel}" names the workspace itself`);
+  return segs;
+}
+
+type ParentWalk = { ok: true; dir: string } | { ok: false; kind: GotFile['kind']; note: string };
+
+/** Resolves the parent directory of `segs` under `base`, never through a symlink. */
+async function walkParents(base: string, segs: string[], create: Ownership | undefined, rel: string): Promise<ParentWalk> {
+  let dir = base;
+  for (const seg of segs.slice(0, -1)) {
+    const next = join(dir, seg);
+    let st;
+    try {
+      st = await lstat(next);
+    } catch {
+      if (!create) return { ok: false, kind: 'missing', note: `"${seg}" does not exist` };
+      await mkdir(next, { mode: 0o755 });
+      await chown(next, create.uid, create.gid);
+      dir = next;
+      continue;
+    }
+    if (st.isSymbolicLink()) {
+      if (create) throw new SandcheckError('HARNESS', `path "${rel}": "${seg}" is a symlink inside the workspace; refusing to follow it`);
+      return { ok: false, kind: 'symlink', note: `"${seg}" on the way is a symlink; links are never followed` };
+    }
+    if (!st.isDirectory()) {
+      if (create) throw new SandcheckError('HARNESS', `path "${rel}": "${seg}" is not a directory`);
+      return { ok: false, kind: 'other', note: `"${seg}" on the way is not a directory` };
+    }
+    dir = next;
+  }
+  return { ok: true, dir };
+}
+
+/**
+ * Writes one input file. Writable inputs belong to the box's uid; read-only ones stay root's, 0444, and
+ * are also bound read-only over themselves at exec.
+ */
+export async function putFile(work: string, f: PutFile, box: Ownership | undefined): Promise<string> {
+  const segs = segmentsOf(f.path);
+  const walk = await walkParents(work, segs, box ?? { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 }, f.path);
+  if (!walk.ok) throw new SandcheckError('HARNESS', `cannot write "${f.path}": ${walk.note}`);
+  const abs = join(walk.dir, segs[segs.length - 1] ?? '');
+  try {
+    const st = await lstat(abs);
+    if (st.isDirectory()) throw new SandcheckError('HARNESS', `cannot write "${f.path}": it is a directory`);
+    await unlink(abs); // whatever it was (a link the box planted included) is replaced, never written through
+  } catch (err) {
+    if (err instanceof SandcheckError) throw err;
+  }
+  const mode = f.readOnly ? (f.mode ?? 0o444) & 0o555 : (f.mode ?? 0o644);
+  const fh = await open(abs, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+  try {
+    await fh.writeFile(f.content);
+    await fh.chmod(mode);
+    if (box && !f.readOnly) await fh.chown(box.uid, box.gid);
+  } finally {
+    await fh.close();
+  }
+  return segs.join('/');
+}
+
+export async function getFile(work: string, rel: string, maxBytes: number): Promise<GotFile> {
+  let segs: string[];
+  try {
+    segs = segmentsOf(rel);
+  } catch (err) {
+    return { path: rel, kind: 'other', size: 0, note: err instanceof Error ? err.message : String(err) };
+  }
+  const walk = await walkParents(work, segs, undefined, rel);
+  if (!walk.ok) return { path: rel, kind: walk.kind, size: 0, note: walk.note };
+  const abs = join(walk.dir, segs[segs.length - 1] ?? '');
+  let st;
+  try {
+    st = await lstat(abs);
+  } catch {
+    return { path: rel, kind: 'missing', size: 0 };
+  }
+  if (st.isSymbolicLink()) return { path: rel, kind: 'symlink', size: st.size, note: 'links are never followed' };
+  if (st.isDirectory()) return { path: rel, kind: 'directory', size: st.size };
+  if (!st.isFile()) return { path: rel, kind: 'other', size: st.size };
+  if (st.size > maxBytes) return { path: rel, kind: 'file', size: st.size, note: `larger than ${maxBytes} bytes; not read` };
+  // O_NOFOLLOW and O_NONBLOCK: a link or FIFO swapped in after lstat is refused, never followed or waited on.
+  let fh;
+  try {
+    fh = await open(abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (err) {
+    return { path: rel, kind: 'other', size: st.size, note: `could not open: ${errCode(err)}` };
+  }
+  try {
+    const fst = await fh.stat();
+    if (!fst.isFile()) return { path: rel, kind: 'other', size: fst.size, note: 'changed under the exporter' };
+    if (fst.size > maxBytes) return { path: rel, kind: 'file', size: fst.size, note: `larger than ${maxBytes} bytes; not read` };
+    const buf = Buffer.alloc(Math.min(fst.size, maxBytes) + 1);
+    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+    if (bytesRead > maxBytes) return { path: rel, kind: 'file', size: bytesRead, note: `larger than ${maxBytes} bytes; not read` };
+    return { path: rel, kind: 'file', size: bytesRead, content: new Uint8Array(buf.subarray(0, bytesRead)) };
+  } finally {
+    await fh.close();
+  }
+}

@@ -1,0 +1,14 @@
+import type { SecurityProbe } from '../../harness/model/probe.js';
+import { judgeNetwork } from '../_shared/network.js';
+
+export const metadataIpv4: SecurityProbe = {
+  kind: 'security',
+  id: 'metadata-ipv4',
+  title: 'cloud metadata credentials over IPv4 (IMDSv1 GET, IMDSv2 PUT token)',
+  category: 'network',
+  policyItem: 'network.egress',
+  severity: 'critical',
+  payload: 'metadata-ipv4',
+  remediation: 'Give the box no route to 169.254.169.254 (no network, or a host-side INPUT/egress rule, not only DOCKER-USER); require IMDSv2 with hop limit 1 on the host.',
+  judge: (obs, ctx) => judgeNetwork(obs, ctx, [{ address: '169.254.169.254', port: 80, proto: 'tcp' }]),
+};

@@ -1,0 +1,14 @@
+import type { SecurityProbe } from '../../harness/model/probe.js';
+import { judgeNetwork } from '../_shared/network.js';
+
+export const metadataIpv6: SecurityProbe = {
+  kind: 'security',
+  id: 'metadata-ipv6',
+  title: 'cloud metadata over IPv6 (fd00:ec2::254)',
+  category: 'network',
+  policyItem: 'network.egress',
+  severity: 'critical',
+  payload: 'metadata-ipv6',
+  remediation: 'Filter IPv6 as well as IPv4: a rule set that only blocks 169.254.169.254 leaves fd00:ec2::254 open.',
+  judge: (obs, ctx) => judgeNetwork(obs, ctx, [{ address: 'fd00:ec2::254', port: 80, proto: 'tcp' }]),
+};
