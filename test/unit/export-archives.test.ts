@@ -136,6 +136,8 @@ describe('link candidates: refused by the reference exporter, crossing with the 
     const far = file('out.tar', makeTar([{ name: '../../../../../../../../../../../../sandcheck-never-here', content: 'x' }]));
     const err = await naive().export([far], LIMITS, tree.dest).catch((e: unknown) => e);
     expect(isExportError(err, 'EXPORT_NAIVE_CONFINEMENT')).toBe(true);
+    const farLink = file('l.zip', makeZip([{ name: 'l', content: '/etc', mode: S_IFLNK | 0o777 }]));
+    expect(isExportError(await naive().export([farLink], LIMITS, tree.dest).catch((e: unknown) => e), 'EXPORT_NAIVE_CONFINEMENT')).toBe(true);
     const outsideRead: ExportCandidate = { path: 'r.txt', kind: 'symlink', size: 1, linkTarget: '/etc/hostname' };
     expect(isExportError(await naive().export([outsideRead], LIMITS, tree.dest).catch((e: unknown) => e), 'EXPORT_NAIVE_CONFINEMENT')).toBe(true);
   });
@@ -158,7 +160,13 @@ describe('archive inspection by the reference exporter', () => {
     const long = `${'d/'.repeat(60)}${'../'.repeat(61)}evil`;
     expect(await refusalRules(file('long.tar', makeTar([{ name: long, content: 'x' }])))).toContain('archive-escape');
     const pax = await referenceExporter.export([file('pax.tar', makeTar([{ name: '../pax-evil', content: 'x', pax: { headerName: 'innocent.txt' } }]))], LIMITS, tree.dest);
-    expect(pax.refusals.map((r) => r.rule)).toEqual(expect.arrayContaining(['archive-escape', 'archive-name-mismatch']));
+    expect(pax.refusals.map((r) => r.rule)).toEqual(['archive-escape']);
+    // The other way round: an extractor ignoring pax would use the ustar name.
+    const ustar = await referenceExporter.export([file('pax2.tar', makeTar([{ name: 'innocent.txt', content: 'x', pax: { headerName: '../ustar-evil' } }]))], LIMITS, tree.dest);
+    expect(ustar.refusals.map((r) => r.rule)).toEqual(['archive-escape']);
+    // A legitimate long name is not a mismatch.
+    const fine = await referenceExporter.export([file('long-ok.tar', makeTar([{ name: `${'x'.repeat(150)}/ok.txt`, content: 'x' }]))], LIMITS, tree.dest);
+    expect(fine.refusals).toEqual([]);
   });
 
   it('zip names with backslashes, drive letters and absolute paths', async () => {
@@ -171,6 +179,19 @@ describe('archive inspection by the reference exporter', () => {
   it('a zip whose local header names a different path than the central directory', async () => {
     const zip = makeZip([{ name: 'safe.txt', localName: '../../evil.txt', content: 'x' }]);
     expect(await refusalRules(file('m.zip', zip))).toEqual(expect.arrayContaining(['archive-name-mismatch', 'archive-escape']));
+  });
+
+  it('a zip whose Unicode Path extra field names a different path', async () => {
+    const zip = makeZip([{ name: 'safe.txt', unicodePath: '../../evil.txt', content: 'x' }]);
+    const decision = await referenceExporter.export([file('u.zip', zip)], LIMITS, tree.dest);
+    expect(decision.refusals.map((r) => r.rule)).toEqual(['archive-escape']);
+    expect(decision.refusals[0]?.detail).toContain('"../../evil.txt"');
+  });
+
+  it('running out of the sniff budget refuses the archive (unchecked entries could hide an executable)', async () => {
+    const tar = makeTar(Array.from({ length: 4 }, (_, i) => ({ name: `f${i}.txt`, content: 'abcdefgh' })));
+    expect(await refusalRules(file('t.tar', tar), createReferenceExporter({ maxInflatedBytes: 1024 * 1024 }))).toEqual([]);
+    expect(await refusalRules(file('t.tar', tar), createReferenceExporter({ maxInflatedBytes: 16 }))).toEqual(['archive-too-large']);
   });
 
   it('tar device and fifo entries', async () => {
@@ -197,6 +218,20 @@ describe('archive inspection by the reference exporter', () => {
     const tar = Buffer.from(makeTar([{ name: 'a.txt', content: 'a' }]));
     tar[0] = 0x41; // breaks the header checksum
     expect(await refusalRules(file('bad.tar', tar))).toEqual(['archive-malformed']);
+  });
+
+  it('a deflated executable entry is found too; encrypted and unknown-method entries are unverifiable', async () => {
+    const deflated = await referenceExporter.export([file('d.zip', makeZip([{ name: 'x.dat', content: SAMPLES.elf, deflate: true }]))], LIMITS, tree.dest);
+    expect(deflated.findings.map((f) => [f.kind, f.location])).toEqual([['executable', 'entry x.dat']]);
+    expect(await refusalRules(file('e.zip', makeZip([{ name: 'a.txt', content: 'x', encrypted: true }])))).toEqual(['archive-uninspectable']);
+    expect(await refusalRules(file('m.zip', makeZip([{ name: 'a.txt', content: 'x', method: 12 }])))).toEqual(['archive-uninspectable']);
+    const clean = await referenceExporter.export([file('ok.zip', makeZip([{ name: 'a.txt', content: 'hello '.repeat(100), deflate: true }]))], LIMITS, tree.dest);
+    expect(clean.accepted).toBe(true);
+  });
+
+  it('the naive exporter inflates deflated zip entries when it extracts', async () => {
+    await naive().export([file('d.zip', makeZip([{ name: '../../deflated-evil.txt', content: 'DEFLATED', deflate: true }]))], LIMITS, tree.dest);
+    expect(await readFile(join(tree.root, 'a', 'deflated-evil.txt'), 'utf8')).toBe('DEFLATED');
   });
 
   it('an executable inside an archive is a finding with its entry', async () => {
