@@ -106,14 +106,21 @@ export interface ExecResult {
   resources?: ResourceReport;
 }
 
-export type FileKind = 'file' | 'directory' | 'symlink' | 'other' | 'missing';
+export type FileKind = 'file' | 'directory' | 'symlink' | 'hardlink' | 'fifo' | 'socket' | 'device' | 'other' | 'missing';
 
+/**
+ * One artifact as the backend's download API handed it over: hostile data. `hardlink` is a
+ * regular file with more than one link; `content` is whatever bytes the API returned (a careful
+ * API returns none for links; a naive one follows them).
+ */
 export interface GotFile {
   path: string;
   kind: FileKind;
-  /** Present only for regular files within the byte cap. */
   content?: Uint8Array;
   size: number;
+  /** For symlinks: the target as stored in the box. */
+  linkTarget?: string;
+  nlink?: number;
   note?: string;
 }
 
@@ -124,6 +131,8 @@ export interface Leftovers {
 
 export interface Environment {
   readonly id: string;
+  /** The host directory backing the workspace, when there is one (the naive exporter's positive controls read links there). */
+  readonly hostWorkspace?: string;
   putFiles(files: readonly PutFile[]): Promise<void>;
   exec(request: ExecRequest): Promise<ExecResult>;
   getFiles(paths: readonly string[], options: { maxBytesPerFile: number }): Promise<GotFile[]>;

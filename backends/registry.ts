@@ -1,11 +1,25 @@
 import { SandcheckError } from '../harness/errors.js';
-import type { Backend, BackendFactory } from './contract.js';
+import type { Backend } from './contract.js';
+
+interface Entry {
+  description: string;
+  /** Options come from the user's --backend-config file; each backend validates its own with zod. */
+  load(options: unknown): Promise<Backend>;
+  /** The exact command that installs what this backend needs on Debian. */
+  install: string;
+}
 
 /** Name → lazily imported factory, so a backend's dependencies load only when it is chosen. */
-const REGISTRY: Record<string, { description: string; load: BackendFactory }> = {
+const REGISTRY: Record<string, Entry> = {
+  bwrap: {
+    description: 'bubblewrap: namespaces, setpriv to a dedicated uid, cgroup limits, tmpfs workspace',
+    load: async (options) => (await import('./bwrap/index.js')).default((options ?? {}) as Record<string, unknown>),
+    install: 'sudo npm run setup   (apt-get install bubblewrap util-linux)',
+  },
   process: {
     description: 'unsandboxed control: plain host process (no isolation at all)',
     load: async () => (await import('./process/index.js')).default(),
+    install: 'nothing (needs python3)',
   },
 };
 
@@ -13,14 +27,26 @@ export function backendNames(): string[] {
   return Object.keys(REGISTRY);
 }
 
-export function describeBackends(): { name: string; description: string }[] {
-  return Object.entries(REGISTRY).map(([name, b]) => ({ name, description: b.description }));
+export function describeBackends(): { name: string; description: string; install: string }[] {
+  return Object.entries(REGISTRY).map(([name, b]) => ({ name, description: b.description, install: b.install }));
 }
 
-export async function loadBackend(name: string): Promise<Backend> {
+export async function loadBackend(name: string, options?: unknown): Promise<Backend> {
   const entry = REGISTRY[name];
   if (!entry) {
     throw new SandcheckError('BACKEND_UNKNOWN', `unknown backend "${name}"`, { hint: `choose one of: ${backendNames().join(', ')}` });
   }
-  return entry.load();
+  return entry.load(options);
+}
+
+/** bwrap where it can really start boxes, otherwise the unsandboxed control (with a banner). */
+export async function defaultBackend(): Promise<{ backend: Backend; fallbackReason?: string }> {
+  try {
+    const bwrap = await loadBackend('bwrap');
+    await bwrap.preflight();
+    return { backend: bwrap };
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    return { backend: await loadBackend('process'), fallbackReason: reason };
+  }
 }

@@ -6,6 +6,7 @@ import { validateScorecard } from '../reports/validate.js';
 import { SandcheckError, errorMessage } from './errors.js';
 import { openLab, probeLabSupport, type LabSession } from '../lab/lab-session.js';
 import { sweepStaleLabs } from '../lab/netns/sweep.js';
+import { sweepStaleCgroups } from '../backends/bwrap/sweep.js';
 import { packageRoot } from './paths.js';
 import type { RunReporter } from './events.js';
 import type { Policy } from './model/policy.js';
@@ -13,6 +14,7 @@ import type { ProbeSpec } from './model/probe.js';
 import type { SecurityScorecard, TaskScorecard } from './model/scorecard.js';
 import { newRunId, openRunContext } from './run-context.js';
 import { Runner } from './runner.js';
+import type { ExporterChoice } from './export-stage.js';
 import { exitCodeFor, securityScorecard, taskScorecard } from './scorecard-builder.js';
 
 export interface RunSuiteOptions {
@@ -24,6 +26,7 @@ export interface RunSuiteOptions {
   reporter?: RunReporter;
   signal?: AbortSignal;
   runId?: string;
+  exporter?: ExporterChoice;
 }
 
 export interface RunSuiteOutcome {
@@ -35,6 +38,7 @@ export interface RunSuiteOutcome {
 
 /** The lab when this machine can make one; otherwise the reason, and network probes will not run. */
 async function tryOpenLab(runId: string, reporter?: RunReporter): Promise<{ session?: LabSession; noLabReason?: string }> {
+  // Leftovers of earlier runs that crashed: only those whose owner is gone.
   await sweepStaleLabs().catch(() => undefined);
   const support = await probeLabSupport();
   if (!support.available) {
@@ -54,6 +58,7 @@ async function tryOpenLab(runId: string, reporter?: RunReporter): Promise<{ sess
 export async function runSuite(opts: RunSuiteOptions): Promise<RunSuiteOutcome> {
   const runId = opts.runId ?? newRunId();
   const startedAt = new Date();
+  await sweepStaleCgroups().catch(() => undefined);
   const lab = opts.probes.some((p) => p.kind === 'security' && p.category === 'network') ? await tryOpenLab(runId, opts.reporter) : { noLabReason: 'no network probe selected' };
   let run;
   try {
@@ -73,6 +78,8 @@ export async function runSuite(opts: RunSuiteOptions): Promise<RunSuiteOutcome> 
       ...(opts.concurrency !== undefined ? { concurrency: opts.concurrency } : {}),
       ...(opts.reporter ? { reporter: opts.reporter } : {}),
       ...(opts.signal ? { signal: opts.signal } : {}),
+      exporter: opts.exporter ?? 'reference',
+      artifactsDir: join(opts.outDir, 'artifacts'),
     });
     results = await runner.run();
   } finally {

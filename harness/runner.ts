@@ -1,5 +1,5 @@
 import { randomBytes, createHash } from 'node:crypto';
-import { mkdir, readFile, stat } from 'node:fs/promises';
+import { cp, mkdir, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Backend, Capabilities, Environment, ExecResult, GotFile, PutFile } from '../backends/contract.js';
@@ -14,6 +14,7 @@ import { outside } from './model/evidence.js';
 import type { ExecObservation, KilledBy } from './model/observation.js';
 import type { Policy } from './model/policy.js';
 import type { Observation, ProbeContext, ProbeSpec, SecurityProbe, TaskCase } from './model/probe.js';
+import { runExportStage, type ExportOutcome, type ExporterChoice } from './export-stage.js';
 import { artifactHashes, compareReplay, endToEndBudgetMs, runCorrectionLoop, type ExecuteVariant } from './task/correction-loop.js';
 import type { SecurityResult, TaskResult } from './model/scorecard.js';
 import { payloadPath } from './paths.js';
@@ -33,6 +34,10 @@ export interface RunnerOptions {
   reporter?: RunReporter;
   /** Aborted on SIGINT/SIGTERM: in-flight execs are killed, nothing new starts. */
   signal?: AbortSignal;
+  /** The exporter artifacts pass before anything leaves the box: reference (default) or naive (positive controls only). */
+  exporter?: ExporterChoice;
+  /** Where accepted task artifacts are exported (e.g. out/artifacts); none when unset. */
+  artifactsDir?: string;
 }
 
 export const attemptMarker = (nonce: string): string => `SANDCHECK-ATTEMPT ${nonce}`;
@@ -52,6 +57,7 @@ export function notApplicableReason(probe: SecurityProbe, caps: Capabilities, no
   // Network probes never send traffic from the machine's own namespace: without a lab they do not run.
   if (probe.category === 'network' && noLabReason !== undefined) return `no lab: ${noLabReason}`;
   if (caps.isolation === 'none') return undefined; // the control runs everything: it is the positive control
+  if (probe.enforcedBy === 'exporter') return undefined; // the harness's exporter, not the backend, holds this line
   if (caps.enforces.includes(probe.policyItem)) return undefined;
   return caps.notEnforcedReasons?.[probe.policyItem] ?? `backend cannot enforce ${probe.policyItem}`;
 }
@@ -241,6 +247,17 @@ export class Runner {
         survivors: [],
         socketContacts: 0,
       };
+      if (wanted && wanted.length > 0) {
+        obs.export = await runExportStage({
+          files: artifacts,
+          policy,
+          exportRoot: join(run.scratchDir, `export-${ctx.nonce}`),
+          choice: this.opts.exporter ?? 'reference',
+          canaries: run.canaries.all.map((c) => c.value),
+          confineTo: run.scratchDir,
+          ...(env.hostWorkspace ? { hostWorkspace: env.hostWorkspace } : {}),
+        });
+      }
     } finally {
       if (env) {
         const left = await env.destroy();
@@ -386,6 +403,7 @@ export class Runner {
     const verdict = loop.accepted ? 'accepted' : 'rejected';
     const asExpected = (verdict === 'accepted') === (task.expected === 'accept');
     const { exec } = final.obs;
+    const exported = loop.accepted && final.obs.export ? await this.publishArtifacts(task.id, final.obs.export) : undefined;
     return {
       kind: 'task',
       id: task.id,
@@ -395,7 +413,12 @@ export class Runner {
       verdict,
       outcome: asExpected ? 'as-expected' : 'unexpected',
       reason: loop.accepted ? loop.reason : `${loop.reason} (${describeStop(exec)})`,
-      evidence: [outside('exit-status', `${describeStop(exec)} after ${Math.round(exec.wallMs)} ms`), ...(final.result.evidence ?? [])],
+      evidence: [
+        outside('exit-status', `${describeStop(exec)} after ${Math.round(exec.wallMs)} ms`),
+        ...(final.result.evidence ?? []),
+        ...(final.obs.export ? [exportEvidence(final.obs.export)] : []),
+        ...(exported ? [outside('exporter', exported, 'artifacts')] : []),
+      ],
       artifacts: [...artifactHashes(final.obs)].map(([path, sha256]) => ({
         path,
         sha256,
@@ -408,6 +431,18 @@ export class Runner {
       durationMs: performance.now() - started,
       observation: exec,
     };
+  }
+
+  /** Copies an accepted task's exported files to the run's artifacts directory and checks they are byte-identical. */
+  private async publishArtifacts(id: string, out: ExportOutcome): Promise<string | undefined> {
+    if (!this.opts.artifactsDir || out.decision.exported.length === 0) return undefined;
+    const dest = join(this.opts.artifactsDir, id);
+    await rm(dest, { recursive: true, force: true });
+    await cp(out.destDir, dest, { recursive: true, errorOnExist: false, verbatimSymlinks: true });
+    const same = await Promise.all(
+      out.decision.exported.map(async (f) => createHash('sha256').update(await readFile(join(dest, f.path))).digest('hex') === f.sha256),
+    );
+    return `${out.decision.exported.length} file(s) exported ${same.every(Boolean) ? 'byte-identical' : 'WITH DIFFERENCES'} to artifacts/${id}: ${out.decision.exported.map((f) => `${f.path} sha256 ${f.sha256.slice(0, 16)}…`).join(', ')}`;
   }
 
   private failed(probe: ProbeSpec, error: HarnessFailure, durationMs: number, observation?: ExecObservation): AnyResult {
@@ -437,6 +472,15 @@ export class Runner {
       harnessError: error,
     };
   }
+}
+
+/** The exporter's decision as one line of outside evidence. */
+export function exportEvidence(out: ExportOutcome) {
+  const d = out.decision;
+  const detail = d.accepted
+    ? `${out.exporter} exporter accepted ${d.exported.length} file(s)${d.findings.length ? `; findings: ${d.findings.map((f) => `${f.path} ${f.kind}${f.location ? ` at ${f.location}` : ''}`).join('; ')}` : ''}`
+    : `${out.exporter} exporter refused: ${d.refusals.slice(0, 5).map((r) => `${r.path}: ${r.rule} (${r.detail})`).join('; ')}${d.findings.length ? `; findings: ${d.findings.slice(0, 5).map((f) => `${f.path} ${f.kind}${f.location ? ` at ${f.location}` : ''}`).join('; ')}` : ''}`;
+  return outside('exporter', detail, 'export stage');
 }
 
 /** Exit status and who stopped the program, from outside facts. */

@@ -6,6 +6,8 @@ import { metadataIpv4 } from '../probes/metadata-ipv4/probe.js';
 import { metadataIpv6 } from '../probes/metadata-ipv6/probe.js';
 import { publicEgressIpv4, publicEgressIpv6 } from '../probes/public-egress/probe.js';
 import { udpEgress } from '../probes/udp-egress/probe.js';
+import { downloadApiLinks } from '../probes/download-api-links/probe.js';
+import { exportProbes } from '../probes/export-attack/probe.js';
 import { daemonSocket } from '../probes/daemon-socket/probe.js';
 import { decoyProcessEnviron } from '../probes/decoy-process-environ/probe.js';
 import { diskFill } from '../probes/disk-fill/probe.js';
@@ -28,6 +30,8 @@ export const securitySuite: readonly SecurityProbe[] = [
   // files
   secretDecoyFile,
   daemonSocket,
+  downloadApiLinks,
+  ...exportProbes,
   // identity
   secretDecoyEnv,
   decoyProcessEnviron,

@@ -1,4 +1,5 @@
-import { lstat, mkdir, mkdtemp, readFile, rm, writeFile, chmod } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile, chmod } from 'node:fs/promises';
+import { describeEntry } from '../file-entry.js';
 import { dirname, join, resolve, sep } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { execa } from 'execa';
@@ -81,6 +82,10 @@ class ProcessEnvironment implements Environment {
     return join(this.root, 'work');
   }
 
+  get hostWorkspace(): string {
+    return this.workspace;
+  }
+
   async putFiles(files: readonly PutFile[]): Promise<void> {
     for (const f of files) {
       const abs = insideWorkspace(this.workspace, f.path);
@@ -158,24 +163,12 @@ class ProcessEnvironment implements Environment {
     };
   }
 
+  /**
+   * The control's download API is naive on purpose: it follows symlinks and reads hardlinked files
+   * (what a careless file API does), so the export probes can show a crossing here.
+   */
   async getFiles(paths: readonly string[], options: { maxBytesPerFile: number }): Promise<GotFile[]> {
-    const out: GotFile[] = [];
-    for (const path of paths) {
-      const abs = insideWorkspace(this.workspace, path);
-      let st;
-      try {
-        st = await lstat(abs);
-      } catch {
-        out.push({ path, kind: 'missing', size: 0 });
-        continue;
-      }
-      if (st.isSymbolicLink()) out.push({ path, kind: 'symlink', size: st.size, note: 'links are never followed' });
-      else if (st.isDirectory()) out.push({ path, kind: 'directory', size: st.size });
-      else if (!st.isFile()) out.push({ path, kind: 'other', size: st.size });
-      else if (st.size > options.maxBytesPerFile) out.push({ path, kind: 'file', size: st.size, note: `larger than ${options.maxBytesPerFile} bytes; not read` });
-      else out.push({ path, kind: 'file', size: st.size, content: await readFile(abs) });
-    }
-    return out;
+    return Promise.all(paths.map((path) => describeEntry(this.workspace, path, options.maxBytesPerFile, { followLinks: true })));
   }
 
   async hostPids(): Promise<number[]> {

@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError, Option } from '@commander-js/extra-typings';
-import { describeBackends, loadBackend } from '../../backends/registry.js';
+import { defaultBackend, describeBackends, loadBackend } from '../../backends/registry.js';
+import { readConfigFile } from '../config-file.js';
+import { doctor } from './doctor.js';
 import { allProbes, selectProbes } from '../../suites/index.js';
 import { summaryText } from '../../reports/summary-table.js';
 import { EXIT, SandcheckError, errorMessage } from '../errors.js';
@@ -17,13 +19,30 @@ function positiveInt(value: string): number {
   return n;
 }
 
-async function runCommand(opts: { backend: string; policy: string; out: string; only?: string[]; concurrency: number; tasks?: string }): Promise<number> {
+async function runCommand(opts: {
+  backend?: string;
+  backendConfig?: string;
+  policy: string;
+  out: string;
+  only?: string[];
+  concurrency: number;
+  tasks?: string;
+  exporter: 'reference' | 'naive';
+}): Promise<number> {
   const policy = await loadPolicy(opts.policy);
   const userTasks = opts.tasks ? await loadTaskDir(opts.tasks) : [];
   const probes = selectProbes(opts.only, userTasks);
-  const backend = await loadBackend(opts.backend);
-  await backend.preflight();
   const reporter = progressReporter(process.stderr);
+  const backendOptions = opts.backendConfig ? await readConfigFile(opts.backendConfig) : undefined;
+  let backend;
+  if (opts.backend) {
+    backend = await loadBackend(opts.backend, backendOptions);
+  } else {
+    const chosen = await defaultBackend();
+    backend = chosen.backend;
+    if (chosen.fallbackReason) reporter.onNotice?.(`bwrap is not usable here (${chosen.fallbackReason}); falling back to the process control. Run \`sandcheck doctor\` to see what to install.`);
+  }
+  await backend.preflight();
   if (backend.capabilities(policy).isolation === 'none') {
     reporter.onNotice?.(`WARNING: backend "${backend.name}" isolates NOTHING: probes run as plain host processes (the positive control). Expect every security probe to be crossed.`);
   }
@@ -36,7 +55,8 @@ async function runCommand(opts: { backend: string; policy: string; out: string; 
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
-    const outcome = await runSuite({ backend, policy, probes, outDir: opts.out, concurrency: opts.concurrency, reporter, signal: interrupt.signal });
+    if (opts.exporter === 'naive') reporter.onNotice?.('WARNING: the naive exporter follows links and extracts archives: use it only to see the export probes cross.');
+    const outcome = await runSuite({ backend, policy, probes, outDir: opts.out, concurrency: opts.concurrency, reporter, signal: interrupt.signal, exporter: opts.exporter });
     process.stdout.write(`${summaryText(outcome.security, outcome.task)}\n`);
     process.stdout.write(`reports: ${Object.values(outcome.files).join(', ')}\n`);
     return interrupt.signal.aborted ? EXIT.interrupted : outcome.exitCode;
@@ -79,11 +99,13 @@ export async function main(argv: readonly string[]): Promise<number> {
   program
     .command('run')
     .description('run the security suite and the task suite against a backend and write both scorecards')
-    .addOption(new Option('-b, --backend <name>', `backend to test (${describeBackends().map((b) => b.name).join(', ')})`).default('process'))
+    .addOption(new Option('-b, --backend <name>', `backend to test (${describeBackends().map((b) => b.name).join(', ')}); default: bwrap where it works, else process`))
+    .option('--backend-config <file>', 'YAML/JSON options for the backend (e.g. bwrap extraBinds, shareNetwork, limits)')
     .option('-p, --policy <preset|file>', 'policy preset (reference, ci) or a YAML/JSON policy file', 'reference')
     .option('-o, --out <dir>', 'directory for security.json, task.json and their JUnit XML', 'out')
     .option('--only <ids...>', 'run only these probe / task ids')
     .option('--tasks <dir>', 'also run the task cases (YAML, JSON or .mjs) in this directory')
+    .addOption(new Option('--exporter <name>', 'exporter artifacts pass before leaving the box (naive: unsafe, positive controls only)').choices(['reference', 'naive'] as const).default('reference' as const))
     .option('-j, --concurrency <n>', 'environments run at once', positiveInt, 2)
     .action(async (opts) => {
       code = await runCommand(opts);
@@ -96,6 +118,13 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('--tasks <dir>', 'include the task cases in this directory')
     .action(async (opts) => {
       code = await listCommand(opts);
+    });
+
+  program
+    .command('doctor')
+    .description('which backends and lab parts work on this machine, and the exact command to install what is missing')
+    .action(async () => {
+      code = await doctor(process.stdout);
     });
 
   const policy = program.command('policy').description('inspect policies');

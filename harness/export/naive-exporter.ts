@@ -82,10 +82,15 @@ class Naive {
   async candidate(c: ExportCandidate): Promise<void> {
     const target = join(this.destDir, c.path);
     const inWorkspace = resolve(this.workspaceRoot, c.path);
-    if (c.kind === 'symlink' && c.linkTarget !== undefined) {
+    if (c.kind === 'symlink' && c.content) {
+      // The download API already read through the link: a naive exporter trusts it.
+      await this.write(target, c.content);
+    } else if (c.kind === 'symlink' && c.linkTarget !== undefined) {
       await this.write(target, await this.read(resolve(dirname(inWorkspace), c.linkTarget)));
     } else if (c.kind === 'file' || c.kind === 'hardlink') {
-      await this.write(target, c.content ?? (await this.read(inWorkspace)));
+      // No bytes from the download API and none on the host side to read: a naive exporter just skips it.
+      const content = c.content ?? (await this.read(inWorkspace).catch((err: unknown) => (isMissing(err) ? undefined : Promise.reject(err))));
+      if (content) await this.write(target, content);
     }
     // directories, fifos, sockets, devices, missing: nothing to copy (reading a fifo would hang)
   }
@@ -140,6 +145,10 @@ class Naive {
  * It exists to prove the probes can see a crossing. Run it only inside a temp tree you created, with destDir
  * at least 3 levels deep so '../../x' lands inside that tree; it refuses (EXPORT_NAIVE_CONFINEMENT) otherwise.
  */
+function isMissing(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 'ENOENT';
+}
+
 export function createNaiveExporter(options: NaiveExporterOptions): Exporter {
   return {
     name: 'naive',

@@ -1,6 +1,7 @@
 import type { GotFile, PolicyItem, PutFile } from '../../backends/contract.js';
 import type { CanarySet } from '../../lab/canaries.js';
 import type { LabTraffic } from '../../lab/lab-session.js';
+import type { ExportOutcome } from '../export-stage.js';
 import type { Evidence } from './evidence.js';
 import type { ExecObservation } from './observation.js';
 import type { Policy } from './policy.js';
@@ -43,6 +44,8 @@ export interface Observation {
   followUp?: Observation;
   /** What the lab's decoys and packet witness saw while this execution ran (network probes). */
   network?: LabTraffic;
+  /** The export stage: the exporter's decision on the artifacts and what it did to the host. */
+  export?: ExportOutcome;
 }
 
 export interface Judgement {
@@ -82,6 +85,11 @@ export interface SecurityProbe extends ProbeCommon {
   policyItem: PolicyItem;
   severity: Severity;
   remediation: string;
+  /**
+   * Who enforces the item: the backend (default; not-applicable when it does not claim it) or the
+   * harness's own exporter (always runs).
+   */
+  enforcedBy?: 'backend' | 'exporter';
   judge(obs: Observation, ctx: ProbeContext): Judgement;
 }
 

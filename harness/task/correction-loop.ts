@@ -49,6 +49,14 @@ function variantFor(task: TaskCase, index: number): TaskCase {
   };
 }
 
+/** Only verified results leave the box: a result whose artifacts the exporter refused is not accepted. */
+export function exportGate(result: PredicateResult, obs: Observation): PredicateResult {
+  const decision = obs.export?.decision;
+  if (!result.accepted || !decision || decision.accepted) return result;
+  const why = decision.refusals.slice(0, 3).map((r) => `${r.path}: ${r.rule}`).join('; ');
+  return { accepted: false, reason: `the predicate accepted it, but the exporter refused its artifacts (${why})`, evidence: result.evidence ?? [] };
+}
+
 /** generate → execute → observe → correct, bounded by the attempt count and the end-to-end budget. */
 export async function runCorrectionLoop(task: TaskCase, ctx: ProbeContext, execute: ExecuteVariant): Promise<LoopOutcome> {
   const { policy } = ctx;
@@ -74,7 +82,7 @@ export async function runCorrectionLoop(task: TaskCase, ctx: ProbeContext, execu
     const variant = variantFor(task, i);
     const files = [...(task.files?.(ctx) ?? []), ...(feedback ? [{ path: 'feedback.json', content: Buffer.from(JSON.stringify(feedback)), readOnly: true }] : [])];
     const obs = await execute(variant, files, remaining);
-    const result = task.predicate(obs, ctx);
+    const result = exportGate(task.predicate(obs, ctx), obs);
     attempts.push({
       attempt: i + 1,
       verdict: result.accepted ? 'accepted' : 'rejected',

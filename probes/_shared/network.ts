@@ -71,5 +71,6 @@ export function judgeNetwork(obs: Observation, ctx: ProbeContext, targets: reado
     return { verdict: 'inconclusive', reason: `positive control failed: the allowed ${missingControls.join(', ')} was not reached, so the backend's network is broken rather than filtered`, evidence: context };
   }
   const quiet = outside('packet-witness', `${obs.network.packets.length} packets and ${obs.network.events.length} decoy contacts in the lab while it ran; none to a forbidden target`, 'lab');
-  return { verdict: 'held', reason: `no connection to ${targets.map(describe).join(', ')} left the box`, evidence: [quiet, ...context] };
+  const what = [...targets.map(describe), ...(extra.dnsLabels?.length ? ['the lab resolver with the marked name'] : [])].join(', ');
+  return { verdict: 'held', reason: `nothing reached ${what} from the box`, evidence: [quiet, ...context] };
 }

@@ -55,7 +55,7 @@ describe('sandcheck CLI', () => {
   it('--tasks runs user task cases next to the built-in ones; a broken case directory is exit 3 naming file and field', async () => {
     const out = await tempOut();
     const fixtures = join(packageRoot(), 'test', 'fixtures', 'tasks');
-    const ok = await sandcheck(['run', '--policy', 'ci', '--tasks', join(fixtures, 'good'), '--only', 'user-sum', 'user-csv-report', '--out', out]);
+    const ok = await sandcheck(['run', '--backend', 'process', '--policy', 'ci', '--tasks', join(fixtures, 'good'), '--only', 'user-sum', 'user-csv-report', '--out', out]);
     expect(ok.exitCode, ok.all).toBe(0);
     const { task } = await readCards(out);
     expect(task.results.map((r) => [r.id, r.verdict, r.outcome])).toEqual([
@@ -89,7 +89,7 @@ describe('sandcheck CLI', () => {
   it('usage errors are exit 3 with a hint', async () => {
     const backend = await sandcheck(['run', '--backend', 'nope']);
     expect(backend.exitCode).toBe(3);
-    expect(backend.stderr).toMatch(/BACKEND_UNKNOWN.*\n.*hint: choose one of: process/);
+    expect(backend.stderr).toMatch(/BACKEND_UNKNOWN.*\n.*hint: choose one of: bwrap, process/);
     const probe = await sandcheck(['run', '--only', 'no-such-probe']);
     expect(probe.exitCode).toBe(3);
     expect(probe.stderr).toContain('sandcheck list');
@@ -99,7 +99,7 @@ describe('sandcheck CLI', () => {
 
   it('keeps its own memory bounded while a payload floods 64 MiB', async () => {
     const out = await tempOut();
-    const child = sandcheck(['run', '--only', 'stdout-flood', '--policy', 'ci', '--out', out]);
+    const child = sandcheck(['run', '--backend', 'process', '--only', 'stdout-flood', '--policy', 'ci', '--out', out]);
     let peak = 0;
     const poll = setInterval(() => {
       if (child.pid) void peakRss(child.pid).then((v) => (peak = Math.max(peak, v)));
@@ -116,7 +116,7 @@ describe('sandcheck CLI', () => {
 
   it('SIGINT stops every live environment, leaves no process of the run, and still writes reports marked interrupted', async () => {
     const out = await tempOut();
-    const child = sandcheck(['run', '--only', 'wall-clock-sleep', 'wall-clock-spin', 'secret-decoy-env', '--policy', 'reference', '--concurrency', '2', '--out', out]);
+    const child = sandcheck(['run', '--backend', 'process', '--only', 'wall-clock-sleep', 'wall-clock-spin', 'secret-decoy-env', '--policy', 'reference', '--concurrency', '2', '--out', out]);
     let seen = '';
     child.stderr?.on('data', (c: Buffer) => (seen += c.toString()));
     // Interrupt once both long probes are certainly running.
