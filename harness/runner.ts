@@ -255,7 +255,8 @@ export class Runner {
           choice: this.opts.exporter ?? 'reference',
           canaries: run.canaries.all.map((c) => c.value),
           confineTo: run.scratchDir,
-          ...(env.hostWorkspace ? { hostWorkspace: env.hostWorkspace } : {}),
+          // The naive exporter may read only inside the run's scratch directory (its safety net).
+          ...(env.hostWorkspace?.startsWith(`${run.scratchDir}/`) ? { hostWorkspace: env.hostWorkspace } : {}),
         });
       }
     } finally {
