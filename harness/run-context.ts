@@ -44,7 +44,11 @@ export async function openRunContext(runId: string, options: { scratchRoot?: str
   await plantDecoyFiles(decoyDir, canaries);
   const marker = { [RUN_MARKER]: runId };
   const hostDecoys = await startHostDecoys({ scratchDir, runMarker: marker });
-  canaries.all.push({ label: 'process:decoy-memory', value: hostDecoys.processCanary }, ...(options.lab?.canaries ?? []));
+  canaries.all.push(
+    { label: 'process:decoy-memory', value: hostDecoys.processCanary },
+    { label: 'lateral:listener', value: `SCNRYLATERAL${randomBytes(10).toString('hex')}` },
+    ...(options.lab?.canaries ?? []),
+  );
   const pid = hostDecoys.processPid;
   const unregister = onProcessExit(() => {
     try {

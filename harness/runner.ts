@@ -199,7 +199,14 @@ export class Runner {
       const release = await this.networkLock.acquire();
       try {
         const from = Date.now();
-        const first = await this.executeOnce(probe, ctx, { extraArgs: {} });
+        const companion = probe.companion ? await this.startCompanion(probe, ctx) : undefined;
+        let first: Observation;
+        try {
+          first = await this.executeOnce(probe, ctx, { extraArgs: companion?.args ?? {} });
+        } finally {
+          await companion?.stop();
+        }
+        if (companion) first.companionReady = companion.ready;
         await new Promise((r) => setTimeout(r, NETWORK_SETTLE_MS));
         const traffic = this.opts.run.labTraffic?.(from - 50, Date.now());
         if (traffic) first.network = traffic;
@@ -214,6 +221,56 @@ export class Runner {
       first.followUp = await this.executeOnce(probe, secondCtx, { extraArgs: probe.followUp(ctx, first) });
     }
     return { obs: first, durationMs: performance.now() - started };
+  }
+
+  /**
+   * A second environment of the same run, started first and kept running while the probe runs
+   * (lateral movement: can one box reach another?). Resolves once it printed its ready marker.
+   */
+  private async startCompanion(probe: SecurityProbe, ctx: ProbeContext): Promise<{ args: Record<string, unknown>; ready: boolean; stop(): Promise<void> }> {
+    const spec = probe.companion;
+    if (!spec) throw new SandcheckError('HARNESS', 'no companion');
+    const { backend, policy, run } = this.opts;
+    const env = await backend.create(policy, {
+      runId: run.runId,
+      controllerEnv: run.controllerEnv,
+      scratchDir: run.scratchDir,
+      ...(run.lab ? { lab: run.lab } : {}),
+    });
+    const abort = new AbortController();
+    const ready = `SANDCHECK-READY ${ctx.nonce}`;
+    const out = new BoundedCapture({ needles: [ready] });
+    const sink = { write: () => undefined };
+    let running: Promise<unknown> = Promise.resolve();
+    try {
+      await env.putFiles(await payloadFiles({ ...probe, payload: spec.payload, payloadFile: 'listener.py' }, ctx, []));
+      running = env
+        .exec({
+          argv: ['python3', 'payload.py', JSON.stringify({ nonce: ctx.nonce, ...spec.args(ctx) })],
+          timeoutMs: policy.resources.wallSeconds * 1000 + 10_000,
+          maxOutputBytes: 64 * 1024,
+          stdout: out,
+          stderr: sink,
+          signal: abort.signal,
+        })
+        .catch(() => undefined);
+      const until = Date.now() + 5000;
+      while (!out.has(ready) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    } catch (err) {
+      abort.abort();
+      await env.destroy();
+      throw err;
+    }
+    const head = out.headBuffer.toString('utf8');
+    return {
+      args: { companion: { ready: out.has(ready), announced: head.slice(head.indexOf(ready)).split('\n')[0] ?? '' } },
+      ready: out.has(ready),
+      stop: async () => {
+        abort.abort();
+        await Promise.race([running, new Promise((r) => setTimeout(r, 5000))]);
+        await env.destroy();
+      },
+    };
   }
 
   /** One fresh environment: create, put, exec under the harness deadline, get, destroy, then look for what survived. */

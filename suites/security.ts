@@ -8,6 +8,7 @@ import { publicEgressIpv4, publicEgressIpv6 } from '../probes/public-egress/prob
 import { udpEgress } from '../probes/udp-egress/probe.js';
 import { downloadApiLinks } from '../probes/download-api-links/probe.js';
 import { exportProbes } from '../probes/export-attack/probe.js';
+import { lateralMovement } from '../probes/lateral-movement/probe.js';
 import { daemonSocket } from '../probes/daemon-socket/probe.js';
 import { decoyProcessEnviron } from '../probes/decoy-process-environ/probe.js';
 import { diskFill } from '../probes/disk-fill/probe.js';
@@ -59,6 +60,7 @@ export const securitySuite: readonly SecurityProbe[] = [
   udpEgress,
   icmpPing,
   dnsExfil,
+  lateralMovement,
   // lifecycle
   surviveTeardown,
   residue,

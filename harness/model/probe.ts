@@ -44,6 +44,8 @@ export interface Observation {
   followUp?: Observation;
   /** What the lab's decoys and packet witness saw while this execution ran (network probes). */
   network?: LabTraffic;
+  /** The companion environment printed its ready marker (lateral movement's positive control). */
+  companionReady?: boolean;
   /** The export stage: the exporter's decision on the artifacts and what it did to the host. */
   export?: ExportOutcome;
 }
@@ -85,6 +87,8 @@ export interface SecurityProbe extends ProbeCommon {
   policyItem: PolicyItem;
   severity: Severity;
   remediation: string;
+  /** A second environment of the same run that runs alongside (lateral movement); it prints `SANDCHECK-READY <nonce>`. */
+  companion?: { payload: string; args(ctx: ProbeContext): Record<string, unknown> };
   /**
    * Who enforces the item: the backend (default; not-applicable when it does not claim it) or the
    * harness's own exporter (always runs).
