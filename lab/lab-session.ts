@@ -31,12 +31,13 @@ export interface LabSession {
   close(): Promise<{ events: number; packets: number; leftovers: string[] }>;
 }
 
-function labServerArgv(config: LabConfigInput): string[] {
+function labServerArgv(config: LabConfigInput, runId: string): string[] {
   const here = dirname(fileURLToPath(import.meta.url));
   // From source (tests, tsx) the server is TypeScript; from dist it is compiled JavaScript.
   const fromSource = import.meta.url.endsWith('.ts');
   const entry = join(here, 'decoys', fromSource ? 'lab-server.ts' : 'lab-server.js');
-  return [process.execPath, ...(fromSource ? ['--import', 'tsx'] : []), entry, JSON.stringify(config)];
+  // The trailing marker names the run in the process list (the server ignores it).
+  return [process.execPath, ...(fromSource ? ['--import', 'tsx'] : []), entry, JSON.stringify(config), `sandcheck-lab-${runId}`];
 }
 
 const metadataCanary = (kind: string): string => `${CANARY_PREFIX}${kind}${randomBytes(10).toString('hex')}`;
@@ -61,7 +62,7 @@ export async function openLab(runId: string, cwd: string): Promise<LabSession> {
     services.push({ kind: 'dns', host: '0.0.0.0', port: 53, answers: DEFAULT_DNS_ANSWERS }, { kind: 'dns', host: '::', port: 53, answers: DEFAULT_DNS_ANSWERS });
     const config: LabConfigInput = { canaries: creds, services, maxEvents: MAX_EVENTS };
     const events: DecoyEvent[] = [];
-    const server = ns.spawn(labServerArgv(config), { cwd, stdin: 'pipe', stdout: 'pipe', stderr: 'pipe', reject: false, buffer: false });
+    const server = ns.spawn(labServerArgv(config, runId), { cwd, stdin: 'pipe', stdout: 'pipe', stderr: 'pipe', reject: false, buffer: false });
     const ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('the lab decoy services did not start in time')), READY_TIMEOUT_MS);
       if (!server.stdout) return reject(new Error('no stdout from the lab server'));
