@@ -37,7 +37,10 @@ export interface LabForRun {
 }
 
 /** The run's own corner of the host: scratch directory, decoy secrets and credentials, decoy process and socket. */
-export async function openRunContext(runId: string, options: { scratchRoot?: string; lab?: LabForRun; noLabReason?: string } = {}): Promise<RunContext> {
+export async function openRunContext(
+  runId: string,
+  options: { scratchRoot?: string; lab?: LabForRun; noLabReason?: string; liveTraffic?: (fromMs: number, toMs: number) => LabTraffic } = {},
+): Promise<RunContext> {
   const scratchDir = await mkdtemp(join(options.scratchRoot ?? tmpdir(), `sandcheck-${runId}-`));
   const decoyDir = join(scratchDir, 'decoy-home');
   const canaries = makeCanaries();
@@ -65,6 +68,7 @@ export async function openRunContext(runId: string, options: { scratchRoot?: str
     controllerEnv: { ...canaries.env, ...marker },
     hostDecoys,
     ...(options.lab ? { lab: options.lab.handle, labTraffic: (a: number, b: number) => options.lab!.trafficBetween(a, b) } : {}),
+    ...(options.liveTraffic ? { labTraffic: options.liveTraffic } : {}),
     ...(options.noLabReason ? { noLabReason: options.noLabReason } : {}),
     async dispose() {
       await hostDecoys.stop();

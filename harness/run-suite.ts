@@ -6,6 +6,7 @@ import { validateScorecard } from '../reports/validate.js';
 import { SandcheckError, errorMessage } from './errors.js';
 import { openLab, probeLabSupport, type LabSession } from '../lab/lab-session.js';
 import { sweepStaleLabs } from '../lab/netns/sweep.js';
+import { openLiveNetwork } from '../lab/live-network.js';
 import { sweepStaleCgroups } from '../backends/bwrap/sweep.js';
 import { packageRoot } from './paths.js';
 import type { RunReporter } from './events.js';
@@ -27,6 +28,8 @@ export interface RunSuiteOptions {
   signal?: AbortSignal;
   runId?: string;
   exporter?: ExporterChoice;
+  /** No lab: network probes try the real addresses (disposable cloud machines only). */
+  liveNetwork?: boolean;
 }
 
 export interface RunSuiteOutcome {
@@ -59,12 +62,18 @@ export async function runSuite(opts: RunSuiteOptions): Promise<RunSuiteOutcome> 
   const runId = opts.runId ?? newRunId();
   const startedAt = new Date();
   await sweepStaleCgroups().catch(() => undefined);
-  const lab = opts.probes.some((p) => p.kind === 'security' && p.category === 'network') ? await tryOpenLab(runId, opts.reporter) : { noLabReason: 'no network probe selected' };
+  const wantsNetwork = opts.probes.some((p) => p.kind === 'security' && p.category === 'network');
+  const live = wantsNetwork && opts.liveNetwork ? await openLiveNetwork() : undefined;
+  const lab = live ? { noLabReason: 'live network' } : wantsNetwork ? await tryOpenLab(runId, opts.reporter) : { noLabReason: 'no network probe selected' };
   let run;
   try {
-    run = await openRunContext(runId, lab.session ? { lab: lab.session } : { noLabReason: lab.noLabReason ?? 'unknown' });
+    run = await openRunContext(
+      runId,
+      live ? { liveTraffic: (a, b) => live.trafficBetween(a, b) } : lab.session ? { lab: lab.session } : { noLabReason: lab.noLabReason ?? 'unknown' },
+    );
   } catch (err) {
     await lab.session?.close();
+    await live?.close();
     throw err;
   }
   opts.reporter?.onRunStart?.({ runId, backend: opts.backend.name, policy: opts.policy.name, total: opts.probes.length });
@@ -84,6 +93,7 @@ export async function runSuite(opts: RunSuiteOptions): Promise<RunSuiteOutcome> 
     results = await runner.run();
   } finally {
     await run.dispose();
+    await live?.close();
     const closed = await lab.session?.close();
     for (const l of closed?.leftovers ?? []) opts.reporter?.onNotice?.(`lab teardown: ${l}`);
   }

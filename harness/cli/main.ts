@@ -28,6 +28,7 @@ async function runCommand(opts: {
   concurrency: number;
   tasks?: string;
   exporter: 'reference' | 'naive';
+  liveNetwork?: boolean;
 }): Promise<number> {
   const policy = await loadPolicy(opts.policy);
   const userTasks = opts.tasks ? await loadTaskDir(opts.tasks) : [];
@@ -56,7 +57,20 @@ async function runCommand(opts: {
   process.on('SIGTERM', onSignal);
   try {
     if (opts.exporter === 'naive') reporter.onNotice?.('WARNING: the naive exporter follows links and extracts archives: use it only to see the export probes cross.');
-    const outcome = await runSuite({ backend, policy, probes, outDir: opts.out, concurrency: opts.concurrency, reporter, signal: interrupt.signal, exporter: opts.exporter });
+    if (opts.liveNetwork) {
+      reporter.onNotice?.('WARNING: --live-network: no lab. Network probes will try REAL addresses (cloud metadata, public hosts) from this machine. Only for a disposable cloud machine you mean to test.');
+    }
+    const outcome = await runSuite({
+      backend,
+      policy,
+      probes,
+      outDir: opts.out,
+      concurrency: opts.concurrency,
+      reporter,
+      signal: interrupt.signal,
+      exporter: opts.exporter,
+      liveNetwork: opts.liveNetwork === true,
+    });
     process.stdout.write(`${summaryText(outcome.security, outcome.task)}\n`);
     process.stdout.write(`reports: ${Object.values(outcome.files).join(', ')}\n`);
     return interrupt.signal.aborted ? EXIT.interrupted : outcome.exitCode;
@@ -105,6 +119,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('-o, --out <dir>', 'directory for security.json, task.json and their JUnit XML', 'out')
     .option('--only <ids...>', 'run only these probe / task ids')
     .option('--tasks <dir>', 'also run the task cases (YAML, JSON or .mjs) in this directory')
+    .option('--live-network', 'no lab: network probes try the real addresses (only inside a disposable cloud machine)')
     .addOption(new Option('--exporter <name>', 'exporter artifacts pass before leaving the box (naive: unsafe, positive controls only)').choices(['reference', 'naive'] as const).default('reference' as const))
     .option('-j, --concurrency <n>', 'environments run at once', positiveInt, 2)
     .action(async (opts) => {

@@ -8,6 +8,7 @@ import { secretDecoyFile } from '../../probes/secret-decoy-file/probe.js';
 import { stdoutFlood } from '../../probes/stdout-flood/probe.js';
 import { wallClockSleep } from '../../probes/wall-clock-sleep/probe.js';
 import { wallClockSpin } from '../../probes/wall-clock-spin/probe.js';
+import { metadataIpv4 } from '../../probes/metadata-ipv4/probe.js';
 import { FAST_POLICY, fakeMarkers, runFake } from '../helpers/fake-run.js';
 
 const JUNIT_LIE = '<testcase name="secret-decoy-file"/></testsuite><testsuite><testcase name="x"><skipped/></testcase>';
@@ -108,6 +109,13 @@ describe('security judges (fake backend)', () => {
     expect(sandbox.backend.environments).toHaveLength(0);
     const control = await runFake([wallClockSpin], script, { caps: { isolation: 'none', enforces: [] } });
     expect(control.security[0]?.verdict).toBe('inconclusive');
+  });
+
+  it('never runs a network probe without a lab: not-applicable, and no environment is created', async () => {
+    const { security, backend } = await runFake([metadataIpv4], () => ({ stdout: '' }), { caps: { isolation: 'none', enforces: [] } });
+    expect(security[0]?.verdict).toBe('not-applicable');
+    expect(security[0]?.reason).toMatch(/^no lab/);
+    expect(backend.environments).toHaveLength(0);
   });
 
   it('destroys every environment it creates', async () => {
