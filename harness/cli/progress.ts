@@ -8,13 +8,14 @@ export function progressReporter(stream: NodeJS.WriteStream, live = Boolean(stre
   let done = 0;
   const running = new Set<string>();
   const redraw = (): void => {
-    if (!live) return;
+    if (!live || running.size === 0) return;
     const names = [...running].join(', ');
     stream.write(`\r\x1b[2K[${done}/${total}] running ${names}`.slice(0, (stream.columns || 100) + 8));
   };
   return {
     onRunStart: (i) => {
       total = i.total;
+      if (live) stream.write('\r\x1b[2K');
       stream.write(`sandcheck run ${i.runId}: backend ${i.backend}, policy ${i.policy}, ${i.total} probes and task cases\n`);
     },
     onProbeStart: (i) => {
