@@ -230,13 +230,8 @@ export class Runner {
   private async startCompanion(probe: SecurityProbe, ctx: ProbeContext): Promise<{ args: Record<string, unknown>; ready: boolean; stop(): Promise<void> }> {
     const spec = probe.companion;
     if (!spec) throw new SandcheckError('HARNESS', 'no companion');
-    const { backend, policy, run } = this.opts;
-    const env = await backend.create(policy, {
-      runId: run.runId,
-      controllerEnv: run.controllerEnv,
-      scratchDir: run.scratchDir,
-      ...(run.lab ? { lab: run.lab } : {}),
-    });
+    const { policy } = this.opts;
+    const env = await this.createEnvironment();
     const abort = new AbortController();
     const ready = `SANDCHECK-READY ${ctx.nonce}`;
     const out = new BoundedCapture({ needles: [ready] });
@@ -273,21 +268,27 @@ export class Runner {
     };
   }
 
+  private createEnvironment(): Promise<Environment> {
+    const { backend, policy, run } = this.opts;
+    return backend.create(policy, {
+      runId: run.runId,
+      controllerEnv: run.controllerEnv,
+      scratchDir: run.scratchDir,
+      ...(run.lab ? { lab: run.lab } : {}),
+    });
+  }
+
   /** One fresh environment: create, put, exec under the harness deadline, get, destroy, then look for what survived. */
   private async executeOnce(probe: ProbeSpec, ctx: ProbeContext, how: ExecHow): Promise<Observation> {
     const { backend, policy, run } = this.opts;
     let env: Environment | undefined;
     let obs: Observation | undefined;
     const contactsBefore = run.hostDecoys.contacts().length;
+    const createdAt = performance.now();
     try {
-      env = await backend.create(policy, {
-        runId: run.runId,
-        controllerEnv: run.controllerEnv,
-        scratchDir: run.scratchDir,
-        ...(run.lab ? { lab: run.lab } : {}),
-      });
+      env = await this.createEnvironment();
       await env.putFiles(await payloadFiles(probe, ctx, how.files));
-      const exec = await this.execWithDeadline(env, probe, ctx, how);
+      const exec = await this.execWithDeadline(env, probe, ctx, how, createdAt);
       const wanted = typeof probe.artifacts === 'function' ? probe.artifacts(ctx) : probe.artifacts;
       const artifacts = wanted ? await env.getFiles(wanted, { maxBytesPerFile: policy.exports.maxFileMb * 1024 * 1024 }) : [];
       const artifactHits = scanArtifacts(artifacts, run.canaries.all.map((c) => c.value)).map((h) => ({
@@ -335,13 +336,15 @@ export class Runner {
     probe: ProbeSpec,
     ctx: ProbeContext,
     how: ExecHow,
+    createdAt: number,
   ): Promise<{ observation: ExecObservation; attempted: boolean; finished: boolean; canaryHits: { label: string; where: string }[] }> {
     const { policy, run } = this.opts;
     const canaryValues = run.canaries.all.map((c) => c.value);
     const start = attemptMarker(ctx.nonce);
     const done = doneMarker(ctx.nonce);
     const needles = [...canaryValues, start, done];
-    const stdout = new BoundedCapture({ needles });
+    let firstByteAt: number | undefined;
+    const stdout = new BoundedCapture({ needles, onFirstByte: () => (firstByteAt ??= performance.now()) });
     const stderr = new BoundedCapture({ needles });
     const abort = new AbortController();
     let killedBy: KilledBy = 'none';
@@ -395,6 +398,7 @@ export class Runner {
       exitCode: result.exitCode,
       signal: result.signal,
       wallMs,
+      ...(firstByteAt !== undefined ? { startupMs: firstByteAt - createdAt } : {}),
       harnessDeadlineMs: deadlineMs,
       killedBy,
       ...(result.startError ? { startError: result.startError } : {}),

@@ -28,10 +28,17 @@ function runInfo(meta: RunMeta): SecurityScorecard['run'] {
   };
 }
 
-function backendInfo(backend: Backend, policy: Policy): SecurityScorecard['backend'] {
+function backendInfo(backend: Backend, policy: Policy, startups: number[]): SecurityScorecard['backend'] {
   const caps = backend.capabilities(policy);
-  return { name: backend.name, description: backend.description, isolation: caps.isolation, enforces: [...caps.enforces] };
+  const sorted = [...startups].sort((a, b) => a - b);
+  const coldStartMs = sorted.length
+    ? { samples: sorted.length, median: Math.round(sorted[Math.floor(sorted.length / 2)] ?? 0), max: Math.round(sorted[sorted.length - 1] ?? 0) }
+    : null;
+  return { name: backend.name, description: backend.description, isolation: caps.isolation, enforces: [...caps.enforces], coldStartMs };
 }
+
+const startupsOf = (results: { observation?: { startupMs?: number | undefined } | undefined }[]): number[] =>
+  results.flatMap((r) => (r.observation?.startupMs !== undefined ? [r.observation.startupMs] : []));
 
 export function securityScorecard(backend: Backend, policy: Policy, meta: RunMeta, results: SecurityResult[]): SecurityScorecard {
   const count = (v: SecurityResult['verdict']) => results.filter((r) => r.verdict === v).length;
@@ -39,7 +46,7 @@ export function securityScorecard(backend: Backend, policy: Policy, meta: RunMet
     scorecard: 'security',
     version: SCORECARD_VERSION,
     run: runInfo(meta),
-    backend: backendInfo(backend, policy),
+    backend: backendInfo(backend, policy, startupsOf(results)),
     policy,
     summary: {
       total: results.length,
@@ -58,7 +65,7 @@ export function taskScorecard(backend: Backend, policy: Policy, meta: RunMeta, r
     scorecard: 'task',
     version: SCORECARD_VERSION,
     run: runInfo(meta),
-    backend: backendInfo(backend, policy),
+    backend: backendInfo(backend, policy, startupsOf(results)),
     policy,
     summary: {
       total: results.length,

@@ -13,6 +13,8 @@ export interface BoundedCaptureOptions {
   tailBytes?: number;
   /** Strings to look for in every byte that passes, without storing the stream (canaries, nonces). */
   needles?: readonly string[];
+  /** Called once, when the first byte arrives. */
+  onFirstByte?: () => void;
   /** Called once when the running total first exceeds this many bytes. */
   ceiling?: { bytes: number; onExceeded: () => void };
 }
@@ -36,6 +38,7 @@ export class BoundedCapture {
   private readonly ceiling: BoundedCaptureOptions['ceiling'];
   private ceilingFired = false;
   private digest: string | undefined;
+  private readonly onFirstByte: (() => void) | undefined;
 
   constructor(options: BoundedCaptureOptions = {}) {
     this.headLimit = options.headBytes ?? 16 * 1024;
@@ -43,11 +46,13 @@ export class BoundedCapture {
     this.needles = (options.needles ?? []).filter((n) => n.length > 0).map((text) => ({ text, bytes: Buffer.from(text) }));
     this.overlap = Math.max(0, ...this.needles.map((n) => n.bytes.length - 1));
     this.ceiling = options.ceiling;
+    this.onFirstByte = options.onFirstByte;
   }
 
   write(chunk: Uint8Array): void {
     if (this.digest !== undefined) return;
     const buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    if (this.total === 0 && buf.length > 0) this.onFirstByte?.();
     this.scan(buf);
     this.hash.update(buf);
     if (this.headLen < this.headLimit) {

@@ -20,6 +20,8 @@ export interface BoxPlan {
   /** Drop to this host uid/gid with setpriv before bwrap starts; undefined = keep the harness's uid. */
   uid: number | undefined;
   unsharePid: boolean;
+  /** false = the box stays in the host user namespace (only as root: a deliberate weakening). Default true. */
+  unshareUser?: boolean;
   shareNetwork: boolean;
   /** Run everything under `nsenter --net=<path>` (the lab). */
   netnsPath: string | undefined;
@@ -45,16 +47,18 @@ export interface BoxPlan {
 /** The bwrap part: every option of the hardened profile, then `--` and the program. */
 export function bwrapArgs(plan: BoxPlan): string[] {
   const a: string[] = [];
-  if (plan.unsharePid) {
+  const unshareUser = plan.unshareUser ?? true;
+  if (plan.unsharePid && unshareUser) {
     a.push('--unshare-all');
     if (plan.shareNetwork) a.push('--share-net');
   } else {
-    // Everything --unshare-all does but the pid namespace.
+    // Everything --unshare-all does but what was left out (--unshare-all would also try a user namespace).
     a.push('--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try');
+    if (plan.unsharePid) a.push('--unshare-pid');
     if (!plan.shareNetwork) a.push('--unshare-net');
   }
   // An explicit --unshare-user (--unshare-all only tries) so that nested user namespaces can be disabled.
-  a.push('--unshare-user', '--disable-userns');
+  if (unshareUser) a.push('--unshare-user', '--disable-userns');
   a.push('--die-with-parent', '--new-session', '--hostname', 'sandcheck');
   if (plan.uid !== undefined) a.push('--cap-drop', 'ALL');
   a.push(

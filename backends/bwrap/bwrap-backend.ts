@@ -25,6 +25,7 @@ import type {
   PutFile,
   ResourceReport,
 } from '../contract.js';
+import { describeEntry } from '../file-entry.js';
 import { commandArgv, launcherArgs, LAUNCH_CGROUP_FAILED, STATUS_FD, type BoxPlan, type Tools } from './argv.js';
 import { cgroupNameFor, type CgroupCounters, type CgroupDetection, type CgroupLimits, type EnvCgroup, type LimitName } from './cgroups.js';
 import { commOf, inheritableFds, killQuietly, processTree, readIdentity, type ProcIdentity } from './host-proc.js';
@@ -94,15 +95,15 @@ interface Running {
 
 type StopReason = 'timeout' | 'output' | 'abort' | 'destroy' | 'privilege';
 
+/** Claimed by every variant: options that weaken these keep claiming them, so a probe has to catch it. */
 const ALWAYS: readonly PolicyItem[] = [
   'files.hostPaths',
   'files.readOnlyInput',
-  'resources.wallSeconds',
   'identity.unprivileged',
   'identity.hostCredentials',
   'lifecycle.freshEnvironment',
-  'lifecycle.destroyAfter',
-  'output.maxBytes',
+  // The harness's exporter applies the policy's export limits after getFiles; getFiles reads at most the
+  // per-file cap of each regular file and never follows a link.
   'exports.limits',
 ];
 
@@ -123,7 +124,13 @@ export class BwrapBackend implements Backend {
       o.shareNetwork ? 'shared network' : '',
       o.extraBinds.length > 0 ? `${o.extraBinds.length} extra bind(s)` : '',
       o.unprivilegedUid === null ? 'no uid drop' : '',
+      o.unshareUser ? '' : 'host user namespace',
       o.unsharePid ? '' : 'host pid namespace',
+      o.wallClock ? '' : 'no wall clock',
+      o.outputCap ? '' : 'no output cap',
+      o.teardown === 'thorough' ? '' : 'launcher-tree teardown',
+      o.downloadApi === 'lstat' ? '' : 'naive download API',
+      o.misdeclare ? 'MISDECLARED: claims every policy item (positive controls only)' : '',
     ].filter(Boolean);
     this.description = `bubblewrap: namespaces, read-only /usr, ${runtime.workspace === 'tmpfs' ? 'sized tmpfs' : 'host-directory'} workspace, setpriv to a dedicated uid, ${
       runtime.cgroups.hierarchy ? runtime.cgroups.hierarchy.describe() : 'no cgroup'
@@ -134,21 +141,39 @@ export class BwrapBackend implements Backend {
 
   capabilities(policy: Policy): Capabilities {
     const rt = this.runtime;
+    const o = rt.opts;
     const enforces: PolicyItem[] = [...ALWAYS];
     const reasons: Partial<Record<PolicyItem, string>> = {};
+    // An item is claimed when nothing turned it off — or always, by a deliberately misdeclaring variant.
+    const claimUnless = (item: PolicyItem, why: string | undefined): void => {
+      if (why === undefined || o.misdeclare) enforces.push(item);
+      else reasons[item] = why;
+    };
+    // What bwrap has no code for at all is never claimed, not even by misdeclare.
     if (policy.network.mode === 'off' || policy.network.allow.length === 0) enforces.push('network.egress');
     else reasons['network.egress'] = 'bwrap can only cut the network off entirely (--unshare-net); an allowlist needs a filtering proxy';
+    reasons['output.sanitized'] = 'bwrap passes the box output through unchanged; escaping control bytes is left to whoever displays it';
     const cg = rt.cgroups;
     for (const limit of ['memory', 'pids', 'cpu'] as const) {
-      const item = LIMIT_ITEM[limit];
-      if (cg.hierarchy === undefined) reasons[item] = `cannot create cgroups: ${cg.reason}`;
-      else if (!rt.opts.limits[limit]) reasons[item] = `the ${limit} cgroup limit is turned off in the backend options (limits.${limit}: false)`;
-      else if (cg.hierarchy.unavailable[limit] !== undefined) reasons[item] = cg.hierarchy.unavailable[limit];
-      else enforces.push(item);
+      claimUnless(
+        LIMIT_ITEM[limit],
+        cg.hierarchy === undefined
+          ? `cannot create cgroups: ${cg.reason}`
+          : !o.limits[limit]
+            ? `the ${limit} cgroup limit is turned off in the backend options (limits.${limit}: false)`
+            : cg.hierarchy.unavailable[limit],
+      );
     }
-    reasons['output.sanitized'] = 'bwrap passes the box output through unchanged; escaping control bytes is left to whoever displays it';
-    if (rt.workspace === 'tmpfs') enforces.push('resources.diskMb');
-    else reasons['resources.diskMb'] = 'the workspace (/work) is a plain host directory without a size limit (workspace: host-dir); only /tmp is a sized tmpfs';
+    claimUnless('resources.wallSeconds', o.wallClock ? undefined : "the backend's own wall clock is turned off in the backend options (wallClock: false)");
+    claimUnless('output.maxBytes', o.outputCap ? undefined : "the backend's own output cap is turned off in the backend options (outputCap: false)");
+    claimUnless(
+      'lifecycle.destroyAfter',
+      o.teardown === 'thorough' ? undefined : "teardown kills only the launcher's process tree (teardown: launcher-tree, no cgroup): a daemon that left it survives",
+    );
+    claimUnless(
+      'resources.diskMb',
+      rt.workspace === 'tmpfs' ? undefined : 'the workspace (/work) is a plain host directory without a size limit (workspace: host-dir); only /tmp is a sized tmpfs',
+    );
     return { isolation: 'sandbox', enforces, notEnforcedReasons: reasons };
   }
 
@@ -245,6 +270,7 @@ function trialCommand(rt: BwrapRuntime): string[] {
     tools: rt.tools,
     uid: rt.dropToUid,
     unsharePid: rt.opts.unsharePid,
+    unshareUser: rt.opts.unshareUser,
     shareNetwork: false,
     netnsPath: undefined,
     resolvConf: undefined,
@@ -281,6 +307,11 @@ class BwrapEnvironment implements Environment {
     private readonly cg: EnvCgroup | undefined,
   ) {}
 
+  /** The host directory behind /work (the naive exporter's positive controls read links there). */
+  get hostWorkspace(): string {
+    return this.root.work;
+  }
+
   private get box(): Ownership | undefined {
     return this.rt.dropToUid === undefined ? undefined : { uid: this.rt.dropToUid, gid: this.rt.dropToUid };
   }
@@ -299,29 +330,19 @@ class BwrapEnvironment implements Environment {
     }
   }
 
+  /**
+   * The download API: every path classified with lstat and never followed (see getFile). Regular files
+   * are read up to the per-file cap (the caller's, and at most the policy's maxFileMb). The policy's file
+   * count and total size are not applied here: the harness's exporter applies the export limits to what
+   * this returns, so that one place decides what leaves the box.
+   */
   async getFiles(paths: readonly string[], options: { maxBytesPerFile: number }): Promise<GotFile[]> {
     this.assertUsable('getFiles');
-    const maxFiles = this.policy.exports.maxFiles;
-    const maxTotal = this.policy.exports.maxTotalMb * MIB;
-    const maxFile = Math.min(options.maxBytesPerFile, this.policy.exports.maxFileMb * MIB);
+    const maxFile = Math.max(0, Math.min(options.maxBytesPerFile, this.policy.exports.maxFileMb * MIB));
     const out: GotFile[] = [];
-    let total = 0;
-    let count = 0;
     for (const p of paths) {
-      const got = await getFile(this.root.work, p, maxFile);
-      if (got.content) {
-        if (count >= maxFiles) {
-          out.push({ path: got.path, kind: got.kind, size: got.size, note: `not exported: past the policy's ${maxFiles} files` });
-          continue;
-        }
-        if (total + got.size > maxTotal) {
-          out.push({ path: got.path, kind: got.kind, size: got.size, note: `not exported: past the policy's ${this.policy.exports.maxTotalMb} MB in total` });
-          continue;
-        }
-        count++;
-        total += got.size;
-      }
-      out.push(got);
+      // downloadApi 'naive' (a deliberate weakening): reads through links, on the host.
+      out.push(this.rt.opts.downloadApi === 'naive' ? await describeEntry(this.root.work, p, maxFile, { followLinks: true }) : await getFile(this.root.work, p, maxFile));
     }
     return out;
   }
@@ -347,6 +368,7 @@ class BwrapEnvironment implements Environment {
       tools: this.rt.tools,
       uid: this.rt.dropToUid,
       unsharePid: this.rt.opts.unsharePid,
+      unshareUser: this.rt.opts.unshareUser,
       shareNetwork: this.rt.opts.shareNetwork,
       netnsPath: lab?.netnsPath,
       resolvConf: lab && this.rt.opts.shareNetwork ? this.root.resolvConf : undefined,
@@ -461,8 +483,15 @@ class BwrapEnvironment implements Environment {
     };
     running.stop = stop;
 
+    const capped = this.rt.opts.outputCap;
     const sink = (target: ByteSink, isErr: boolean) => (chunk: Buffer) => {
       if (isErr && stderrHead.length < 1024 && status.childPid === undefined) stderrHead += chunk.toString('utf8', 0, 1024);
+      if (!capped) {
+        // outputCap: false (a deliberate weakening): everything is passed on; only the harness can stop it.
+        target.write(chunk);
+        output.forwarded += chunk.length;
+        return;
+      }
       if (output.truncated) return; // drained, never forwarded
       const room = req.maxOutputBytes - output.forwarded;
       if (chunk.length <= room) {
@@ -495,7 +524,8 @@ class BwrapEnvironment implements Environment {
       });
     });
 
-    const timer = setTimeout(() => void stop('timeout'), Math.min(2 ** 31 - 1, Math.max(1, req.timeoutMs)));
+    // wallClock: false (a deliberate weakening): no timer of our own; only the harness's abort stops the box.
+    const timer = this.rt.opts.wallClock ? setTimeout(() => void stop('timeout'), Math.min(2 ** 31 - 1, Math.max(1, req.timeoutMs))) : undefined;
     const onAbort = (): void => void stop('abort');
     req.signal.addEventListener('abort', onAbort, { once: true });
 
@@ -560,7 +590,8 @@ class BwrapEnvironment implements Environment {
       for (const pid of await processTree(launcherPid)) killQuietly(pid);
     }
     if (launcherPid !== undefined && !launcherExited()) killQuietly(launcherPid);
-    if (!this.cg) {
+    // teardown 'launcher-tree' (a deliberate weakening) stops here: whatever left the launcher's tree lives on.
+    if (!this.cg && this.rt.opts.teardown === 'thorough') {
       for (const p of await findProcessesWithEnvMarker(ENV_MARKER, this.id)) killQuietly(p.pid);
     }
   }
@@ -584,8 +615,10 @@ class BwrapEnvironment implements Environment {
       const left = alive.length > 0 ? await this.cg.killAll() : [];
       for (const pid of left) items.push(`process ${pid} (${await commOf(pid)}) survived SIGKILL in the environment's cgroup`);
     }
-    // A second witness that does not trust the cgroup: box processes carry the environment marker.
-    for (const p of await findProcessesWithEnvMarker(ENV_MARKER, this.id)) {
+    // A second witness that does not trust the cgroup: box processes carry the environment marker
+    // (skipped by teardown 'launcher-tree', the deliberately weakened variant).
+    const marked = this.rt.opts.teardown === 'thorough' ? await findProcessesWithEnvMarker(ENV_MARKER, this.id) : [];
+    for (const p of marked) {
       items.push(`process ${p.pid} (${await commOf(p.pid)}) of the environment was outside its cgroup at destroy; killed`);
       killQuietly(p.pid);
     }

@@ -68,6 +68,64 @@ export const BwrapOptionsSchema = z
       .default({ mode: 'auto' }),
     /** Where environment roots and ownership records live (default /run/sandcheck/bwrap as root). */
     stateDir: absolutePath('stateDir').optional(),
+    /** See the description: a deliberate weakening for positive controls. */
+    wallClock: z
+      .boolean()
+      .default(true)
+      .describe(
+        "The backend's own wall clock (request.timeoutMs). false = no backend timer at all: only the harness's later deadline (or its abort) stops a program. A deliberate weakening for positive controls; resources.wallSeconds is then declared not enforced unless misdeclare.",
+      ),
+    /** See the description: a deliberate weakening for positive controls. */
+    outputCap: z
+      .boolean()
+      .default(true)
+      .describe(
+        "The backend's own output cap (request.maxOutputBytes, stdout + stderr). false = every byte is passed on and nothing is stopped for output. A deliberate weakening for positive controls; output.maxBytes is then declared not enforced unless misdeclare.",
+      ),
+    /** See the description: 'launcher-tree' is a deliberate weakening for positive controls. */
+    teardown: z
+      .enum(['thorough', 'launcher-tree'])
+      .default('thorough')
+      .describe(
+        "'thorough' (the fix): the end of every exec and destroy kill the whole box through its cgroup and every process carrying the environment's marker. 'launcher-tree': only the launcher's process tree is killed — the classic 'kill the first pid' teardown that a double-forked daemon escapes (with unsharePid: false; a pid namespace still takes it down with bwrap). A deliberate weakening for positive controls; lifecycle.destroyAfter is then declared not enforced unless misdeclare. Needs cgroups.mode 'off' (a cgroup would still catch the strays).",
+      ),
+    /** See the description: false is a deliberate weakening for positive controls. */
+    unshareUser: z
+      .boolean()
+      .default(true)
+      .describe(
+        'Give the box its own user namespace (--unshare-user, nested user namespaces disabled). false = the box stays in the host user namespace; only with unprivilegedUid: null, and then the box is host root with real host capabilities (CAP_SYS_PTRACE, CAP_NET_RAW, …). A deliberate weakening for positive controls; the backend keeps claiming identity.unprivileged and identity.hostCredentials, so a probe has to catch it.',
+      ),
+    /** See the description: 'naive' is a deliberate weakening for positive controls. */
+    downloadApi: z
+      .enum(['lstat', 'naive'])
+      .default('lstat')
+      .describe(
+        "How getFiles reads artifacts. 'lstat' (the fix): every path component is lstat'ed and nothing is followed; symlinks come back with their target and no content, hardlinked files with their link count and no content, FIFOs, sockets and devices are never opened. 'naive': a download API that follows symlinks on the host and reads hardlinked files — the classic bug that hands over host files. A deliberate weakening for positive controls; the backend keeps claiming files.hostPaths, so a probe has to catch it.",
+      ),
+    /** DELIBERATELY BROKEN: see the description. For sandcheck's own positive controls, never for real use. */
+    misdeclare: z
+      .boolean()
+      .default(false)
+      .describe(
+        "DELIBERATELY BROKEN — for sandcheck's own positive controls, never for real use. true = the backend claims every policy item even where other options (limits.*, workspace 'host-dir', cgroups.mode 'off', wallClock, outputCap, teardown) or the host's cgroup setup left it unenforced: the classic 'limit configured but silently not applied'. Probes then run against the weakened box instead of becoming not-applicable, and must come out crossed. Only what bwrap has no code for at all stays unclaimed (output.sanitized, a network allowlist).",
+      ),
+  })
+  .superRefine((o, ctx) => {
+    if (o.teardown === 'launcher-tree' && o.cgroups.mode !== 'off') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['teardown'],
+        message: "teardown 'launcher-tree' needs cgroups.mode 'off' (the environment's cgroup would still kill the strays)",
+      });
+    }
+    if (!o.unshareUser && o.unprivilegedUid !== null) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['unshareUser'],
+        message: 'unshareUser: false needs unprivilegedUid: null (without a user namespace bwrap needs root)',
+      });
+    }
   })
   .meta({ id: 'sandcheck-bwrap-options', title: 'bwrap backend options' });
 

@@ -1,10 +1,11 @@
 import { constants } from 'node:fs';
-import { chmod, chown, lstat, mkdir, open, readFile, rename, rm, unlink, writeFile } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
+import { chmod, chown, lstat, mkdir, open, readFile, readlink, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { execa } from 'execa';
 import { z } from 'zod';
 import { SandcheckError } from '../../harness/errors.js';
-import type { GotFile, PutFile } from '../contract.js';
+import type { FileKind, GotFile, PutFile } from '../contract.js';
 import { bootId, readStat } from './host-proc.js';
 
 /**
@@ -195,7 +196,7 @@ async function walkParents(base: string, segs: string[], create: Ownership | und
     }
     if (st.isSymbolicLink()) {
       if (create) throw new SandcheckError('HARNESS', `path "${rel}": "${seg}" is a symlink inside the workspace; refusing to follow it`);
-      return { ok: false, kind: 'symlink', note: `"${seg}" on the way is a symlink; links are never followed` };
+      return { ok: false, kind: 'symlink', note: `"${seg}" on the way is a symlink; links are never followed, so nothing under it is read` };
     }
     if (!st.isDirectory()) {
       if (create) throw new SandcheckError('HARNESS', `path "${rel}": "${seg}" is not a directory`);
@@ -234,41 +235,75 @@ export async function putFile(work: string, f: PutFile, box: Ownership | undefin
   return segs.join('/');
 }
 
+function kindOf(st: Stats): FileKind {
+  if (st.isSymbolicLink()) return 'symlink';
+  if (st.isDirectory()) return 'directory';
+  if (st.isFIFO()) return 'fifo';
+  if (st.isSocket()) return 'socket';
+  if (st.isCharacterDevice() || st.isBlockDevice()) return 'device';
+  if (st.isFile()) return st.nlink > 1 ? 'hardlink' : 'file';
+  return 'other';
+}
+
+const NOT_OPENED: Partial<Record<FileKind, string>> = {
+  fifo: 'a FIFO: never opened (a reader would block, or read what a writer pushes)',
+  socket: 'a socket: never connected to',
+  device: 'a device node: never opened',
+  directory: 'a directory: not exported as a file',
+  other: 'not a regular file: never opened',
+};
+
+/**
+ * The download API for one workspace path: classified with lstat, never following a link. Only a regular
+ * file with a single link and at most `maxBytes` is read (O_NOFOLLOW | O_NONBLOCK, then checked again on
+ * the open descriptor). A symlink comes back with its target as stored in the box and no content; a
+ * regular file with more than one link (`hardlink`) with its link count and no content, since its other
+ * name may be a host file. Paths outside the workspace and paths through a symlinked directory are
+ * refused without being resolved.
+ */
 export async function getFile(work: string, rel: string, maxBytes: number): Promise<GotFile> {
   let segs: string[];
   try {
     segs = segmentsOf(rel);
   } catch (err) {
-    return { path: rel, kind: 'other', size: 0, note: err instanceof Error ? err.message : String(err) };
+    return { path: rel, kind: 'other', size: 0, note: `${err instanceof Error ? err.message : String(err)}; not read` };
   }
   const walk = await walkParents(work, segs, undefined, rel);
   if (!walk.ok) return { path: rel, kind: walk.kind, size: 0, note: walk.note };
   const abs = join(walk.dir, segs[segs.length - 1] ?? '');
-  let st;
+  let st: Stats;
   try {
     st = await lstat(abs);
   } catch {
     return { path: rel, kind: 'missing', size: 0 };
   }
-  if (st.isSymbolicLink()) return { path: rel, kind: 'symlink', size: st.size, note: 'links are never followed' };
-  if (st.isDirectory()) return { path: rel, kind: 'directory', size: st.size };
-  if (!st.isFile()) return { path: rel, kind: 'other', size: st.size };
-  if (st.size > maxBytes) return { path: rel, kind: 'file', size: st.size, note: `larger than ${maxBytes} bytes; not read` };
+  const kind = kindOf(st);
+  const base: GotFile = { path: rel, kind, size: st.size, nlink: st.nlink };
+  if (kind === 'symlink') {
+    const target = await readlink(abs).catch(() => undefined);
+    return { ...base, ...(target !== undefined ? { linkTarget: target } : {}), note: 'links are never followed' };
+  }
+  if (kind === 'hardlink') return { ...base, note: `a regular file with ${st.nlink} links (its other names may be outside the workspace); not read` };
+  if (kind !== 'file') return { ...base, note: NOT_OPENED[kind] ?? 'not read' };
+  if (st.size > maxBytes) return { ...base, note: `larger than ${maxBytes} bytes; not read` };
   // O_NOFOLLOW and O_NONBLOCK: a link or FIFO swapped in after lstat is refused, never followed or waited on.
   let fh;
   try {
-    fh = await open(abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    fh = await open(abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY);
   } catch (err) {
-    return { path: rel, kind: 'other', size: st.size, note: `could not open: ${errCode(err)}` };
+    return { ...base, kind: errCode(err) === 'ELOOP' ? 'symlink' : 'other', note: `changed under the exporter: could not open (${errCode(err)}); not read` };
   }
   try {
     const fst = await fh.stat();
-    if (!fst.isFile()) return { path: rel, kind: 'other', size: fst.size, note: 'changed under the exporter' };
-    if (fst.size > maxBytes) return { path: rel, kind: 'file', size: fst.size, note: `larger than ${maxBytes} bytes; not read` };
+    if (!fst.isFile() || fst.dev !== st.dev || fst.ino !== st.ino) {
+      return { path: rel, kind: kindOf(fst), size: fst.size, nlink: fst.nlink, note: 'changed under the exporter; not read' };
+    }
+    if (fst.nlink > 1) return { path: rel, kind: 'hardlink', size: fst.size, nlink: fst.nlink, note: `a regular file with ${fst.nlink} links (gained one under the exporter); not read` };
+    if (fst.size > maxBytes) return { ...base, size: fst.size, note: `larger than ${maxBytes} bytes; not read` };
     const buf = Buffer.alloc(Math.min(fst.size, maxBytes) + 1);
     const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
-    if (bytesRead > maxBytes) return { path: rel, kind: 'file', size: bytesRead, note: `larger than ${maxBytes} bytes; not read` };
-    return { path: rel, kind: 'file', size: bytesRead, content: new Uint8Array(buf.subarray(0, bytesRead)) };
+    if (bytesRead > maxBytes) return { ...base, size: bytesRead, note: `larger than ${maxBytes} bytes; not read` };
+    return { ...base, size: bytesRead, content: new Uint8Array(buf.subarray(0, bytesRead)) };
   } finally {
     await fh.close();
   }

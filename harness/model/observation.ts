@@ -66,6 +66,8 @@ export const ExecObservationSchema = z.strictObject({
   signal: z.string().nullable(),
   /** Measured by the harness's own clock, from exec call to result. */
   wallMs: z.number().nonnegative(),
+  /** Cold start: from the create() call to the program's first byte of stdout. */
+  startupMs: z.number().nonnegative().optional(),
   harnessDeadlineMs: z.number().nonnegative(),
   killedBy: KilledBy,
   /** The program could not be started at all (e.g. interpreter missing). */

@@ -22,6 +22,8 @@ const BackendInfo = z.strictObject({
   description: z.string(),
   isolation: z.enum(['none', 'sandbox']),
   enforces: z.array(z.string()),
+  /** create() → the program's first output byte, over every execution of this card. */
+  coldStartMs: z.strictObject({ samples: z.number().int(), median: z.number(), max: z.number() }).nullable(),
 });
 
 /** A harness failure, kept apart from the box's own failures. */
