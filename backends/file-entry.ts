@@ -2,7 +2,8 @@ import { lstat, readFile, readlink, stat } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
 import type { FileKind, GotFile } from './contract.js';
 
-function kindOf(st: Awaited<ReturnType<typeof lstat>>): FileKind {
+/** What an lstat result is, in the download API's vocabulary (a file with other links is a hardlink). */
+export function kindOf(st: Awaited<ReturnType<typeof lstat>>): FileKind {
   if (st.isSymbolicLink()) return 'symlink';
   if (st.isDirectory()) return 'directory';
   if (st.isFIFO()) return 'fifo';

@@ -5,34 +5,38 @@ export interface MarkedProcess {
   command: string;
 }
 
-/**
- * Host processes whose environment holds `NAME=value` exactly. Only the marker is compared; no
- * other part of any process's environment is kept or returned.
- */
-export async function findProcessesWithEnvMarker(name: string, value: string): Promise<MarkedProcess[]> {
-  const needle = Buffer.from(`${name}=${value}\0`);
+const commandOf = async (pid: number): Promise<string> =>
+  (await readFile(`/proc/${pid}/cmdline`)).toString('utf8').replaceAll('\0', ' ').trim();
+
+/** Host processes (other than this one) for which `matches` says yes; vanished or unreadable ones are skipped. */
+async function scan(matches: (pid: number) => Promise<boolean>): Promise<MarkedProcess[]> {
+  const entries = await readdir('/proc').catch(() => [] as string[]);
   const out: MarkedProcess[] = [];
-  let entries: string[];
-  try {
-    entries = await readdir('/proc');
-  } catch {
-    return out;
-  }
   for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue;
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
     const pid = Number(entry);
-    if (pid === process.pid) continue;
     try {
-      const environ = await readFile(`/proc/${pid}/environ`);
-      // The last entry may lack its terminating NUL.
-      if (!Buffer.concat([environ, Buffer.from([0])]).includes(needle)) continue;
-      const cmdline = await readFile(`/proc/${pid}/cmdline`);
-      out.push({ pid, command: cmdline.toString('utf8').replaceAll('\0', ' ').trim().slice(0, 200) });
+      if (await matches(pid)) out.push({ pid, command: (await commandOf(pid)).slice(0, 200) });
     } catch {
       // Gone already, or not ours to read.
     }
   }
   return out;
+}
+
+/**
+ * Host processes whose environment holds `NAME=value` exactly. Only the marker is compared; no
+ * other part of any process's environment is kept or returned.
+ */
+export function findProcessesWithEnvMarker(name: string, value: string): Promise<MarkedProcess[]> {
+  const needle = Buffer.from(`${name}=${value}\0`);
+  // The last entry may lack its terminating NUL.
+  return scan(async (pid) => Buffer.concat([await readFile(`/proc/${pid}/environ`), Buffer.from([0])]).includes(needle));
+}
+
+/** Host processes whose command line contains `needle` (a per-execution nonce marker). */
+export function findProcessesWithCmdline(needle: string): Promise<MarkedProcess[]> {
+  return scan(async (pid) => (await commandOf(pid)).includes(needle));
 }
 
 export function killPids(pids: readonly number[], signal: NodeJS.Signals = 'SIGKILL'): void {
@@ -43,25 +47,4 @@ export function killPids(pids: readonly number[], signal: NodeJS.Signals = 'SIGK
       // Already gone.
     }
   }
-}
-
-/** Host processes whose command line contains `needle` (a per-execution nonce marker). */
-export async function findProcessesWithCmdline(needle: string): Promise<MarkedProcess[]> {
-  const out: MarkedProcess[] = [];
-  let entries: string[];
-  try {
-    entries = await readdir('/proc');
-  } catch {
-    return out;
-  }
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    try {
-      const command = (await readFile(`/proc/${entry}/cmdline`)).toString('utf8').replaceAll('\0', ' ').trim();
-      if (command.includes(needle)) out.push({ pid: Number(entry), command: command.slice(0, 200) });
-    } catch {
-      // Gone already.
-    }
-  }
-  return out;
 }

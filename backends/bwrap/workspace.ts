@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { SandcheckError } from '../../harness/errors.js';
 import type { FileKind, GotFile, PutFile } from '../contract.js';
 import { bootId, readStat } from './host-proc.js';
+import { kindOf } from '../file-entry.js';
 
 /**
  * The host side of an environment: `<stateDir>/<runId>-<envId>/` holds an ownership record and `fs/`,
@@ -233,16 +234,6 @@ export async function putFile(work: string, f: PutFile, box: Ownership | undefin
     await fh.close();
   }
   return segs.join('/');
-}
-
-function kindOf(st: Stats): FileKind {
-  if (st.isSymbolicLink()) return 'symlink';
-  if (st.isDirectory()) return 'directory';
-  if (st.isFIFO()) return 'fifo';
-  if (st.isSocket()) return 'socket';
-  if (st.isCharacterDevice() || st.isBlockDevice()) return 'device';
-  if (st.isFile()) return st.nlink > 1 ? 'hardlink' : 'file';
-  return 'other';
 }
 
 const NOT_OPENED: Partial<Record<FileKind, string>> = {

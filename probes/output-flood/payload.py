@@ -1,4 +1,4 @@
-"""Floods stderr, or writes one huge line with no newline, up to a fixed number of bytes."""
+"""Floods stdout or stderr, or writes one huge line with no newline, up to a fixed number of bytes."""
 import sys
 
 import sandcheck_payload as sc
@@ -6,7 +6,7 @@ import sandcheck_payload as sc
 args = sc.start()
 total = int(args["bytes"])
 stream = sys.stderr.buffer if args["stream"] == "stderr" else sys.stdout.buffer
-piece = b"e" * 65536 if args["mode"] == "long-line" else (b"stderr-flood-" + b"y" * 1010 + b"\n") * 64
+piece = b"e" * 65536 if args["mode"] == "long-line" else (b"flood-" + b"x" * 1017 + b"\n") * 64
 written = 0
 try:
     while written < total:

@@ -10,8 +10,8 @@ export const stdoutFlood: SecurityProbe = {
   category: 'resources',
   policyItem: 'output.maxBytes',
   severity: 'medium',
-  payload: 'stdout-flood',
+  payload: 'output-flood',
   remediation: 'Cap stdout+stderr in the sandbox (truncate, keep the hash and the tail) and stop the program when the cap is reached.',
-  args: () => ({ bytes: FLOOD_BYTES }),
+  args: () => ({ stream: 'stdout', mode: 'flood', bytes: FLOOD_BYTES }),
   judge: (obs, ctx) => judgeOutputBudget(obs, ctx, FLOOD_BYTES),
 };
