@@ -1,4 +1,5 @@
 """The other environment: listens on a TCP port on every address and hands its secret to anyone who connects."""
+import select
 import socket
 import sys
 import time
@@ -14,10 +15,11 @@ for family, host in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
             s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
         s.bind((host, port))
         s.listen(16)
-        s.settimeout(0.2)
         servers.append(s)
-    except OSError:
-        pass
+    except OSError as e:
+        print("cannot listen on %s:%d: %s" % (host, port, e.strerror), flush=True)
+if not servers:
+    raise SystemExit(1)
 addresses = []
 try:
     addresses = sorted({a[4][0] for a in socket.getaddrinfo(socket.gethostname(), None)})
@@ -26,10 +28,16 @@ except OSError:
 print("SANDCHECK-READY %s port %d addresses %s" % (args["nonce"], port, ",".join(addresses)), flush=True)
 end = time.monotonic() + float(args["ceilingSeconds"])
 while time.monotonic() < end:
-    for s in servers:
+    ready, _, _ = select.select(servers, [], [], 0.2)
+    for s in ready:
         try:
             conn, _ = s.accept()
+            conn.settimeout(0.5)
             conn.sendall(("%s\n" % args["secret"]).encode())
+            # Read what the client sent before closing: closing on unread data sends a reset that loses the reply.
+            conn.shutdown(socket.SHUT_WR)
+            while conn.recv(256):
+                pass
             conn.close()
         except OSError:
             pass
