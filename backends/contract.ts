@@ -149,6 +149,11 @@ export interface Backend {
   /** Throws SandcheckError('BACKEND_UNAVAILABLE') with a hint when it cannot run here. */
   preflight(): Promise<void>;
   create(policy: Policy, ctx: BackendContext): Promise<Environment>;
+  /**
+   * Run-wide setup once the run's lab exists (e.g. a private Docker daemon started inside it);
+   * close() is called after the last environment is destroyed and before the lab goes.
+   */
+  openRun?(ctx: { runId: string; lab?: LabHandle }): Promise<{ close(): Promise<Leftovers> }>;
 }
 
 export type BackendFactory = () => Promise<Backend>;

@@ -16,12 +16,31 @@ const REGISTRY: Record<string, Entry> = {
     load: async (options) => (await import('./bwrap/index.js')).default((options ?? {}) as Record<string, unknown>),
     install: 'sudo npm run setup   (apt-get install bubblewrap util-linux)',
   },
+  'docker-default': {
+    description: 'Docker (runc) as a team gets it from `docker run` with only the policy limits: root, default bridge; claims the policy the way that team trusts it',
+    load: async (options) => (await import('./docker/index.js')).default({ assumePolicy: true, ...asObject(options), profile: 'docker-default' }),
+    install: 'apt-get install -y docker.io   (sandcheck starts its own dockerd inside the run\'s lab)',
+  },
+  'docker-hardened': {
+    description: 'Docker (runc) hardened: non-root, no capabilities, read-only root, network none, no-new-privileges, limits',
+    load: async (options) => (await import('./docker/index.js')).default({ ...asObject(options), profile: 'docker-hardened' }),
+    install: 'apt-get install -y docker.io   (sandcheck starts its own dockerd inside the run\'s lab)',
+  },
+  gvisor: {
+    description: 'gVisor (runsc) under Docker, hardened as docker-hardened',
+    load: async (options) => (await import('./docker/index.js')).default({ ...asObject(options), profile: 'gvisor' }),
+    install: 'apt-get install -y docker.io runsc',
+  },
   process: {
     description: 'unsandboxed control: plain host process (no isolation at all)',
     load: async () => (await import('./process/index.js')).default(),
     install: 'nothing (needs python3)',
   },
 };
+
+function asObject(options: unknown): Record<string, unknown> {
+  return typeof options === 'object' && options !== null && !Array.isArray(options) ? (options as Record<string, unknown>) : {};
+}
 
 export function backendNames(): string[] {
   return Object.keys(REGISTRY);

@@ -65,13 +65,16 @@ export async function runSuite(opts: RunSuiteOptions): Promise<RunSuiteOutcome> 
   const wantsNetwork = opts.probes.some((p) => p.kind === 'security' && p.category === 'network');
   const live = wantsNetwork && opts.liveNetwork ? await openLiveNetwork() : undefined;
   const lab = live ? { noLabReason: 'live network' } : wantsNetwork ? await tryOpenLab(runId, opts.reporter) : { noLabReason: 'no network probe selected' };
+  let backendRun: { close(): Promise<{ items: string[] }> } | undefined;
   let run;
   try {
+    backendRun = await opts.backend.openRun?.({ runId, ...(lab.session ? { lab: lab.session.handle } : {}) });
     run = await openRunContext(
       runId,
       live ? { liveTraffic: (a, b) => live.trafficBetween(a, b) } : lab.session ? { lab: lab.session } : { noLabReason: lab.noLabReason ?? 'unknown' },
     );
   } catch (err) {
+    await backendRun?.close().catch(() => undefined);
     await lab.session?.close();
     await live?.close();
     throw err;
@@ -93,6 +96,8 @@ export async function runSuite(opts: RunSuiteOptions): Promise<RunSuiteOutcome> 
     results = await runner.run();
   } finally {
     await run.dispose();
+    const backendLeft = await backendRun?.close();
+    for (const l of backendLeft?.items ?? []) opts.reporter?.onNotice?.(`backend teardown: ${l}`);
     await live?.close();
     const closed = await lab.session?.close();
     for (const l of closed?.leftovers ?? []) opts.reporter?.onNotice?.(`lab teardown: ${l}`);

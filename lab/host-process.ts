@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, readlink } from 'node:fs/promises';
 
 /** Identity of one host process as the kernel reports it in /proc/<pid>/status. */
 export interface ProcessIdentity {
@@ -11,6 +11,8 @@ export interface ProcessIdentity {
   seccomp: number | null;
   /** VmHWM: the process's peak resident memory. */
   peakRssBytes: number | null;
+  /** The process is in the host's user namespace: only then are its capabilities host capabilities. */
+  hostUserNamespace: boolean;
 }
 
 function field(status: string, name: string): string | undefined {
@@ -24,8 +26,10 @@ function kib(value: string | undefined): number | null {
 
 export async function readProcessIdentity(pid: number): Promise<ProcessIdentity | undefined> {
   let status: string;
+  let userNs: string;
   try {
     status = await readFile(`/proc/${pid}/status`, 'utf8');
+    userNs = await readlink(`/proc/${pid}/ns/user`);
   } catch {
     return undefined;
   }
@@ -43,10 +47,11 @@ export async function readProcessIdentity(pid: number): Promise<ProcessIdentity 
     noNewPrivs: num('NoNewPrivs'),
     seccomp: num('Seccomp'),
     peakRssBytes: kib(field(status, 'VmHWM')),
+    hostUserNamespace: userNs === (await readlink('/proc/self/ns/user').catch(() => '')),
   };
 }
 
-/** True when the effective capability mask grants anything at all. */
+/** True when the process holds any capability over the host (capabilities inside a child user namespace do not count). */
 export function hasCapabilities(id: ProcessIdentity): boolean {
-  return /^[0-9a-f]+$/i.test(id.capEff) && BigInt(`0x${id.capEff}`) !== 0n;
+  return id.hostUserNamespace && /^[0-9a-f]+$/i.test(id.capEff) && BigInt(`0x${id.capEff}`) !== 0n;
 }

@@ -19,6 +19,21 @@ function positiveInt(value: string): number {
   return n;
 }
 
+/** --image / --docker-socket / DOCKER_HOST become docker backend options (on top of a --backend-config file). */
+function withDockerFlags(fileOptions: unknown, opts: { backend?: string; image?: string; dockerSocket?: string }): unknown {
+  const isDocker = opts.backend !== undefined && ['docker-default', 'docker-hardened', 'gvisor'].includes(opts.backend);
+  if (!isDocker) {
+    if (opts.image || opts.dockerSocket) throw new SandcheckError('USAGE', '--image and --docker-socket are options of the docker backends', { hint: 'add --backend docker-hardened (or docker-default, gvisor)' });
+    return fileOptions;
+  }
+  const base = typeof fileOptions === 'object' && fileOptions !== null ? (fileOptions as Record<string, unknown>) : {};
+  return {
+    ...base,
+    ...(opts.image ? { image: opts.image } : {}),
+    ...(opts.dockerSocket ? { socketPath: opts.dockerSocket } : !('socketPath' in base) && !('daemon' in base) && process.env['DOCKER_HOST'] ? { daemon: 'docker-host' } : {}),
+  };
+}
+
 async function runCommand(opts: {
   backend?: string;
   backendConfig?: string;
@@ -29,12 +44,15 @@ async function runCommand(opts: {
   tasks?: string;
   exporter: 'reference' | 'naive';
   liveNetwork?: boolean;
+  image?: string;
+  dockerSocket?: string;
 }): Promise<number> {
   const policy = await loadPolicy(opts.policy);
   const userTasks = opts.tasks ? await loadTaskDir(opts.tasks) : [];
   const probes = selectProbes(opts.only, userTasks);
   const reporter = progressReporter(process.stderr);
-  const backendOptions = opts.backendConfig ? await readConfigFile(opts.backendConfig) : undefined;
+  const fileOptions = opts.backendConfig ? await readConfigFile(opts.backendConfig) : undefined;
+  const backendOptions = withDockerFlags(fileOptions, opts);
   let backend;
   if (opts.backend) {
     backend = await loadBackend(opts.backend, backendOptions);
@@ -119,6 +137,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('-o, --out <dir>', 'directory for security.json, task.json and their JUnit XML', 'out')
     .option('--only <ids...>', 'run only these probe / task ids')
     .option('--tasks <dir>', 'also run the task cases (YAML, JSON or .mjs) in this directory')
+    .option('--image <ref>', 'docker backends: an image you already have (needs python3), instead of the offline-built probe image')
+    .option('--docker-socket <path>', 'docker backends: an existing daemon instead of a private one started inside the lab (network probes then need --live-network)')
     .option('--live-network', 'no lab: network probes try the real addresses (only inside a disposable cloud machine)')
     .addOption(new Option('--exporter <name>', 'exporter artifacts pass before leaving the box (naive: unsafe, positive controls only)').choices(['reference', 'naive'] as const).default('reference' as const))
     .option('-j, --concurrency <n>', 'environments run at once', positiveInt, 2)

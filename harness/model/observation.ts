@@ -44,6 +44,7 @@ export const ProcessIdentitySchema = z.strictObject({
   noNewPrivs: z.number().int().nullable(),
   seccomp: z.number().int().nullable(),
   peakRssBytes: z.number().nullable(),
+  hostUserNamespace: z.boolean(),
 });
 
 const HealthSampleSchema = z.strictObject({

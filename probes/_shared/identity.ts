@@ -4,7 +4,7 @@ import type { Judgement, Observation } from '../../harness/model/probe.js';
 import { hasCapabilities, type ProcessIdentity } from '../../lab/host-process.js';
 
 export const describeIdentity = (p: ProcessIdentity): string =>
-  `pid ${p.pid} ${p.command}: uid ${p.realUid}/euid ${p.effectiveUid}, CapEff ${p.capEff}, NoNewPrivs ${p.noNewPrivs ?? '?'}, Seccomp ${p.seccomp ?? '?'}`;
+  `pid ${p.pid} ${p.command}: uid ${p.realUid}/euid ${p.effectiveUid}, CapEff ${p.capEff}${p.hostUserNamespace ? '' : ' (in its own user namespace)'}, NoNewPrivs ${p.noNewPrivs ?? '?'}, Seccomp ${p.seccomp ?? '?'}`;
 
 /**
  * Identity as the host kernel saw the box's processes (/proc/<pid>/status), never as the payload

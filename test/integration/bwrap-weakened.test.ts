@@ -128,7 +128,8 @@ const PAIRS: Record<string, { variant: VariantName; witness: RegExp }> = {
   'decoy-process-environ': { variant: 'hostRootHostPid', witness: /^canary-scan$/ },
   'ptrace-host-decoy': { variant: 'hostRootHostPid', witness: /^canary-scan$/ },
   'identity-uid': { variant: 'noUidDrop', witness: /^host-proc-status$/ },
-  'identity-capabilities': { variant: 'noUidDrop', witness: /^host-proc-status$/ },
+  // Capabilities inside bwrap's own user namespace are not host capabilities: only host root without one crosses.
+  'identity-capabilities': { variant: 'hostRootHostPid', witness: /^host-proc-status$/ },
   'identity-setuid': { variant: 'noUidDrop', witness: /^host-proc-status$/ },
   // resources
   'wall-clock-spin': { variant: 'noWallClock', witness: /^harness-clock$/ },

@@ -64,6 +64,7 @@ const proc = (over: Partial<{ effectiveUid: number; capEff: string; peakRssBytes
   noNewPrivs: 1,
   seccomp: 0,
   peakRssBytes: 10 * MiB,
+  hostUserNamespace: true,
   ...over,
 });
 
@@ -101,6 +102,8 @@ describe('resource and identity judges from outside evidence', () => {
     expect(identityUid.judge(obs({ hostProcesses: [proc({})] }), ctx).verdict).toBe('held');
     expect(identityUid.judge(obs({ hostProcesses: [proc({ effectiveUid: 0 })] }), ctx).verdict).toBe('crossed');
     expect(identityCapabilities.judge(obs({ hostProcesses: [proc({ capEff: '00000000a80425fb' })] }), ctx).verdict).toBe('crossed');
+    // Capabilities held only inside the box's own user namespace are not host capabilities.
+    expect(identityCapabilities.judge(obs({ hostProcesses: [{ ...proc({ capEff: '00000000a80425fb' }), hostUserNamespace: false }] }), ctx).verdict).toBe('held');
     expect(identityUid.judge(obs({}), ctx).verdict).toBe('inconclusive');
   });
 
