@@ -10,6 +10,11 @@ import { loadPolicy } from '../policy-loader.js';
 import { explainPolicy, policyBounds } from '../policy-explain.js';
 import { packageVersion } from '../paths.js';
 import { runSuite } from '../run-suite.js';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { compareCards, comparisonMarkdown, comparisonText } from '../../reports/compare.js';
+import { validateScorecard } from '../../reports/validate.js';
+import type { SecurityScorecard, TaskScorecard } from '../model/scorecard.js';
 import { loadTaskDir } from '../task/load-tasks.js';
 import { progressReporter } from './progress.js';
 
@@ -119,6 +124,27 @@ async function listCommand(opts: { json?: boolean; tasks?: string }): Promise<nu
   return EXIT.ok;
 }
 
+async function readCard(dir: string, kind: 'security' | 'task'): Promise<unknown> {
+  const doc = await readConfigFile(join(dir, `${kind}.json`));
+  const check = validateScorecard(kind, doc);
+  if (!check.valid) throw new SandcheckError('CONFIG_INVALID', `${join(dir, `${kind}.json`)} is not a sandcheck ${kind} scorecard: ${check.errors.slice(0, 300)}`);
+  return doc;
+}
+
+async function compareCommand(dirs: string[], opts: { markdown?: string }): Promise<number> {
+  const runs = [];
+  for (const dir of dirs) {
+    runs.push({ security: (await readCard(dir, 'security')) as SecurityScorecard, task: (await readCard(dir, 'task')) as TaskScorecard });
+  }
+  const comparison = compareCards(runs);
+  process.stdout.write(`${comparisonText(comparison)}\n`);
+  if (opts.markdown) {
+    await writeFile(opts.markdown, comparisonMarkdown(comparison));
+    process.stdout.write(`wrote ${opts.markdown}\n`);
+  }
+  return EXIT.ok;
+}
+
 export async function main(argv: readonly string[]): Promise<number> {
   let code: number = EXIT.ok;
   const program = new Command()
@@ -160,6 +186,15 @@ export async function main(argv: readonly string[]): Promise<number> {
     .description('which backends and lab parts work on this machine, and the exact command to install what is missing')
     .action(async () => {
       code = await doctor(process.stdout);
+    });
+
+  program
+    .command('compare')
+    .description('put the scorecards of several runs (backends) side by side; * marks rows where they differ')
+    .argument('<dirs...>', 'output directories of earlier `sandcheck run`s')
+    .option('--markdown <file>', 'also write the comparison with its evidence as Markdown')
+    .action(async (dirs, opts) => {
+      code = await compareCommand(dirs, opts);
     });
 
   const policy = program.command('policy').description('inspect policies');
