@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
-import { closeSync, constants, openSync } from 'node:fs';
-import { access, readFile, readlink, writeFile } from 'node:fs/promises';
+import { closeSync, openSync } from 'node:fs';
+import { readFile, readlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -26,12 +26,17 @@ import type {
   ResourceReport,
 } from '../contract.js';
 import { describeEntry } from '../file-entry.js';
+import type { CgroupCounters } from '../shared/cgroup-counters.js';
+import { commOf, processTree } from '../shared/host-proc.js';
+import { killMarkedProcesses, killQuietly, killTree } from '../shared/process-kill.js';
+import { stopRunningExec, TeardownOnce } from '../shared/teardown.js';
+import { segmentsOf } from '../shared/workspace-path.js';
 import { commandArgv, launcherArgs, LAUNCH_CGROUP_FAILED, STATUS_FD, type BoxPlan, type Tools } from './argv.js';
-import { cgroupNameFor, type CgroupCounters, type CgroupDetection, type CgroupLimits, type EnvCgroup, type LimitName } from './cgroups.js';
-import { commOf, inheritableFds, killQuietly, processTree, readIdentity, type ProcIdentity } from './host-proc.js';
+import { cgroupNameFor, type CgroupDetection, type CgroupLimits, type EnvCgroup, type LimitName } from './cgroups.js';
+import { inheritableFds, readIdentity, type ProcIdentity } from './host-proc.js';
 import type { ResolvedBwrapOptions } from './options.js';
 import { StatusReader } from './status.js';
-import { createEnvRoot, ensurePrivateDir, getFile, ownerRecord, putFile, removeEnvRoot, segmentsOf, type EnvRoot, type Ownership } from './workspace.js';
+import { createEnvRoot, ensurePrivateDir, getFile, ownerRecord, putFile, removeEnvRoot, type EnvRoot, type Ownership } from './workspace.js';
 
 /** Every box process carries these (not secrets): the harness can find strays by them. */
 export const ENV_MARKER = 'SANDCHECK_ENV';
@@ -55,21 +60,6 @@ export interface BwrapRuntime {
   dropToUid: number | undefined;
   workspace: 'tmpfs' | 'host-dir';
   stateDir: string;
-}
-
-const BIN_DIRS = ['/usr/bin', '/bin', '/usr/sbin', '/sbin', '/usr/local/bin', '/usr/local/sbin'];
-
-export async function findBinary(name: string): Promise<string | undefined> {
-  for (const d of BIN_DIRS) {
-    const p = join(d, name);
-    try {
-      await access(p, constants.X_OK);
-      return p;
-    } catch {
-      // next
-    }
-  }
-  return undefined;
 }
 
 export function resolveRuntime(opts: ResolvedBwrapOptions, tools: Tools, cgroups: CgroupDetection): BwrapRuntime {
@@ -295,7 +285,7 @@ interface OutputState {
 class BwrapEnvironment implements Environment {
   private readonly readOnly = new Set<string>();
   private running: Running | undefined;
-  private destroying: Promise<Leftovers> | undefined;
+  private readonly teardownOnce = new TeardownOnce();
 
   constructor(
     readonly id: string,
@@ -317,7 +307,7 @@ class BwrapEnvironment implements Environment {
   }
 
   private assertUsable(what: string): void {
-    if (this.destroying) throw new SandcheckError('HARNESS', `${what} on a destroyed environment`);
+    if (this.teardownOnce.begun) throw new SandcheckError('HARNESS', `${what} on a destroyed environment`);
     if (this.running) throw new SandcheckError('HARNESS', `${what} while an exec of this environment runs`);
   }
 
@@ -587,7 +577,7 @@ class BwrapEnvironment implements Environment {
     if (this.cg) {
       await this.cg.killAll();
     } else if (launcherPid !== undefined && !launcherExited()) {
-      for (const pid of await processTree(launcherPid)) killQuietly(pid);
+      await killTree(launcherPid);
     }
     if (launcherPid !== undefined && !launcherExited()) killQuietly(launcherPid);
     // teardown 'launcher-tree' (a deliberate weakening) stops here: whatever left the launcher's tree lives on.
@@ -597,18 +587,12 @@ class BwrapEnvironment implements Environment {
   }
 
   destroy(): Promise<Leftovers> {
-    if (this.destroying) return this.destroying.then(() => ({ items: [] }));
-    this.destroying = this.teardown();
-    return this.destroying;
+    return this.teardownOnce.run(() => this.teardown());
   }
 
   private async teardown(): Promise<Leftovers> {
     const items: string[] = [];
-    const r = this.running;
-    if (r) {
-      await r.stop('destroy');
-      await Promise.race([r.done, new Promise((res) => setTimeout(res, STOP_WAIT_MS).unref())]);
-    }
+    await stopRunningExec(this.running, STOP_WAIT_MS);
     if (this.cg) {
       const alive = await this.cg.pids();
       for (const pid of alive) items.push(`process ${pid} (${await commOf(pid)}) was still in the environment's cgroup at destroy; killed`);
@@ -617,11 +601,8 @@ class BwrapEnvironment implements Environment {
     }
     // A second witness that does not trust the cgroup: box processes carry the environment marker
     // (skipped by teardown 'launcher-tree', the deliberately weakened variant).
-    const marked = this.rt.opts.teardown === 'thorough' ? await findProcessesWithEnvMarker(ENV_MARKER, this.id) : [];
-    for (const p of marked) {
-      items.push(`process ${p.pid} (${await commOf(p.pid)}) of the environment was outside its cgroup at destroy; killed`);
-      killQuietly(p.pid);
-    }
+    const marked = this.rt.opts.teardown === 'thorough' ? await killMarkedProcesses(ENV_MARKER, this.id) : [];
+    for (const p of marked) items.push(`process ${p.pid} (${p.comm}) of the environment was outside its cgroup at destroy; killed`);
     if (this.cg) items.push(...(await this.cg.remove()));
     items.push(...(await removeEnvRoot(this.root.root, this.root.mounted, this.cgroupName)));
     return { items };

@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { access, mkdir, readdir, readFile, realpath, rmdir, stat, writeFile } from 'node:fs/promises';
+import { access, mkdir, readdir, realpath, rmdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ResourceReport } from '../contract.js';
-import { killQuietly } from './host-proc.js';
+import { observedOnly, readV1Counters, readV2Counters, type CgroupCounters } from '../shared/cgroup-counters.js';
+import { cgroupMounts, parseKeyed, readPids, readText, type CgroupMount } from '../shared/cgroup-files.js';
+import { killQuietly } from '../shared/process-kill.js';
 
 /**
  * Per-environment cgroups, driven from outside the box: cgroup v1 (one directory per controller, the
@@ -27,20 +29,6 @@ export interface CgroupLimits {
   memoryBytes?: number;
   pids?: number;
   cpuCores?: number;
-}
-
-/** Cumulative counters; an exec reports the difference from a baseline where the kernel cannot reset them. */
-export interface CgroupCounters {
-  memoryLimitBytes?: number;
-  memoryPeakBytes?: number;
-  memoryFailcnt?: number;
-  oomKills?: number;
-  pidsLimit?: number;
-  pidsPeak?: number;
-  pidsMaxEvents?: number;
-  cpuQuotaCores?: number;
-  cpuUsageNs?: number;
-  cpuThrottledPeriods?: number;
 }
 
 export interface EnvCgroup {
@@ -76,40 +64,6 @@ export interface CgroupHierarchy {
 
 // ---------------------------------------------------------------- small file helpers
 
-async function readText(path: string): Promise<string | undefined> {
-  try {
-    return await readFile(path, 'utf8');
-  } catch {
-    return undefined;
-  }
-}
-
-async function readNumber(path: string): Promise<number | undefined> {
-  const t = (await readText(path))?.trim();
-  if (t === undefined || t === '' || t === 'max') return undefined;
-  const n = Number(t);
-  return Number.isFinite(n) ? n : undefined;
-}
-
-/** "key value" lines (memory.oom_control, pids.events, cpu.stat, memory.events). */
-export function parseKeyed(text: string | undefined): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const line of (text ?? '').split('\n')) {
-    const [k, v] = line.trim().split(/\s+/);
-    if (k && v !== undefined && Number.isFinite(Number(v))) out.set(k, Number(v));
-  }
-  return out;
-}
-
-async function readPids(procsFile: string): Promise<number[]> {
-  const t = await readText(procsFile);
-  if (t === undefined) return [];
-  return t
-    .split('\n')
-    .map((l) => Number(l.trim()))
-    .filter((n) => Number.isInteger(n) && n > 0);
-}
-
 async function exists(path: string): Promise<boolean> {
   try {
     await stat(path);
@@ -133,35 +87,6 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs: number, stepMs 
 }
 
 const sub = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined ? undefined : a - (b ?? 0));
-
-function defined(report: ResourceReport): ResourceReport {
-  return Object.fromEntries(Object.entries(report).filter(([, v]) => v !== undefined)) as ResourceReport;
-}
-
-// ---------------------------------------------------------------- mounts
-
-export interface CgroupMount {
-  fstype: 'cgroup' | 'cgroup2';
-  path: string;
-  options: string[];
-}
-
-const unescapeMount = (s: string): string => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
-
-export function parseMounts(text: string): CgroupMount[] {
-  const out: CgroupMount[] = [];
-  for (const line of text.split('\n')) {
-    const f = line.split(' ');
-    const [, mountPoint, fstype, opts] = f;
-    if (mountPoint === undefined || opts === undefined) continue;
-    if (fstype === 'cgroup' || fstype === 'cgroup2') out.push({ fstype, path: unescapeMount(mountPoint), options: opts.split(',') });
-  }
-  return out;
-}
-
-export async function cgroupMounts(): Promise<CgroupMount[]> {
-  return parseMounts((await readText('/proc/self/mounts')) ?? '');
-}
 
 // ---------------------------------------------------------------- v1
 
@@ -228,35 +153,15 @@ class V1Cgroup implements EnvCgroup {
   }
 
   private async counters(): Promise<CgroupCounters> {
-    const num = (c: V1Controller, f: string): Promise<number | undefined> => {
-      const p = this.file(c, f);
-      return p ? readNumber(p) : Promise.resolve(undefined);
-    };
-    const keyed = async (c: V1Controller, f: string): Promise<Map<string, number>> => {
-      const p = this.file(c, f);
-      return parseKeyed(p ? await readText(p) : undefined);
-    };
-    const memLimit = await num('memory', 'memory.limit_in_bytes');
-    const quota = await num('cpu', 'cpu.cfs_quota_us');
-    const period = await num('cpu', 'cpu.cfs_period_us');
-    return {
-      // An "unlimited" v1 memory limit reads as a huge page-aligned number.
-      memoryLimitBytes: memLimit !== undefined && memLimit < 2 ** 62 ? memLimit : undefined,
-      memoryPeakBytes: await num('memory', 'memory.max_usage_in_bytes'),
-      memoryFailcnt: await num('memory', 'memory.failcnt'),
-      oomKills: this.dir('memory') ? (await keyed('memory', 'memory.oom_control')).get('oom_kill') : undefined,
-      pidsLimit: await num('pids', 'pids.max'),
-      pidsPeak: await num('pids', 'pids.peak'),
-      pidsMaxEvents: this.dir('pids') ? ((await keyed('pids', 'pids.events')).get('max') ?? 0) : undefined,
-      cpuQuotaCores: quota !== undefined && quota > 0 && period ? quota / period : undefined,
-      cpuUsageNs: await num('cpuacct', 'cpuacct.usage'),
-      cpuThrottledPeriods: this.dir('cpu') ? (await keyed('cpu', 'cpu.stat')).get('nr_throttled') : undefined,
-    };
+    const c = await readV1Counters(this.dirs);
+    // With a pids controller, no refused fork yet is 0, not unknown.
+    if (this.dir('pids')) c.pidsMaxEvents ??= 0;
+    return c;
   }
 
   async report(baseline: CgroupCounters): Promise<ResourceReport> {
     const now = await this.counters();
-    return defined({
+    return observedOnly({
       source: `cgroup v1 ${[...this.dirs.keys()].join(',')}: ${this.name}`,
       memoryLimitBytes: now.memoryLimitBytes,
       memoryPeakBytes: now.memoryPeakBytes,
@@ -394,31 +299,14 @@ class V2Cgroup implements EnvCgroup {
   }
 
   private async counters(): Promise<CgroupCounters> {
-    const f = (n: string): string => join(this.dir, n);
-    const has = (c: string): boolean => this.controllers.has(c);
-    const cpuMax = (await readText(f('cpu.max')))?.trim().split(/\s+/);
-    const quota = cpuMax?.[0] !== undefined && cpuMax[0] !== 'max' ? Number(cpuMax[0]) : undefined;
-    const period = cpuMax?.[1] !== undefined ? Number(cpuMax[1]) : undefined;
-    const cpuStat = parseKeyed(await readText(f('cpu.stat')));
-    const memEvents = has('memory') ? parseKeyed(await readText(f('memory.events'))) : undefined;
-    const usageUs = cpuStat.get('usage_usec');
-    return {
-      memoryLimitBytes: has('memory') ? await readNumber(f('memory.max')) : undefined,
-      memoryPeakBytes: has('memory') ? await readNumber(f('memory.peak')) : undefined,
-      memoryFailcnt: memEvents?.get('max'),
-      oomKills: memEvents?.get('oom_kill'),
-      pidsLimit: has('pids') ? await readNumber(f('pids.max')) : undefined,
-      pidsPeak: has('pids') ? await readNumber(f('pids.peak')) : undefined,
-      pidsMaxEvents: has('pids') ? (parseKeyed(await readText(f('pids.events'))).get('max') ?? 0) : undefined,
-      cpuQuotaCores: quota !== undefined && period ? quota / period : undefined,
-      cpuUsageNs: usageUs === undefined ? undefined : usageUs * 1000,
-      cpuThrottledPeriods: cpuStat.get('nr_throttled'),
-    };
+    const c = await readV2Counters(this.dir, this.controllers);
+    if (this.controllers.has('pids')) c.pidsMaxEvents ??= 0;
+    return c;
   }
 
   async report(baseline: CgroupCounters): Promise<ResourceReport> {
     const now = await this.counters();
-    return defined({
+    return observedOnly({
       source: `cgroup v2 ${[...this.controllers].join(',') || '(no controllers)'}: ${this.name}`,
       memoryLimitBytes: now.memoryLimitBytes,
       memoryPeakBytes: now.memoryPeakBytes,

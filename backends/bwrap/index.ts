@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { SandcheckError } from '../../harness/errors.js';
 import type { Backend } from '../contract.js';
-import { BwrapBackend, findBinary, resolveRuntime } from './bwrap-backend.js';
+import { findBinary } from '../shared/find-binary.js';
+import { BwrapBackend, resolveRuntime } from './bwrap-backend.js';
 import { detectCgroups } from './cgroups.js';
 import { BwrapOptionsSchema, type BwrapOptions } from './options.js';
 

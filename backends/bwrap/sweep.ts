@@ -1,6 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
-import { readStat } from './host-proc.js';
 import { join } from 'node:path';
+import { readStat } from '../shared/host-proc.js';
 import { CGROUP_PREFIX, detectCgroups, type CgroupHierarchy } from './cgroups.js';
 import { DEFAULT_STATE_DIR } from './bwrap-backend.js';
 import { ownerAlive, readOwner, removeEnvRoot } from './workspace.js';

@@ -1,13 +1,14 @@
 import { constants } from 'node:fs';
 import type { Stats } from 'node:fs';
 import { chmod, chown, lstat, mkdir, open, readFile, readlink, rename, rm, unlink, writeFile } from 'node:fs/promises';
-import { join, posix } from 'node:path';
+import { join } from 'node:path';
 import { execa } from 'execa';
 import { z } from 'zod';
 import { SandcheckError } from '../../harness/errors.js';
 import type { FileKind, GotFile, PutFile } from '../contract.js';
-import { bootId, readStat } from './host-proc.js';
 import { kindOf } from '../file-entry.js';
+import { ownerAlive as processOwnerAlive, selfOwner } from '../shared/process-owner.js';
+import { segmentsOf } from '../shared/workspace-path.js';
 
 /**
  * The host side of an environment: `<stateDir>/<runId>-<envId>/` holds an ownership record and `fs/`,
@@ -72,14 +73,14 @@ export async function ensurePrivateDir(path: string, mode: number, uid: number |
 }
 
 export async function ownerRecord(runId: string, envId: string, mounted: boolean): Promise<OwnerRecord> {
-  const self = await readStat(process.pid);
+  const me = await selfOwner();
   return {
     version: 1,
     runId,
     envId,
-    ownerPid: process.pid,
-    ownerStartTime: self?.startTime ?? 0,
-    bootId: await bootId(),
+    ownerPid: me.pid,
+    ownerStartTime: me.startTime,
+    bootId: me.bootId,
     mounted,
     createdAt: new Date().toISOString(),
   };
@@ -100,10 +101,8 @@ export async function readOwner(file: string): Promise<OwnerRecord | undefined> 
   }
 }
 
-export async function ownerAlive(record: OwnerRecord): Promise<boolean> {
-  if (record.bootId !== (await bootId())) return false;
-  const s = await readStat(record.ownerPid);
-  return s !== undefined && s.startTime === record.ownerStartTime;
+export function ownerAlive(record: OwnerRecord): Promise<boolean> {
+  return processOwnerAlive({ pid: record.ownerPid, startTime: record.ownerStartTime, bootId: record.bootId });
 }
 
 /**
@@ -165,17 +164,6 @@ export async function removeEnvRoot(root: string, mounted: boolean, what: string
     problems.push(`workspace of ${what} could not be removed: ${errCode(err)}`);
   }
   return problems;
-}
-
-/** Normalised relative segments of a workspace path; refuses absolute paths and '..'. */
-export function segmentsOf(rel: string): string[] {
-  const norm = posix.normalize(rel.replaceAll('\\', '/'));
-  if (posix.isAbsolute(norm) || norm === '..' || norm.startsWith('../')) {
-    throw new SandcheckError('HARNESS', `path "${rel}" leaves the workspace`);
-  }
-  const segs = norm.split('/').filter((s) => s !== '' && s !== '.');
-  if (segs.length === 0) throw new SandcheckError('HARNESS', `path "${rel}" names the workspace itself`);
-  return segs;
 }
 
 type ParentWalk = { ok: true; dir: string } | { ok: false; kind: GotFile['kind']; note: string };

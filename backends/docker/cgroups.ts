@@ -1,6 +1,8 @@
-import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ResourceReport } from '../contract.js';
+import { readV1Counters, readV2Counters, type CgroupCounters } from '../shared/cgroup-counters.js';
+import { cgroupMounts, readNumber, readPids, readText } from '../shared/cgroup-files.js';
 
 /**
  * The container's counters, read from outside: the cgroup directories the host kernel keeps for it.
@@ -18,47 +20,6 @@ const V1_CONTROLLERS = ['memory', 'pids', 'cpu', 'cpuacct'] as const;
 type V1Controller = (typeof V1_CONTROLLERS)[number];
 
 export const PARENT_PREFIX = 'sandcheck-docker-';
-
-async function readText(path: string): Promise<string | undefined> {
-  try {
-    return await readFile(path, 'utf8');
-  } catch {
-    return undefined;
-  }
-}
-
-async function readNumber(path: string): Promise<number | undefined> {
-  const t = (await readText(path))?.trim();
-  if (t === undefined || t === '' || t === 'max') return undefined;
-  const n = Number(t.split(/\s+/)[0]);
-  return Number.isFinite(n) ? n : undefined;
-}
-
-export function parseKeyed(text: string | undefined): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const line of (text ?? '').split('\n')) {
-    const [k, v] = line.trim().split(/\s+/);
-    if (k && v !== undefined && Number.isFinite(Number(v))) out.set(k, Number(v));
-  }
-  return out;
-}
-
-interface Mount {
-  path: string;
-  fstype: 'cgroup' | 'cgroup2';
-  options: string[];
-}
-
-async function cgroupMounts(): Promise<Mount[]> {
-  const text = (await readText('/proc/self/mounts')) ?? '';
-  const out: Mount[] = [];
-  for (const line of text.split('\n')) {
-    const [, mp, fstype, opts] = line.split(' ');
-    if (mp === undefined || opts === undefined) continue;
-    if (fstype === 'cgroup' || fstype === 'cgroup2') out.push({ path: mp.replace(/\\040/g, ' '), fstype, options: opts.split(',') });
-  }
-  return out;
-}
 
 /** Every cgroup hierarchy's mount point (v1 controllers, named hierarchies, the v2 tree). */
 export async function allHierarchyRoots(): Promise<string[]> {
@@ -165,28 +126,14 @@ export async function createParentCgroup(name: string): Promise<ParentCgroup> {
   };
 }
 
-/** Counters of the container's own cgroup at one instant. */
-export interface ChildSample {
-  memoryLimitBytes?: number;
-  memoryPeakBytes?: number;
-  memoryFailcnt?: number;
-  oomKills?: number;
-  pidsLimit?: number;
-  pidsPeak?: number;
-  pidsMaxEvents?: number;
-  cpuQuotaCores?: number;
-  cpuUsageNs?: number;
-  cpuThrottledPeriods?: number;
-}
-
 export interface ContainerCgroup {
   readonly version: 1 | 2;
   /** For the report's `source`. */
   readonly describe: string;
   /** Host pids in the container's cgroup. */
   pids(): Promise<number[]>;
-  /** undefined when the directory is gone (the container stopped). */
-  sample(): Promise<ChildSample | undefined>;
+  /** Counters of the container's own cgroup at one instant; undefined when the directory is gone (the container stopped). */
+  sample(): Promise<CgroupCounters | undefined>;
   resetPeaks(): Promise<void>;
 }
 
@@ -201,15 +148,6 @@ function parseProcCgroup(text: string): { v1: Map<string, string>; v2: string | 
     else for (const c of (controllers ?? '').split(',')) v1.set(c, path ?? '/');
   }
   return { v1, v2 };
-}
-
-async function readPids(file: string): Promise<number[]> {
-  const t = await readText(file);
-  if (t === undefined) return [];
-  return t
-    .split('\n')
-    .map((l) => Number(l.trim()))
-    .filter((n) => Number.isInteger(n) && n > 0);
 }
 
 /**
@@ -246,34 +184,9 @@ function v1Cgroup(dirs: Map<V1Controller, string>, path: string): ContainerCgrou
     describe: `cgroup v1 memory,pids,cpu,cpuacct: ${path}`,
     pids: () => readPids(f('memory', 'cgroup.procs')),
     async sample() {
-      const limit = await readNumber(f('memory', 'memory.limit_in_bytes'));
-      if (limit === undefined) return undefined;
-      const oom = parseKeyed(await readText(f('memory', 'memory.oom_control')));
-      const pidsEvents = parseKeyed(await readText(f('pids', 'pids.events')));
-      const quota = await readNumber(f('cpu', 'cpu.cfs_quota_us'));
-      const period = await readNumber(f('cpu', 'cpu.cfs_period_us'));
-      const cpuStat = parseKeyed(await readText(f('cpu', 'cpu.stat')));
-      const s: ChildSample = {};
-      // A limit of "no limit" reads as a huge number in v1.
-      if (limit < 2 ** 62) s.memoryLimitBytes = limit;
-      const peak = await readNumber(f('memory', 'memory.max_usage_in_bytes'));
-      if (peak !== undefined) s.memoryPeakBytes = peak;
-      const failcnt = await readNumber(f('memory', 'memory.failcnt'));
-      if (failcnt !== undefined) s.memoryFailcnt = failcnt;
-      const kills = oom.get('oom_kill');
-      if (kills !== undefined) s.oomKills = kills;
-      const pmax = await readNumber(f('pids', 'pids.max'));
-      if (pmax !== undefined) s.pidsLimit = pmax;
-      const ppeak = await readNumber(f('pids', 'pids.peak'));
-      if (ppeak !== undefined) s.pidsPeak = ppeak;
-      const pev = pidsEvents.get('max');
-      if (pev !== undefined) s.pidsMaxEvents = pev;
-      if (quota !== undefined && quota > 0 && period !== undefined && period > 0) s.cpuQuotaCores = quota / period;
-      const usage = await readNumber(f('cpuacct', 'cpuacct.usage'));
-      if (usage !== undefined) s.cpuUsageNs = usage;
-      const thr = cpuStat.get('nr_throttled');
-      if (thr !== undefined) s.cpuThrottledPeriods = thr;
-      return s;
+      // The limit file goes with the container: then there is nothing to sample.
+      if ((await readNumber(f('memory', 'memory.limit_in_bytes'))) === undefined) return undefined;
+      return readV1Counters(dirs);
     },
     async resetPeaks() {
       await writeFile(f('memory', 'memory.max_usage_in_bytes'), '0').catch(() => undefined);
@@ -289,33 +202,8 @@ function v2Cgroup(dir: string, path: string): ContainerCgroup {
     describe: `cgroup v2: ${path}`,
     pids: () => readPids(f('cgroup.procs')),
     async sample() {
-      const events = await readText(f('memory.events'));
-      if (events === undefined) return undefined;
-      const ev = parseKeyed(events);
-      const pev = parseKeyed(await readText(f('pids.events')));
-      const cpuStat = parseKeyed(await readText(f('cpu.stat')));
-      const cpuMax = (await readText(f('cpu.max')))?.trim().split(/\s+/);
-      const s: ChildSample = {};
-      const limit = await readNumber(f('memory.max'));
-      if (limit !== undefined) s.memoryLimitBytes = limit;
-      const peak = await readNumber(f('memory.peak'));
-      if (peak !== undefined) s.memoryPeakBytes = peak;
-      const max = ev.get('max');
-      if (max !== undefined) s.memoryFailcnt = max;
-      const kills = ev.get('oom_kill');
-      if (kills !== undefined) s.oomKills = kills;
-      const pmax = await readNumber(f('pids.max'));
-      if (pmax !== undefined) s.pidsLimit = pmax;
-      const ppeak = await readNumber(f('pids.peak'));
-      if (ppeak !== undefined) s.pidsPeak = ppeak;
-      const pe = pev.get('max');
-      if (pe !== undefined) s.pidsMaxEvents = pe;
-      if (cpuMax && cpuMax[0] !== 'max' && cpuMax[1] !== undefined) s.cpuQuotaCores = Number(cpuMax[0]) / Number(cpuMax[1]);
-      const usec = cpuStat.get('usage_usec');
-      if (usec !== undefined) s.cpuUsageNs = usec * 1000;
-      const thr = cpuStat.get('nr_throttled');
-      if (thr !== undefined) s.cpuThrottledPeriods = thr;
-      return s;
+      if ((await readText(f('memory.events'))) === undefined) return undefined;
+      return readV2Counters(dir);
     },
     async resetPeaks() {
       // cgroup v2 peaks cannot be reset (memory.peak only per open file): they cover the environment's life.
@@ -328,8 +216,8 @@ function v2Cgroup(dir: string, path: string): ContainerCgroup {
  * container dies), and the parent's hierarchical peaks at the end. Differences for counters that only grow.
  */
 export class ExecCounters {
-  private baseline: ChildSample | undefined;
-  private latest: ChildSample | undefined;
+  private baseline: CgroupCounters | undefined;
+  private latest: CgroupCounters | undefined;
   private maxOom = 0;
   private maxPidsEvents = 0;
   private maxPeak = 0;

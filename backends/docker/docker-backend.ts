@@ -7,7 +7,6 @@ import { SandcheckError, errorMessage } from '../../harness/errors.js';
 import type { Tristate } from '../../harness/model/observation.js';
 import type { Policy } from '../../harness/model/policy.js';
 import { RUN_MARKER } from '../../harness/run-context.js';
-import { findProcessesWithEnvMarker } from '../../lab/process-scan.js';
 import type {
   Backend,
   BackendContext,
@@ -20,10 +19,14 @@ import type {
   Leftovers,
   PutFile,
 } from '../contract.js';
+import { processTree, readStat, sameProcessAlive } from '../shared/host-proc.js';
+import { killMarkedProcesses, killQuietly } from '../shared/process-kill.js';
+import { selfOwner } from '../shared/process-owner.js';
+import { stopRunningExec, TeardownOnce } from '../shared/teardown.js';
 import { type ContainerState, type DaemonInfo, type DockerClient, type PathStat } from './client.js';
 import { CappedDemux } from './demux.js';
 import { canUseV1Parents, createParentCgroup, ExecCounters, locateContainerCgroup, PARENT_PREFIX, type ContainerCgroup, type ParentCgroup } from './cgroups.js';
-import { commOf, formatOwner, killQuietly, processTree, readStat, selfOwner } from './host.js';
+import { formatOwner } from './host.js';
 import { DEFAULT_LAB_DAEMON_ROOT, privateDaemonProblem, startLabDaemon, sweepStaleLabDaemons, type LabDaemon } from './lab-daemon.js';
 import type { ResolvedDockerOptions } from './options.js';
 import { sweepDockerLeftovers } from './sweep.js';
@@ -360,7 +363,7 @@ export class DockerEnvironment implements Environment {
   coldStartMs: number | undefined;
   private readonly createdAt: number;
   private running: Running | undefined;
-  private destroying: Promise<Leftovers> | undefined;
+  private readonly teardownOnce = new TeardownOnce();
   /** Why the container is no longer running, once it is not. */
   private stoppedWhy: string | undefined;
   private readonly client: DockerClient;
@@ -382,7 +385,7 @@ export class DockerEnvironment implements Environment {
   }
 
   private assertUsable(what: string): void {
-    if (this.destroying) throw new SandcheckError('HARNESS', `${what} on a destroyed environment`);
+    if (this.teardownOnce.begun) throw new SandcheckError('HARNESS', `${what} on a destroyed environment`);
     if (this.running) throw new SandcheckError('HARNESS', `${what} while an exec of this environment runs`);
   }
 
@@ -555,7 +558,7 @@ export class DockerEnvironment implements Environment {
     const out = new Set<number>();
     for (const [pid, start] of this.keepers) {
       // Same pid and start time: never mistake a box process that reused a keeper's pid for the keeper.
-      if ((await readStat(pid))?.startTime === start) out.add(pid);
+      if (await sameProcessAlive(pid, start)) out.add(pid);
     }
     return out;
   }
@@ -710,10 +713,7 @@ export class DockerEnvironment implements Environment {
   /** Is the container's main process still there? Read from /proc when the daemon is local, else asked. */
   private async containerAlive(): Promise<boolean> {
     const pid = this.init.initPid;
-    if (pid !== undefined) {
-      const st = await readStat(pid);
-      return st !== undefined && st.startTime === this.init.initStartTime;
-    }
+    if (pid !== undefined) return sameProcessAlive(pid, this.init.initStartTime);
     try {
       return (await this.client.inspectContainer(this.containerId))?.State.Running === true;
     } catch {
@@ -762,18 +762,12 @@ export class DockerEnvironment implements Environment {
   }
 
   destroy(): Promise<Leftovers> {
-    if (this.destroying) return this.destroying.then(() => ({ items: [] }));
-    this.destroying = this.teardown();
-    return this.destroying;
+    return this.teardownOnce.run(() => this.teardown());
   }
 
   private async teardown(): Promise<Leftovers> {
     const items: string[] = [];
-    const r = this.running;
-    if (r) {
-      await r.stop('destroy');
-      await Promise.race([r.done, new Promise((res) => setTimeout(res, STOP_WAIT_MS).unref())]);
-    }
+    await stopRunningExec(this.running, STOP_WAIT_MS);
     const short = this.containerId.slice(0, 12);
     try {
       await this.client.removeContainer(this.containerId);
@@ -793,10 +787,7 @@ export class DockerEnvironment implements Environment {
     }
     if (this.client.local && !this.profile.gvisor) {
       // A witness that does not trust the daemon: box processes carry the environment marker.
-      for (const p of await findProcessesWithEnvMarker(ENV_MARKER, this.id)) {
-        items.push(`process ${p.pid} (${await commOf(p.pid)}) of the environment outlived its container; killed`);
-        killQuietly(p.pid);
-      }
+      for (const p of await killMarkedProcesses(ENV_MARKER, this.id)) items.push(`process ${p.pid} (${p.comm}) of the environment outlived its container; killed`);
     }
     if (this.init.parent) items.push(...(await this.init.parent.remove()));
     return { items };

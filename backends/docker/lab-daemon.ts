@@ -1,15 +1,19 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
-import { access, constants, mkdir, readdir, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { execa } from 'execa';
 import { z } from 'zod';
 import { SandcheckError, errorMessage } from '../../harness/errors.js';
 import { onProcessExit } from '../../lab/netns/exit-hook.js';
+import { findBinary } from '../shared/find-binary.js';
+import { commOf, readStat } from '../shared/host-proc.js';
+import { killGroup, killQuietly } from '../shared/process-kill.js';
+import { ownerAlive, selfOwner } from '../shared/process-owner.js';
 import type { DockerClient } from './client.js';
 import { createDockerodeClient } from './dockerode-client.js';
-import { cmdlineOf, commOf, killQuietly, ownerAlive, readStat, selfOwner } from './host.js';
+import { cmdlineOf } from './host.js';
 
 /**
  * A private Docker daemon inside the run's lab network namespace. Everything it creates (docker0, its
@@ -21,6 +25,8 @@ import { cmdlineOf, commOf, killQuietly, ownerAlive, readStat, selfOwner } from 
 export const DEFAULT_LAB_DAEMON_ROOT = '/var/lib/sandcheck/lab-docker';
 const SAFE_RUN = /^[a-z0-9][a-z0-9_.-]{0,40}$/;
 const TOOL_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+/** Tools are looked up in the order of the PATH the daemon itself gets (local ones first). */
+const TOOL_DIRS = TOOL_PATH.split(':');
 /** The kernel's limit for a unix socket path is 108 bytes; containerd's socket lies deeper than ours. */
 const MAX_SOCKET_PATH = 90;
 
@@ -71,19 +77,6 @@ const OwnerSchema = z.strictObject({
   netnsPath: z.string().nullable(),
   createdAt: z.string(),
 });
-
-async function findBinary(name: string): Promise<string | undefined> {
-  for (const d of TOOL_PATH.split(':')) {
-    const p = join(d, name);
-    try {
-      await access(p, constants.X_OK);
-      return p;
-    } catch {
-      // next
-    }
-  }
-  return undefined;
-}
 
 async function netnsInode(path: string): Promise<number | undefined> {
   return (await stat(path).catch(() => undefined))?.ino;
@@ -137,9 +130,9 @@ export async function privateDaemonProblem(gvisor: boolean): Promise<{ message: 
   if (process.getuid?.() !== 0) {
     return { message: "starting the run's own Docker daemon needs root", hint: 'run sandcheck as root (CI does), or use an existing daemon (--docker-socket / DOCKER_HOST)' };
   }
-  if (!(await findBinary('dockerd'))) return { message: 'dockerd is not installed', hint: 'apt-get install -y docker.io (and runsc for the gvisor profile)' };
-  if (!(await findBinary('nsenter')) || !(await findBinary('unshare'))) return { message: 'nsenter/unshare are not installed', hint: 'apt-get install -y util-linux' };
-  if (gvisor && !(await findBinary('runsc'))) return { message: 'runsc (gVisor) is not installed', hint: 'apt-get install -y runsc' };
+  if (!(await findBinary('dockerd', TOOL_DIRS))) return { message: 'dockerd is not installed', hint: 'apt-get install -y docker.io (and runsc for the gvisor profile)' };
+  if (!(await findBinary('nsenter', TOOL_DIRS)) || !(await findBinary('unshare', TOOL_DIRS))) return { message: 'nsenter/unshare are not installed', hint: 'apt-get install -y util-linux' };
+  if (gvisor && !(await findBinary('runsc', TOOL_DIRS))) return { message: 'runsc (gVisor) is not installed', hint: 'apt-get install -y runsc' };
   return undefined;
 }
 
@@ -152,8 +145,8 @@ export async function startLabDaemon(options: StartLabDaemonOptions): Promise<La
   }
   const problem = await privateDaemonProblem(false);
   if (problem) throw new SandcheckError('BACKEND_UNAVAILABLE', problem.message, { hint: problem.hint });
-  const dockerd = (await findBinary('dockerd')) ?? 'dockerd';
-  const enter = options.netnsPath !== undefined ? [(await findBinary('nsenter')) ?? 'nsenter', `--net=${options.netnsPath}`] : [(await findBinary('unshare')) ?? 'unshare', '--net'];
+  const dockerd = (await findBinary('dockerd', TOOL_DIRS)) ?? 'dockerd';
+  const enter = options.netnsPath !== undefined ? [(await findBinary('nsenter', TOOL_DIRS)) ?? 'nsenter', `--net=${options.netnsPath}`] : [(await findBinary('unshare', TOOL_DIRS)) ?? 'unshare', '--net'];
   const labInode = options.netnsPath !== undefined ? await netnsInode(options.netnsPath) : undefined;
   if (options.netnsPath !== undefined && labInode === undefined) throw new SandcheckError('HARNESS', `the lab namespace ${options.netnsPath} does not exist`);
   const hostInode = await processNetnsInode(process.pid);
@@ -167,7 +160,7 @@ export async function startLabDaemon(options: StartLabDaemonOptions): Promise<La
   if (existing.length > 0) throw new SandcheckError('HARNESS', `the lab daemon directory ${dir} is not empty; refusing to reuse it (sweepStaleLabDaemons cleans dead runs)`);
   const me = await selfOwner();
   const ownerText = `${JSON.stringify({ version: 1, runId: options.runId, ownerPid: me.pid, ownerStartTime: me.startTime, bootId: me.bootId, netnsPath: options.netnsPath ?? null, createdAt: new Date().toISOString() })}\n`;
-  const runsc = options.gvisor === false ? undefined : await findBinary('runsc');
+  const runsc = options.gvisor === false ? undefined : await findBinary('runsc', TOOL_DIRS);
   // Our own config file: /etc/docker/daemon.json (registry mirrors, other runtimes) is never read.
   const configText = `${JSON.stringify(
     {
@@ -297,7 +290,7 @@ async function launch(L: Layout, dockerd: string, enter: readonly string[], driv
     }
     await new Promise((r) => setTimeout(r, 50));
   }
-  killQuietly(-pid, 'SIGKILL');
+  killGroup(pid);
   unhook();
   await killOwnedProcesses(L.dir);
   return { problem: `no answer on ${L.socket} within ${timeoutMs} ms: ${logReason(await tail(L.log))}` };
@@ -305,7 +298,7 @@ async function launch(L: Layout, dockerd: string, enter: readonly string[], driv
 
 /** Synchronous last resort when the harness exits without stop(): the group, then anything naming the dir. */
 function emergencyKill(pid: number, dir: string): void {
-  killQuietly(-pid, 'SIGKILL');
+  killGroup(pid);
   let entries: string[] = [];
   try {
     entries = readdirSync('/proc');
@@ -419,10 +412,10 @@ async function stopDaemon(L: Layout, child: ChildProcess | undefined, client: Do
     killQuietly(pid, 'SIGTERM');
     if (!(await waitExit(child, pid, 10_000))) {
       leftovers.push('dockerd did not stop within 10 s of SIGTERM; killed its process group');
-      killQuietly(-pid, 'SIGKILL');
+      killGroup(pid);
       await waitExit(child, pid, 5000);
     }
-    killQuietly(-pid, 'SIGKILL');
+    killGroup(pid);
   }
   // 3. Shims, containerd, runsc sandboxes and gofers name the daemon's directories on their command line.
   for (const p of await killOwnedProcesses(L.dir)) leftovers.push(`${p} of the lab daemon survived it; killed`);

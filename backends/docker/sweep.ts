@@ -1,8 +1,9 @@
 import { errorMessage } from '../../harness/errors.js';
+import { ownerAlive } from '../shared/process-owner.js';
 import type { DockerClient } from './client.js';
 import { LABEL_OWNER, LABEL_RUN } from './labels.js';
 import { allHierarchyRoots, PARENT_PREFIX } from './cgroups.js';
-import { ownerAlive, parseOwner } from './host.js';
+import { parseOwner } from './host.js';
 import { readdir, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 

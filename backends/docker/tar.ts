@@ -1,7 +1,7 @@
-import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
 import * as tar from 'tar-stream';
 import { SandcheckError } from '../../harness/errors.js';
+import { segmentsOf } from '../shared/workspace-path.js';
 
 /**
  * Tar in and out of the box, in memory. Going in, the harness builds the archive (trusted). Coming out,
@@ -52,14 +52,9 @@ export async function packEntries(entries: readonly PackEntry[]): Promise<Buffer
   return done;
 }
 
-/** Normalised relative segments of a workspace path; refuses absolute paths, '..' and the workspace itself. */
+/** segmentsOf, and no NUL byte either: the archive API would cut the name there. */
 export function workspaceSegments(rel: string): string[] {
-  const norm = posix.normalize(rel.replaceAll('\\', '/'));
-  if (posix.isAbsolute(norm) || norm === '..' || norm.startsWith('../')) {
-    throw new SandcheckError('HARNESS', `path "${rel}" leaves the workspace`);
-  }
-  const segs = norm.split('/').filter((s) => s !== '' && s !== '.');
-  if (segs.length === 0) throw new SandcheckError('HARNESS', `path "${rel}" names the workspace itself`);
+  const segs = segmentsOf(rel);
   if (segs.some((s) => s.includes('\0'))) throw new SandcheckError('HARNESS', `path "${rel}" holds a NUL byte`);
   return segs;
 }

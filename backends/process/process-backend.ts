@@ -6,6 +6,7 @@ import { execa } from 'execa';
 import type { Policy } from '../../harness/model/policy.js';
 import { SandcheckError } from '../../harness/errors.js';
 import { findProcessesWithEnvMarker, killPids } from '../../lab/process-scan.js';
+import { killGroup } from '../shared/process-kill.js';
 import type {
   Backend,
   BackendContext,
@@ -183,14 +184,6 @@ class ProcessEnvironment implements Environment {
     killPids(strays.map((p) => p.pid));
     await rm(this.root, { recursive: true, force: true });
     return { items: strays.map((p) => `process ${p.pid} (${p.command}) outlived its group; killed`) };
-  }
-}
-
-function killGroup(pid: number): void {
-  try {
-    process.kill(-pid, 'SIGKILL');
-  } catch {
-    // Group already gone.
   }
 }
 

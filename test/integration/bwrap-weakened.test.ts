@@ -22,7 +22,7 @@ import { performance } from 'node:perf_hooks';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import createBwrapBackend, { BwrapOptionsSchema, commandArgv, DEFAULT_STATE_DIR, type BoxPlan, type BwrapOptions } from '../../backends/bwrap/index.js';
-import { findBinary } from '../../backends/bwrap/bwrap-backend.js';
+import { findBinary } from '../../backends/shared/find-binary.js';
 import type { Environment, GotFile } from '../../backends/contract.js';
 import { CI_POLICY, type Policy } from '../../harness/model/policy.js';
 import type { SecurityProbe } from '../../harness/model/probe.js';

@@ -16,7 +16,8 @@ import createDockerBackend, {
   type LabDaemon,
   type ProfileName,
 } from '../../backends/docker/index.js';
-import { formatOwner, selfOwner } from '../../backends/docker/host.js';
+import { formatOwner } from '../../backends/docker/host.js';
+import { selfOwner } from '../../backends/shared/process-owner.js';
 import { SandcheckError } from '../../harness/errors.js';
 import { CI_POLICY } from '../../harness/model/policy.js';
 import type { ProbeSpec } from '../../harness/model/probe.js';

@@ -1,5 +1,5 @@
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
-import { selfOwner } from '../../backends/docker/host.js';
+import { selfOwner } from '../../backends/shared/process-owner.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Duplex, PassThrough, Readable } from 'node:stream';
