@@ -1,12 +1,11 @@
 import { randomBytes, createHash } from 'node:crypto';
-import { cp, mkdir, readFile, rm, stat } from 'node:fs/promises';
+import { cp, mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { Backend, Capabilities, Environment, ExecResult, GotFile, PutFile } from '../backends/contract.js';
+import type { Backend, Capabilities, Environment, ExecResult, PutFile } from '../backends/contract.js';
 import { BoundedCapture } from '../lab/bounded-capture.js';
 import { labelOf } from '../lab/canaries.js';
 import { startHostHealth } from '../lab/host-health.js';
-import { readProcessIdentity, type ProcessIdentity } from '../lab/host-process.js';
 import { findProcessesWithCmdline, killPids } from '../lab/process-scan.js';
 import { SandcheckError, errorMessage } from './errors.js';
 import type { AnyResult, RunReporter } from './events.js';
@@ -15,6 +14,9 @@ import type { ExecObservation, KilledBy } from './model/observation.js';
 import type { Policy } from './model/policy.js';
 import type { Observation, ProbeContext, ProbeSpec, SecurityProbe, TaskCase } from './model/probe.js';
 import { runExportStage, type ExportOutcome, type ExporterChoice } from './export-stage.js';
+import { describeStop, exportEvidence } from './evidence-lines.js';
+import { scanArtifacts, startProcessSampler, watchHeartbeat } from './host-observers.js';
+import { Mutex } from './mutex.js';
 import { artifactHashes, compareReplay, endToEndBudgetMs, runCorrectionLoop, type ExecuteVariant } from './task/correction-loop.js';
 import type { SecurityResult, TaskResult } from './model/scorecard.js';
 import { payloadPath } from './paths.js';
@@ -97,17 +99,6 @@ interface HarnessFailure {
 
 /** Time for the last packets and decoy log lines of a network probe to arrive. */
 const NETWORK_SETTLE_MS = 300;
-
-class Mutex {
-  private tail: Promise<void> = Promise.resolve();
-  acquire(): Promise<() => void> {
-    let release!: () => void;
-    const next = new Promise<void>((r) => (release = r));
-    const ready = this.tail.then(() => release);
-    this.tail = this.tail.then(() => next);
-    return ready;
-  }
-}
 
 export class Runner {
   private readonly graceMs: number;
@@ -280,7 +271,7 @@ export class Runner {
 
   /** One fresh environment: create, put, exec under the harness deadline, get, destroy, then look for what survived. */
   private async executeOnce(probe: ProbeSpec, ctx: ProbeContext, how: ExecHow): Promise<Observation> {
-    const { backend, policy, run } = this.opts;
+    const { policy, run } = this.opts;
     let env: Environment | undefined;
     let obs: Observation | undefined;
     const contactsBefore = run.hostDecoys.contacts().length;
@@ -536,24 +527,6 @@ export class Runner {
   }
 }
 
-/** The exporter's decision as one line of outside evidence. */
-export function exportEvidence(out: ExportOutcome) {
-  const d = out.decision;
-  const detail = d.accepted
-    ? `${out.exporter} exporter accepted ${d.exported.length} file(s)${d.findings.length ? `; findings: ${d.findings.map((f) => `${f.path} ${f.kind}${f.location ? ` at ${f.location}` : ''}`).join('; ')}` : ''}`
-    : `${out.exporter} exporter refused: ${d.refusals.slice(0, 5).map((r) => `${r.path}: ${r.rule} (${r.detail})`).join('; ')}${d.findings.length ? `; findings: ${d.findings.slice(0, 5).map((f) => `${f.path} ${f.kind}${f.location ? ` at ${f.location}` : ''}`).join('; ')}` : ''}`;
-  return outside('exporter', detail, 'export stage');
-}
-
-/** Exit status and who stopped the program, from outside facts. */
-function describeStop(exec: ExecObservation): string {
-  if (exec.startError) return `could not start: ${exec.startError}`;
-  if (exec.killedBy !== 'none') return `killed by ${exec.killedBy}`;
-  if (exec.backendReport.oomKilled === true || (exec.resources?.oomKills ?? 0) > 0) return `killed by the OOM killer (memory peak ${Math.round((exec.resources?.memoryPeakBytes ?? 0) / 2 ** 20)} MiB)`;
-  if (exec.backendReport.timedOut === true) return "stopped by the backend's wall clock";
-  return exec.signal ? `ended by ${exec.signal}` : `exit code ${exec.exitCode}`;
-}
-
 function stripKind<T extends { kind: string }>(r: T): Omit<T, 'kind'> {
   const { kind: _kind, ...rest } = r;
   return rest;
@@ -575,54 +548,3 @@ function backendStopWatch(signal: AbortSignal): Promise<never> {
   });
 }
 
-/** Polls the box's host pids: each process's identity (peak memory kept current) and the most alive at once. */
-function startProcessSampler(env: Environment, intervalMs = 100): { stop(): Promise<{ processes: ProcessIdentity[]; maxConcurrent: number }> } {
-  const seen = new Map<number, ProcessIdentity>();
-  let maxConcurrent = 0;
-  let busy = false;
-  const tick = async (): Promise<void> => {
-    if (busy || !env.hostPids) return;
-    busy = true;
-    try {
-      const pids = await env.hostPids();
-      maxConcurrent = Math.max(maxConcurrent, pids.length);
-      for (const pid of pids) {
-        const known = seen.get(pid);
-        if (!known && seen.size >= 64) continue;
-        const id = await readProcessIdentity(pid);
-        if (!id) continue;
-        seen.set(pid, known ? { ...known, peakRssBytes: Math.max(known.peakRssBytes ?? 0, id.peakRssBytes ?? 0) } : id);
-      }
-    } finally {
-      busy = false;
-    }
-  };
-  const timer = setInterval(() => void tick(), intervalMs);
-  void tick();
-  return {
-    async stop() {
-      clearInterval(timer);
-      while (busy) await new Promise((r) => setTimeout(r, 10));
-      return { processes: [...seen.values()], maxConcurrent };
-    },
-  };
-}
-
-/** Heartbeat file size right after destroy and 1.2 s later; undefined when nothing was ever written. */
-async function watchHeartbeat(path: string): Promise<Observation['heartbeat']> {
-  const size = async (): Promise<number> => (await stat(path).catch(() => undefined))?.size ?? -1;
-  const afterDestroyBytes = await size();
-  if (afterDestroyBytes < 0) return undefined;
-  await new Promise((r) => setTimeout(r, 1200));
-  return { afterDestroyBytes, laterBytes: await size() };
-}
-
-function scanArtifacts(files: readonly GotFile[], values: readonly string[]): { path: string; value: string }[] {
-  const hits: { path: string; value: string }[] = [];
-  for (const f of files) {
-    if (!f.content) continue;
-    const buf = Buffer.from(f.content);
-    for (const v of values) if (buf.includes(v)) hits.push({ path: f.path, value: v });
-  }
-  return hits;
-}

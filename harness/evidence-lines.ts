@@ -1,0 +1,21 @@
+import { outside, type Evidence } from './model/evidence.js';
+import type { ExecObservation } from './model/observation.js';
+import type { ExportOutcome } from './export-stage.js';
+
+/** The exporter's decision as one line of outside evidence. */
+export function exportEvidence(out: ExportOutcome): Evidence {
+  const d = out.decision;
+  const detail = d.accepted
+    ? `${out.exporter} exporter accepted ${d.exported.length} file(s)${d.findings.length ? `; findings: ${d.findings.map((f) => `${f.path} ${f.kind}${f.location ? ` at ${f.location}` : ''}`).join('; ')}` : ''}`
+    : `${out.exporter} exporter refused: ${d.refusals.slice(0, 5).map((r) => `${r.path}: ${r.rule} (${r.detail})`).join('; ')}${d.findings.length ? `; findings: ${d.findings.slice(0, 5).map((f) => `${f.path} ${f.kind}${f.location ? ` at ${f.location}` : ''}`).join('; ')}` : ''}`;
+  return outside('exporter', detail, 'export stage');
+}
+
+/** Exit status and who stopped the program, from outside facts. */
+export function describeStop(exec: ExecObservation): string {
+  if (exec.startError) return `could not start: ${exec.startError}`;
+  if (exec.killedBy !== 'none') return `killed by ${exec.killedBy}`;
+  if (exec.backendReport.oomKilled === true || (exec.resources?.oomKills ?? 0) > 0) return `killed by the OOM killer (memory peak ${Math.round((exec.resources?.memoryPeakBytes ?? 0) / 2 ** 20)} MiB)`;
+  if (exec.backendReport.timedOut === true) return "stopped by the backend's wall clock";
+  return exec.signal ? `ended by ${exec.signal}` : `exit code ${exec.exitCode}`;
+}
