@@ -99,7 +99,7 @@ describe('sandcheck CLI', () => {
   it('usage errors are exit 3 with a hint', async () => {
     const backend = await sandcheck(['run', '--backend', 'nope']);
     expect(backend.exitCode).toBe(3);
-    expect(backend.stderr).toMatch(/BACKEND_UNKNOWN.*\n.*hint: choose one of: bwrap, process/);
+    expect(backend.stderr).toMatch(/BACKEND_UNKNOWN.*\n.*hint: choose one of: bwrap, docker-default, docker-hardened, gvisor, process/);
     const probe = await sandcheck(['run', '--only', 'no-such-probe']);
     expect(probe.exitCode).toBe(3);
     expect(probe.stderr).toContain('sandcheck list');
