@@ -17,6 +17,7 @@ import { runExportStage, type ExportOutcome, type ExporterChoice } from './expor
 import { describeStop, exportEvidence } from './evidence-lines.js';
 import { scanArtifacts, startProcessSampler, watchHeartbeat } from './host-observers.js';
 import { Mutex } from './mutex.js';
+import { scrubHostPaths } from './scrub.js';
 import { artifactHashes, compareReplay, endToEndBudgetMs, runCorrectionLoop, type ExecuteVariant } from './task/correction-loop.js';
 import type { SecurityResult, TaskResult } from './model/scorecard.js';
 import { payloadPath } from './paths.js';
@@ -125,7 +126,7 @@ export class Runner {
     };
     const width = Math.max(1, Math.min(this.opts.concurrency ?? 2, probes.length));
     await Promise.all(Array.from({ length: width }, worker));
-    const all = results.filter((r): r is AnyResult => r !== undefined);
+    const all = results.filter((r): r is AnyResult => r !== undefined).map((r) => scrubHostPaths(r, this.opts.run.scratchDir));
     return {
       security: all.flatMap((r) => (r.kind === 'security' ? [stripKind(r)] : [])),
       task: all.flatMap((r) => (r.kind === 'task' ? [stripKind(r)] : [])),
