@@ -52,6 +52,8 @@ describe('sandcheck CLI', () => {
     }
     expect(security.run.harness.maxRssBytes).toBeLessThan(200 * 1024 * 1024);
     expect(security.backend.coldStartMs?.samples).toBeGreaterThan(0);
+    // No host path of the run in the reports (the decoy dir, sockets and workspaces live there).
+    expect(JSON.stringify(security).includes(`sandcheck-${security.run.id}-`), 'a host temp path leaked into security.json').toBe(false);
     // An accepted task case's artifacts are exported unchanged, with their hashes in the report.
     const avg = task.results.find((r) => r.id === 'average-correct');
     const exported = await readFile(join(out, 'artifacts', 'average-correct', 'result.json'));
