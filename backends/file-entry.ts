@@ -1,9 +1,10 @@
+import type { Stats } from 'node:fs';
 import { lstat, readFile, readlink, stat } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
 import type { FileKind, GotFile } from './contract.js';
 
 /** What an lstat result is, in the download API's vocabulary (a file with other links is a hardlink). */
-export function kindOf(st: Awaited<ReturnType<typeof lstat>>): FileKind {
+export function kindOf(st: Stats): FileKind {
   if (st.isSymbolicLink()) return 'symlink';
   if (st.isDirectory()) return 'directory';
   if (st.isFIFO()) return 'fifo';
@@ -11,6 +12,17 @@ export function kindOf(st: Awaited<ReturnType<typeof lstat>>): FileKind {
   if (st.isCharacterDevice() || st.isBlockDevice()) return 'device';
   if (st.isFile()) return st.nlink > 1 ? 'hardlink' : 'file';
   return 'other';
+}
+
+/** lstat of one entry, the starting point of every download API: its record, or `missing` (no stats). */
+export async function statEntry(abs: string, rel: string): Promise<{ st?: Stats; base: GotFile }> {
+  let st: Stats;
+  try {
+    st = await lstat(abs);
+  } catch {
+    return { base: { path: rel, kind: 'missing', size: 0 } };
+  }
+  return { st, base: { path: rel, kind: kindOf(st), size: st.size, nlink: st.nlink } };
 }
 
 /**
@@ -34,14 +46,9 @@ export async function describeEntry(root: string, rel: string, maxBytes: number,
       return { path: rel, kind: 'symlink', size: target?.size ?? 0, linkTarget, note: `${note}; followed`, ...(content ? { content } : {}) };
     }
   }
-  let st;
-  try {
-    st = await lstat(abs);
-  } catch {
-    return { path: rel, kind: 'missing', size: 0 };
-  }
-  const kind = kindOf(st);
-  const base: GotFile = { path: rel, kind, size: st.size, nlink: st.nlink };
+  const { st, base } = await statEntry(abs, rel);
+  if (!st) return base;
+  const kind = base.kind;
   if (kind === 'symlink') {
     base.linkTarget = await readlink(abs).catch(() => '?');
     if (!opts.followLinks) return { ...base, note: 'links are never followed' };

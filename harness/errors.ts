@@ -7,7 +7,15 @@ export type SandcheckErrorCode =
   | 'BACKEND_UNAVAILABLE'
   | 'PROBE_UNKNOWN'
   | 'PAYLOAD_MISSING'
-  | 'HARNESS';
+  | 'HARNESS'
+  // the lab (lab/netns)
+  | 'LAB_UNAVAILABLE'
+  | 'LAB_INVALID_RUN_ID'
+  | 'LAB_EXISTS'
+  | 'LAB_SETUP_FAILED'
+  | 'LAB_DESTROYED'
+  | 'LAB_TEARDOWN_FAILED'
+  | 'WITNESS_FAILED';
 
 /** Exit status of the CLI for each class of failure (see README "Exit codes"). */
 export const EXIT = {

@@ -1,12 +1,11 @@
 import { constants } from 'node:fs';
-import type { Stats } from 'node:fs';
 import { chmod, chown, lstat, mkdir, open, readFile, readlink, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { z } from 'zod';
 import { SandcheckError } from '../../harness/errors.js';
 import type { FileKind, GotFile, PutFile } from '../contract.js';
-import { kindOf } from '../file-entry.js';
+import { kindOf, statEntry } from '../file-entry.js';
 import { ownerAlive as processOwnerAlive, selfOwner } from '../shared/process-owner.js';
 import { segmentsOf } from '../shared/workspace-path.js';
 
@@ -250,14 +249,9 @@ export async function getFile(work: string, rel: string, maxBytes: number): Prom
   const walk = await walkParents(work, segs, undefined, rel);
   if (!walk.ok) return { path: rel, kind: walk.kind, size: 0, note: walk.note };
   const abs = join(walk.dir, segs[segs.length - 1] ?? '');
-  let st: Stats;
-  try {
-    st = await lstat(abs);
-  } catch {
-    return { path: rel, kind: 'missing', size: 0 };
-  }
-  const kind = kindOf(st);
-  const base: GotFile = { path: rel, kind, size: st.size, nlink: st.nlink };
+  const { st, base } = await statEntry(abs, rel);
+  if (!st) return base;
+  const kind = base.kind;
   if (kind === 'symlink') {
     const target = await readlink(abs).catch(() => undefined);
     return { ...base, ...(target !== undefined ? { linkTarget: target } : {}), note: 'links are never followed' };

@@ -5,6 +5,11 @@ import { MAX_PAYLOAD_BYTES, type DecoyLog, type Endpoint } from './decoy-log.js'
 import { closeServer, listenTcp, once, type DecoyHandle } from './listen.js';
 import { headerValue, routeMetadata, type MetadataCanaries } from './metadata-routes.js';
 
+/** A contact that never became a routed request (no request at all, or one the parser refused). */
+function recordContact(log: DecoyLog, state: { local: Endpoint; peer: Endpoint }, summary: string, payload: Buffer, detail: Record<string, string>): void {
+  log.record(buildDecoyEvent({ service: 'metadata', proto: 'tcp', local: state.local, peer: state.peer, summary, payload, detail }));
+}
+
 export type { MetadataCanaries } from './metadata-routes.js';
 
 /** Request bodies past this size are refused (413) and the connection closed. */
@@ -75,17 +80,7 @@ function createMetadataHttp(options: MetadataDecoyOptions) {
       sockets.delete(socket);
       // A connection that never made a request (a port scan, a reset) is a contact too.
       if (state.requests === 0) {
-        log.record(
-          buildDecoyEvent({
-            service: 'metadata',
-            proto: 'tcp',
-            local: state.local,
-            peer: state.peer,
-            summary: 'TCP connection without HTTP request',
-            payload: Buffer.alloc(0),
-            detail: { noRequest: 'true' },
-          }),
-        );
+        recordContact(log, state, 'TCP connection without HTTP request', Buffer.alloc(0), { noRequest: 'true' });
       }
     });
   });
@@ -96,16 +91,12 @@ function createMetadataHttp(options: MetadataDecoyOptions) {
       state.requests += 1;
       const code = error.code ?? 'UNKNOWN';
       const malformed = code.startsWith('HPE_'); // a parse error, not a timeout
-      log.record(
-        buildDecoyEvent({
-          service: 'metadata',
-          proto: 'tcp',
-          local: state.local,
-          peer: state.peer,
-          summary: malformed ? `malformed HTTP request (${code})` : `HTTP client error (${code})`,
-          payload: Buffer.isBuffer(error.rawPacket) ? error.rawPacket : Buffer.alloc(0),
-          detail: { ...(malformed ? { malformed: 'true' } : {}), clientError: code, error: oneLine(error.message) },
-        }),
+      recordContact(
+        log,
+        state,
+        malformed ? `malformed HTTP request (${code})` : `HTTP client error (${code})`,
+        Buffer.isBuffer(error.rawPacket) ? error.rawPacket : Buffer.alloc(0),
+        { ...(malformed ? { malformed: 'true' } : {}), clientError: code, error: oneLine(error.message) },
       );
     }
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');

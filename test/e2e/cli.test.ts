@@ -3,19 +3,12 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { XMLValidator } from 'fast-xml-parser';
 import { describe, expect, it } from 'vitest';
-import type { SecurityScorecard, TaskScorecard } from '../../harness/model/scorecard.js';
 import { findProcessesWithEnvMarker } from '../../lab/process-scan.js';
 import { validateScorecard } from '../../reports/validate.js';
 import { packageRoot } from '../../harness/paths.js';
 import { securitySuite, taskSuite } from '../../suites/index.js';
-import { sandcheck, tempOut } from '../helpers/cli.js';
+import { readCards, sandcheck, tempOut } from '../helpers/cli.js';
 
-async function readCards(out: string): Promise<{ security: SecurityScorecard; task: TaskScorecard }> {
-  return {
-    security: JSON.parse(await readFile(join(out, 'security.json'), 'utf8')) as SecurityScorecard,
-    task: JSON.parse(await readFile(join(out, 'task.json'), 'utf8')) as TaskScorecard,
-  };
-}
 
 async function peakRss(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');

@@ -1,19 +1,11 @@
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
-import type { SecurityScorecard, TaskScorecard } from '../../harness/model/scorecard.js';
+import type { SecurityScorecard } from '../../harness/model/scorecard.js';
 import { findProcessesWithCmdline } from '../../lab/process-scan.js';
-import { sandcheck, tempOut } from '../helpers/cli.js';
+import { readCards, sandcheck, tempOut } from '../helpers/cli.js';
 
 const isRoot = process.getuid?.() === 0;
 
-async function cards(out: string) {
-  return {
-    security: JSON.parse(await readFile(join(out, 'security.json'), 'utf8')) as SecurityScorecard,
-    task: JSON.parse(await readFile(join(out, 'task.json'), 'utf8')) as TaskScorecard,
-  };
-}
 
 const notHeld = (card: SecurityScorecard) =>
   card.results.filter((r) => r.verdict !== 'held' && r.verdict !== 'not-applicable').map((r) => `${r.id}: ${r.verdict}: ${r.reason}`);
@@ -22,7 +14,7 @@ describe.skipIf(!isRoot)('sandcheck run against bwrap, the default backend (root
   it('without --backend it picks bwrap; under ci every probe is held or not-applicable with a reason, and every task verdict is as expected', async () => {
     const out = await tempOut();
     const res = await sandcheck(['run', '--policy', 'ci', '--concurrency', '3', '--out', out]);
-    const { security, task } = await cards(out);
+    const { security, task } = await readCards(out);
     expect(security.backend.name).toBe('bwrap');
     expect(notHeld(security)).toEqual([]);
     for (const r of security.results.filter((x) => x.verdict === 'not-applicable')) expect(r.reason.length, r.id).toBeGreaterThan(10);
@@ -36,7 +28,7 @@ describe.skipIf(!isRoot)('sandcheck run against bwrap, the default backend (root
   it('under the reference policy too (30 s wall)', async () => {
     const out = await tempOut();
     const res = await sandcheck(['run', '--backend', 'bwrap', '--policy', 'reference', '--concurrency', '4', '--out', out]);
-    const { security, task } = await cards(out);
+    const { security, task } = await readCards(out);
     expect(notHeld(security)).toEqual([]);
     expect(task.results.filter((r) => r.outcome !== 'as-expected').map((r) => `${r.id}: ${r.reason}`)).toEqual([]);
     expect(res.exitCode, res.all).toBe(0);
@@ -63,7 +55,7 @@ describe.skipIf(!isRoot)('sandcheck run against bwrap, the default backend (root
     expect((await execa('ip', ['netns', 'list'])).stdout).not.toContain(`sc-${runId}`);
     expect(await findProcessesWithCmdline(`sc-${runId}`)).toEqual([]);
     expect(await findProcessesWithCmdline(`sandcheck-lab-${runId}`)).toEqual([]);
-    const { security } = await cards(out);
+    const { security } = await readCards(out);
     expect(security.run.interrupted).toBe(true);
   });
 });

@@ -3,20 +3,14 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
-import type { SecurityScorecard, TaskScorecard } from '../../harness/model/scorecard.js';
-import { sandcheck, tempOut } from '../helpers/cli.js';
+import type { SecurityScorecard } from '../../harness/model/scorecard.js';
+import { readCards, sandcheck, tempOut } from '../helpers/cli.js';
 
 const isRoot = process.getuid?.() === 0;
 const hasDocker = existsSync('/usr/bin/dockerd') || existsSync('/usr/sbin/dockerd');
 const hasRunsc = existsSync('/usr/bin/runsc') || existsSync('/usr/sbin/runsc');
 const PROFILES = ['docker-default', 'docker-hardened', 'gvisor'] as const;
 
-async function cards(out: string) {
-  return {
-    security: JSON.parse(await readFile(join(out, 'security.json'), 'utf8')) as SecurityScorecard,
-    task: JSON.parse(await readFile(join(out, 'task.json'), 'utf8')) as TaskScorecard,
-  };
-}
 
 describe.skipIf(!isRoot || !hasDocker || !hasRunsc)('the whole suite against docker-default, docker-hardened and gvisor (a private dockerd in each run\'s lab)', () => {
   it('runs everything on each profile; the comparison shows where they differ, with evidence', { timeout: 600_000 }, async () => {
@@ -27,7 +21,7 @@ describe.skipIf(!isRoot || !hasDocker || !hasRunsc)('the whole suite against doc
       const res = await sandcheck(['run', '--backend', profile, '--policy', 'ci', '--concurrency', '2', '--out', out]);
       expect([0, 1], `${profile}: ${res.all?.slice(-2000)}`).toContain(res.exitCode);
     }
-    const [def, hard, gv] = await Promise.all(outs.map(cards));
+    const [def, hard, gv] = await Promise.all(outs.map(readCards));
     const verdict = (c: { security: SecurityScorecard } | undefined, id: string) => c?.security.results.find((r) => r.id === id);
 
     // docker-default: its bridge reaches the lab's metadata decoy (the decoy log is the evidence).

@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import createBwrapBackend, { BwrapOptionsSchema, commandArgv, type BoxPlan, DEFAULT_STATE_DIR, DEFAULT_UNPRIVILEGED_UID, sweepStaleCgroups, type BwrapOptions } from '../../backends/bwrap/index.js';
 import { BwrapBackend, resolveRuntime } from '../../backends/bwrap/bwrap-backend.js';
 import { findBinary } from '../../backends/shared/find-binary.js';
+import { bwrapSkipReason } from '../helpers/bwrap.js';
 import { detectCgroups } from '../../backends/bwrap/cgroups.js';
 import type { Backend, BackendContext, Environment, ExecResult, LabHandle } from '../../backends/contract.js';
 import { SandcheckError } from '../../harness/errors.js';
@@ -25,14 +26,6 @@ import { wallClockSpin } from '../../probes/wall-clock-spin/probe.js';
 
 // ---------------------------------------------------------------- helpers
 
-/** Why the real-bubblewrap tests cannot run here, or undefined when they can. */
-async function bwrapSkipReason(): Promise<string | undefined> {
-  if (process.platform !== 'linux') return `bubblewrap needs Linux (this is ${process.platform})`;
-  if (process.getuid?.() !== 0) return 'needs root (setpriv to the box uid, cgroups, tmpfs workspace mounts)';
-  if (!(await findBinary('bwrap'))) return 'bwrap is not installed (apt-get install -y bubblewrap)';
-  if (!(await findBinary('setpriv'))) return 'setpriv is not installed (apt-get install -y util-linux)';
-  return undefined;
-}
 
 const newTestRunId = (tag: string): string => `rbw${tag}${randomBytes(3).toString('hex')}`;
 

@@ -22,7 +22,7 @@ import { performance } from 'node:perf_hooks';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import createBwrapBackend, { BwrapOptionsSchema, commandArgv, DEFAULT_STATE_DIR, type BoxPlan, type BwrapOptions } from '../../backends/bwrap/index.js';
-import { findBinary } from '../../backends/shared/find-binary.js';
+import { bwrapSkipReason } from '../helpers/bwrap.js';
 import type { Environment, GotFile } from '../../backends/contract.js';
 import { CI_POLICY, type Policy } from '../../harness/model/policy.js';
 import type { SecurityProbe } from '../../harness/model/probe.js';
@@ -166,15 +166,8 @@ const NO_ROW = {
 
 // ---------------------------------------------------------------- running them
 
-async function skipReason(): Promise<string | undefined> {
-  if (process.platform !== 'linux') return `bubblewrap needs Linux (this is ${process.platform})`;
-  if (process.getuid?.() !== 0) return 'needs root (setpriv to the box uid, cgroups, tmpfs workspaces, lab network namespaces)';
-  if (!(await findBinary('bwrap'))) return 'bwrap is not installed (apt-get install -y bubblewrap)';
-  if (!(await findBinary('setpriv'))) return 'setpriv is not installed (apt-get install -y util-linux)';
-  return undefined;
-}
 
-const SKIP = await skipReason();
+const SKIP = await bwrapSkipReason();
 const PREFIX = `rbwk${randomBytes(3).toString('hex')}`;
 const runIdOf = (v: VariantName): string => `${PREFIX}${VARIANTS[v].tag}`;
 /** Every run id this file used: the leftover check looks for each. */
