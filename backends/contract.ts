@@ -25,8 +25,13 @@ export interface Capabilities {
   /** none = the unsandboxed control; sandbox = claims some isolation. */
   isolation: 'none' | 'sandbox';
   enforces: readonly PolicyItem[];
-  /** Why a policy item is not enforced, shown as the not-applicable reason. */
+  /** Why a policy item is not enforced: `unenforced` (a failure) when the policy requires it, else not-applicable. */
   notEnforcedReasons?: Partial<Record<PolicyItem, string>>;
+  /**
+   * Items the harness cannot judge on this backend for a cause outside the box (e.g. a daemon
+   * outside the run's lab, whose boxes must not send network probes): not-applicable with the reason.
+   */
+  notObservable?: Partial<Record<PolicyItem, string>>;
 }
 
 /** The run's lab: a network namespace the run created, with decoys on every address. */
@@ -153,7 +158,7 @@ export interface Backend {
    * Run-wide setup once the run's lab exists (e.g. a private Docker daemon started inside it);
    * close() is called after the last environment is destroyed and before the lab goes.
    */
-  openRun?(ctx: { runId: string; lab?: LabHandle }): Promise<{ close(): Promise<Leftovers> }>;
+  openRun?(ctx: { runId: string; lab?: LabHandle; controllerEnv?: Readonly<Record<string, string>> }): Promise<{ close(): Promise<Leftovers> }>;
 }
 
 export type BackendFactory = () => Promise<Backend>;

@@ -1,5 +1,6 @@
 import { SandcheckError } from '../harness/errors.js';
 import type { Backend } from './contract.js';
+import { loadModuleBackend } from '../adapter/load-module.js';
 
 interface Entry {
   description: string;
@@ -12,7 +13,7 @@ interface Entry {
 /** Name → lazily imported factory, so a backend's dependencies load only when it is chosen. */
 const REGISTRY: Record<string, Entry> = {
   bwrap: {
-    description: 'bubblewrap: namespaces, setpriv to a dedicated uid, cgroup limits, tmpfs workspace',
+    description: 'bubblewrap: namespaces, setpriv to a dedicated uid, cgroup limits, a sized workspace (ext4 image or tmpfs)',
     load: async (options) => (await import('./bwrap/index.js')).default((options ?? {}) as Record<string, unknown>),
     install: 'sudo npm run setup   (apt-get install bubblewrap util-linux)',
   },
@@ -26,10 +27,20 @@ const REGISTRY: Record<string, Entry> = {
     load: async (options) => (await import('./docker/index.js')).default({ ...asObject(options), profile: 'docker-hardened' }),
     install: 'apt-get install -y docker.io   (sandcheck starts its own dockerd inside the run\'s lab)',
   },
+  docker: {
+    description: 'Docker with your own container configuration (--backend-config FILE: Config/HostConfig keys as `docker inspect` prints them); claims derived from the settings unless declared',
+    load: async (options) => (await import('./docker/index.js')).createContainerConfigBackend(options),
+    install: 'apt-get install -y docker.io   (sandcheck starts its own dockerd inside the run\'s lab)',
+  },
   gvisor: {
     description: 'gVisor (runsc) under Docker, hardened as docker-hardened',
     load: async (options) => (await import('./docker/index.js')).default({ ...asObject(options), profile: 'gvisor' }),
     install: 'apt-get install -y docker.io runsc',
+  },
+  command: {
+    description: 'a sandbox that ships a command line, described by --backend-config FILE (argv templates, claims; see examples/command-bwrap.yaml)',
+    load: async (options) => (await import('./command/index.js')).default(options),
+    install: 'the tool named in the configuration file (e.g. apt-get install bubblewrap); nsenter from util-linux for the lab',
   },
   process: {
     description: 'unsandboxed control: plain host process (no isolation at all)',
@@ -50,10 +61,19 @@ export function describeBackends(): { name: string; description: string; install
   return Object.entries(REGISTRY).map(([name, b]) => ({ name, description: b.description, install: b.install }));
 }
 
+export function isBuiltinBackend(name: string): boolean {
+  return Object.hasOwn(REGISTRY, name);
+}
+
+/**
+ * A built-in backend by name; any other value is a module path or package name whose default
+ * export is the adapter factory (see docs/adapters.md).
+ */
 export async function loadBackend(name: string, options?: unknown): Promise<Backend> {
-  const entry = REGISTRY[name];
+  const entry = isBuiltinBackend(name) ? REGISTRY[name] : undefined;
   if (!entry) {
-    throw new SandcheckError('BACKEND_UNKNOWN', `unknown backend "${name}"`, { hint: `choose one of: ${backendNames().join(', ')}` });
+    if (name.trim() === '') throw new SandcheckError('BACKEND_UNKNOWN', 'empty backend name', { hint: `choose one of: ${backendNames().join(', ')}, or a module path` });
+    return loadModuleBackend(name, options, backendNames());
   }
   return entry.load(options);
 }

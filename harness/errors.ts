@@ -8,6 +8,15 @@ export type SandcheckErrorCode =
   | 'PROBE_UNKNOWN'
   | 'PAYLOAD_MISSING'
   | 'HARNESS'
+  | 'PREDICATE'
+  // module adapters (--backend <path or package>)
+  | 'ADAPTER_INVALID'
+  | 'ADAPTER_CHECK_FAILED'
+  // crash recovery and reports (issue 16)
+  | 'OUT_DIR_UNUSABLE'
+  | 'INTERNAL'
+  | 'RECOVER_NOTHING'
+  | 'RUN_ALIVE'
   // the lab (lab/netns)
   | 'LAB_UNAVAILABLE'
   | 'LAB_INVALID_RUN_ID'
@@ -23,6 +32,8 @@ export const EXIT = {
   unexpected: 1,
   inconclusive: 2,
   usage: 3,
+  /** A harness bug ended the run: the probes still running were stopped and what was measured was written. */
+  internal: 4,
   interrupted: 130,
 } as const;
 
@@ -44,7 +55,12 @@ export class SandcheckError extends Error {
       this.code === 'USAGE' ||
       this.code === 'BACKEND_UNKNOWN' ||
       this.code === 'BACKEND_UNAVAILABLE' ||
-      this.code === 'PROBE_UNKNOWN'
+      this.code === 'ADAPTER_INVALID' ||
+      this.code === 'ADAPTER_CHECK_FAILED' ||
+      this.code === 'PROBE_UNKNOWN' ||
+      this.code === 'OUT_DIR_UNUSABLE' ||
+      this.code === 'RECOVER_NOTHING' ||
+      this.code === 'RUN_ALIVE'
     );
   }
 

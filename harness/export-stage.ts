@@ -7,7 +7,8 @@ import { referenceExporter } from './export/reference-exporter.js';
 import type { ExportCandidate, ExportDecision, Exporter, ExportLimits } from './export/types.js';
 import type { Policy } from './model/policy.js';
 
-export type ExporterChoice = 'reference' | 'naive';
+import type { ExporterChoice } from './export/exporter-choice.js';
+export type { ExporterChoice } from './export/exporter-choice.js';
 
 export interface ExportOutcome {
   exporter: string;
@@ -84,7 +85,8 @@ export async function runExportStage(opts: {
   await writeFile(join(opts.exportRoot, 'host', 'run', 'neighbour.txt'), 'planted next to the export directory\n');
   await writeFile(join(opts.exportRoot, 'host', 'outside.txt'), 'planted outside the export directory\n');
   const before = await snapshot(opts.exportRoot, destDir);
-  const exporter: Exporter = opts.choice === 'naive' ? createNaiveExporter({ workspaceRoot: opts.hostWorkspace ?? opts.exportRoot, confineTo: opts.confineTo }) : referenceExporter;
+  const exporter: Exporter =
+    opts.choice === 'naive' ? createNaiveExporter({ workspaceRoot: opts.hostWorkspace ?? opts.exportRoot, confineTo: opts.confineTo }) : opts.choice === 'reference' ? referenceExporter : opts.choice;
   const decision = await exporter.export(opts.files.map(toCandidate), exportLimits(opts.policy), destDir);
   const after = await snapshot(opts.exportRoot, destDir);
   const hostChanges = [...new Set([...before.keys(), ...after.keys()])]

@@ -1,37 +1,105 @@
-import { stat } from 'node:fs/promises';
+import { readFile, readlink, stat } from 'node:fs/promises';
 import type { Environment, GotFile } from '../backends/contract.js';
 import type { Observation } from './model/probe.js';
 import { readProcessIdentity, type ProcessIdentity } from '../lab/host-process.js';
 
-/** Polls the box's host pids: each process's identity (peak memory kept current) and the most alive at once. */
-export function startProcessSampler(env: Environment, intervalMs = 100): { stop(): Promise<{ processes: ProcessIdentity[]; maxConcurrent: number }> } {
-  const seen = new Map<number, ProcessIdentity>();
+/** The box's own program: the payload's interpreter, by the executable the kernel names (never by its self-chosen comm). */
+export const PAYLOAD_INTERPRETER = /^python3(\.\d+)*$/;
+
+export interface SamplerOptions {
+  intervalMs?: number;
+  /** Basename of /proc/<pid>/exe of the program the harness asked the box to run. */
+  program?: RegExp;
+  /** Most processes whose identity is kept (a fork bomb must not grow the observation). */
+  maxProcesses?: number;
+}
+
+const basename = (p: string): string => p.replace(/ \(deleted\)$/, '').split('/').pop() ?? '';
+
+async function parentOf(pid: number): Promise<number | undefined> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  const m = /^PPid:\s*(\d+)$/m.exec(status);
+  return m?.[1] === undefined ? undefined : Number(m[1]);
+}
+
+const sameIdentity = (a: ProcessIdentity, b: ProcessIdentity): boolean =>
+  a.command === b.command && a.realUid === b.realUid && a.effectiveUid === b.effectiveUid && a.capEff === b.capEff && a.noNewPrivs === b.noNewPrivs && a.seccomp === b.seccomp;
+
+/**
+ * Polls the box's host pids: the identity of each process of the box's own program (peak memory kept
+ * current) and the most box processes alive at once. A process counts as the box's own program once
+ * its executable is the payload's interpreter, or once its parent is such a process (what the payload
+ * ran, e.g. a planted setuid binary): a runtime's init (runc:[2:INIT], bwrap's child before it execs)
+ * runs as root for a moment before it becomes the payload, and judging it would make verdicts depend
+ * on when the sampler happened to look. Each identity the program took is kept (one entry per change).
+ */
+export function startProcessSampler(env: Environment, options: SamplerOptions | number = {}): { stop(): Promise<{ processes: ProcessIdentity[]; maxConcurrent: number }> } {
+  const opts: SamplerOptions = typeof options === 'number' ? { intervalMs: options } : options;
+  const program = opts.program ?? PAYLOAD_INTERPRETER;
+  const maxProcesses = opts.maxProcesses ?? 64;
+  /** pid → identities seen while it ran the box's program (latest last). */
+  const seen = new Map<number, ProcessIdentity[]>();
+  const own = new Set<number>();
+  let kept = 0;
   let maxConcurrent = 0;
   let busy = false;
+  /** Marks the box's own processes among `pids`: by executable first, then (repeatedly) by parent. */
+  const markOwn = async (pids: readonly number[]): Promise<void> => {
+    const parents = new Map<number, number | undefined>();
+    for (const pid of pids) {
+      if (own.has(pid)) continue;
+      const exe = await readlink(`/proc/${pid}/exe`).catch(() => '');
+      if (program.test(basename(exe))) own.add(pid);
+      else parents.set(pid, await parentOf(pid));
+    }
+    for (let changed = true; changed; ) {
+      changed = false;
+      for (const [pid, parent] of parents) {
+        if (parent !== undefined && own.has(parent)) {
+          own.add(pid);
+          parents.delete(pid);
+          changed = true;
+        }
+      }
+    }
+  };
   const tick = async (): Promise<void> => {
     if (busy || !env.hostPids) return;
     busy = true;
     try {
       const pids = await env.hostPids();
       maxConcurrent = Math.max(maxConcurrent, pids.length);
+      await markOwn(pids);
       for (const pid of pids) {
-        const known = seen.get(pid);
-        if (!known && seen.size >= 64) continue;
+        if (!own.has(pid)) continue;
+        const history = seen.get(pid);
+        if (!history && seen.size >= maxProcesses) continue;
         const id = await readProcessIdentity(pid);
         if (!id) continue;
-        seen.set(pid, known ? { ...known, peakRssBytes: Math.max(known.peakRssBytes ?? 0, id.peakRssBytes ?? 0) } : id);
+        if (!history) {
+          seen.set(pid, [id]);
+          kept++;
+          continue;
+        }
+        const last = history[history.length - 1];
+        if (last && sameIdentity(last, id)) {
+          history[history.length - 1] = { ...last, peakRssBytes: Math.max(last.peakRssBytes ?? 0, id.peakRssBytes ?? 0) };
+        } else if (kept < maxProcesses * 2) {
+          history.push(id);
+          kept++;
+        }
       }
     } finally {
       busy = false;
     }
   };
-  const timer = setInterval(() => void tick(), intervalMs);
+  const timer = setInterval(() => void tick(), opts.intervalMs ?? 100);
   void tick();
   return {
     async stop() {
       clearInterval(timer);
       while (busy) await new Promise((r) => setTimeout(r, 10));
-      return { processes: [...seen.values()], maxConcurrent };
+      return { processes: [...seen.values()].flat(), maxConcurrent };
     },
   };
 }

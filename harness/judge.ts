@@ -30,10 +30,17 @@ export function unlessAttempted(obs: Observation, needFinish: boolean): Judgemen
     return { verdict: 'inconclusive', reason: `payload did not run (exit ${exec.exitCode}: interpreter missing or not executable)`, evidence };
   }
   if (!obs.attempted) {
-    return { verdict: 'inconclusive', reason: `no start marker with this run's nonce: the payload never demonstrably started (${describeExit(exec)})`, evidence };
+    return { verdict: 'inconclusive', reason: `no answer to this execution's challenge: the payload never demonstrably started (${describeExit(exec)})`, evidence };
   }
   if (needFinish && !obs.finished) {
     return { verdict: 'inconclusive', reason: `the payload started but did not finish its attempt (${describeExit(exec)})`, evidence };
+  }
+  if (obs.positiveControl && !obs.positiveControl.seen) {
+    return {
+      verdict: 'inconclusive',
+      reason: `the in-box positive control (a decoy-shaped value put in the box's ${obs.positiveControl.where === 'file' ? 'workspace' : 'environment'} for it to read) did not come out: reads or the output channel do not work, so silence proves nothing`,
+      evidence,
+    };
   }
   return undefined;
 }

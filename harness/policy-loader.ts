@@ -1,8 +1,9 @@
-import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
 import { SandcheckError, errorMessage } from './errors.js';
+import { CONFIG_FILE_MAX_BYTES, readBoundedText } from './bounded-file.js';
+import { visibleLine } from '../reports/clean-text.js';
 import { POLICY_PRESETS, PolicySchema, isPresetName, type Policy } from './model/policy.js';
 
 type PlainObject = Record<string, unknown>;
@@ -28,15 +29,29 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
   return cur;
 }
 
-/** `resources.memoryMb: expected a positive integer, got -1`, one line per issue. */
+/** What a value is, for a message: its kind for the values JSON cannot show, a short cleaned excerpt otherwise. */
+export function describeValue(v: unknown): string {
+  if (v === undefined) return 'nothing';
+  if (typeof v === 'number') {
+    if (Number.isNaN(v)) return 'not a number';
+    if (!Number.isFinite(v)) return v > 0 ? 'infinite' : '-infinite';
+    return String(v);
+  }
+  if (typeof v === 'string') return v.length > 60 ? `a string of ${v.length} characters (${visibleLine(JSON.stringify(v.slice(0, 40)))}…)` : visibleLine(JSON.stringify(v));
+  if (Array.isArray(v)) return `a list of ${v.length}`;
+  if (typeof v === 'object' && v !== null) return 'a mapping';
+  return visibleLine(String(JSON.stringify(v)));
+}
+
+/** `resources.memoryMb: expected a positive integer, got -1`, one line per issue (at most 20). */
 export function formatIssues(error: z.ZodError, input: unknown, source: string): string {
-  return error.issues
-    .map((issue) => {
-      const path = issue.path.map(String).join('.') || '(root)';
-      const got = issue.code === 'unrecognized_keys' ? '' : `, got ${JSON.stringify(valueAt(input, issue.path)) ?? 'nothing'}`;
-      return `${source}: ${path}: ${issue.message}${got}`;
-    })
-    .join('\n');
+  const lines = error.issues.slice(0, 20).map((issue) => {
+    const path = visibleLine(issue.path.map(String).join('.').slice(0, 200)) || '(root)';
+    const got = issue.code === 'unrecognized_keys' ? '' : `, got ${describeValue(valueAt(input, issue.path))}`;
+    return `${visibleLine(source)}: ${path}: ${visibleLine(issue.message.slice(0, 300))}${got}`;
+  });
+  if (error.issues.length > 20) lines.push(`${visibleLine(source)}: … and ${error.issues.length - 20} more`);
+  return lines.join('\n');
 }
 
 export function parsePolicy(input: unknown, source: string): Policy {
@@ -52,14 +67,14 @@ export function parsePolicy(input: unknown, source: string): Policy {
 /** A preset name, or a YAML/JSON file that `extends` a preset (default `reference`). */
 export async function loadPolicy(nameOrPath: string): Promise<Policy> {
   if (isPresetName(nameOrPath)) return POLICY_PRESETS[nameOrPath];
-  let text: string;
-  try {
-    text = await readFile(nameOrPath, 'utf8');
-  } catch (err) {
-    throw new SandcheckError('POLICY_NOT_FOUND', `policy "${nameOrPath}" is neither a preset nor a readable file (${errorMessage(err)})`, {
+  const read = await readBoundedText(nameOrPath, CONFIG_FILE_MAX_BYTES);
+  if (!read.ok && (read.reason === 'missing' || read.reason === 'unreadable')) {
+    throw new SandcheckError('POLICY_NOT_FOUND', `policy "${visibleLine(nameOrPath)}" is neither a preset nor a readable file (${read.message})`, {
       hint: `use one of: ${Object.keys(POLICY_PRESETS).join(', ')}, or a path to a .yaml/.json policy file`,
     });
   }
+  if (!read.ok) throw new SandcheckError('CONFIG_INVALID', `policy ${visibleLine(nameOrPath)}: ${read.message}`, { hint: 'give a regular YAML or JSON file' });
+  const text = read.text;
   let doc: unknown;
   try {
     doc = extname(nameOrPath) === '.json' ? JSON.parse(text) : parseYaml(text);

@@ -1,12 +1,13 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { LabHandle } from '../backends/contract.js';
-import type { LabTraffic } from '../lab/lab-session.js';
+import type { LabTraffic, WitnessProof } from '../lab/lab-session.js';
 import { makeCanaries, plantDecoyFiles, type CanarySet } from '../lab/canaries.js';
 import { startHostDecoys, type HostDecoys } from '../lab/host-decoys.js';
 import { onProcessExit } from '../lab/netns/exit-hook.js';
+import type { OwnershipJournal } from './ownership/journal.js';
 
 export const RUN_MARKER = 'SANDCHECK_RUN';
 
@@ -25,6 +26,8 @@ export interface RunContext {
   lab?: LabHandle;
   /** What the lab's decoys and packet witness saw in a time window (ms since epoch). */
   labTraffic?: (fromMs: number, toMs: number) => LabTraffic;
+  /** Sends the witness's proof-of-life into the current window (never throws; a failed proof comes back not ok). */
+  proveLabWitness?: () => Promise<WitnessProof>;
   /** Why there is no lab, when there is none: network probes become not-applicable with it. */
   noLabReason?: string;
   dispose(): Promise<void>;
@@ -34,19 +37,39 @@ export interface LabForRun {
   handle: LabHandle;
   canaries: { label: string; value: string }[];
   trafficBetween(fromMs: number, toMs: number): LabTraffic;
+  proveWitness(): Promise<WitnessProof>;
 }
 
 /** The run's own corner of the host: scratch directory, decoy secrets and credentials, decoy process and socket. */
 export async function openRunContext(
   runId: string,
-  options: { scratchRoot?: string; lab?: LabForRun; noLabReason?: string; liveTraffic?: (fromMs: number, toMs: number) => LabTraffic } = {},
+  options: {
+    scratchRoot?: string;
+    lab?: LabForRun;
+    noLabReason?: string;
+    liveTraffic?: (fromMs: number, toMs: number) => LabTraffic;
+    liveProve?: () => Promise<WitnessProof>;
+    /** Where the scratch directory and the decoy process are recorded before they exist. */
+    journal?: OwnershipJournal;
+  } = {},
 ): Promise<RunContext> {
-  const scratchDir = await mkdtemp(join(options.scratchRoot ?? tmpdir(), `sandcheck-${runId}-`));
+  // Named up front (not mkdtemp) so the journal holds the exact path before the directory exists; mkdir refuses an existing one.
+  const scratchDir = join(options.scratchRoot ?? tmpdir(), `sandcheck-${runId}-${randomBytes(3).toString('hex')}`);
+  const scratch = { kind: 'dir', path: scratchDir } as const;
+  options.journal?.own(scratch);
+  await mkdir(scratchDir, { mode: 0o700 });
   const decoyDir = join(scratchDir, 'decoy-home');
   const canaries = makeCanaries();
-  await plantDecoyFiles(decoyDir, canaries);
   const marker = { [RUN_MARKER]: runId };
-  const hostDecoys = await startHostDecoys({ scratchDir, runMarker: marker });
+  let hostDecoys: HostDecoys;
+  try {
+    await plantDecoyFiles(decoyDir, canaries);
+    hostDecoys = await startHostDecoys({ scratchDir, runMarker: marker, ...(options.journal ? { journal: options.journal } : {}) });
+  } catch (err) {
+    await rm(scratchDir, { recursive: true, force: true });
+    options.journal?.release(scratch);
+    throw err;
+  }
   canaries.all.push(
     { label: 'process:decoy-memory', value: hostDecoys.processCanary },
     { label: 'lateral:listener', value: `SCNRYLATERAL${randomBytes(10).toString('hex')}` },
@@ -67,13 +90,15 @@ export async function openRunContext(
     canaries,
     controllerEnv: { ...canaries.env, ...marker },
     hostDecoys,
-    ...(options.lab ? { lab: options.lab.handle, labTraffic: (a: number, b: number) => options.lab!.trafficBetween(a, b) } : {}),
+    ...(options.lab ? { lab: options.lab.handle, labTraffic: (a: number, b: number) => options.lab!.trafficBetween(a, b), proveLabWitness: () => options.lab!.proveWitness() } : {}),
     ...(options.liveTraffic ? { labTraffic: options.liveTraffic } : {}),
+    ...(options.liveProve ? { proveLabWitness: options.liveProve } : {}),
     ...(options.noLabReason ? { noLabReason: options.noLabReason } : {}),
     async dispose() {
       await hostDecoys.stop();
       unregister();
       await rm(scratchDir, { recursive: true, force: true });
+      options.journal?.release(scratch);
     },
   };
 }

@@ -1,22 +1,29 @@
+import { exporterName } from './export/exporter-choice.js';
+import { rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Backend } from '../backends/contract.js';
-import { writeJsonReport } from '../reports/json-report.js';
-import { securityJunit, taskJunit, writeJunit } from '../reports/junit-report.js';
-import { validateScorecard } from '../reports/validate.js';
+import { prepareOutDir } from '../reports/out-dir.js';
+import { RESULTS_JOURNAL, hasResultsJournal, openResultsJournal, recoverResultsJournal, type RecoveredRun } from '../reports/results-journal.js';
+import { writeScorecards, type CardFiles } from '../reports/write-cards.js';
+import { visibleLine, visibleText } from '../reports/clean-text.js';
 import { SandcheckError, errorMessage } from './errors.js';
 import { openLab, probeLabSupport, type LabSession } from '../lab/lab-session.js';
-import { sweepStaleLabs } from '../lab/netns/sweep.js';
 import { openLiveNetwork } from '../lab/live-network.js';
-import { sweepStaleCgroups } from '../backends/bwrap/sweep.js';
 import { packageRoot } from './paths.js';
-import type { RunReporter } from './events.js';
+import { multiplex, type AnyResult, type RunReporter } from './events.js';
 import type { Policy } from './model/policy.js';
 import type { ProbeSpec } from './model/probe.js';
 import type { SecurityScorecard, TaskScorecard } from './model/scorecard.js';
-import { newRunId, openRunContext } from './run-context.js';
+import { notRunResults } from './not-run.js';
+import { openOwnershipJournal, type OwnedResource } from './ownership/journal.js';
+import { sweepDeadRuns, type OwnershipSweepReport, type SweepHook } from './ownership/sweep.js';
+import { defaultSweepHooks } from './ownership/sweep-hooks.js';
+import { removeCgroupTree, runIdCgroups } from './ownership/run-id-cgroups.js';
+import { newRunId, openRunContext, type RunContext } from './run-context.js';
 import { Runner } from './runner.js';
+import { scrubHostPaths } from './scrub.js';
 import type { ExporterChoice } from './export-stage.js';
-import { exitCodeFor, securityScorecard, taskScorecard } from './scorecard-builder.js';
+import { backendFacts, exitCodeFor, securityScorecard, taskScorecard } from './scorecard-builder.js';
 
 export interface RunSuiteOptions {
   backend: Backend;
@@ -30,19 +37,26 @@ export interface RunSuiteOptions {
   exporter?: ExporterChoice;
   /** No lab: network probes try the real addresses (disposable cloud machines only). */
   liveNetwork?: boolean;
+  /** Where the ownership journal lives (default: /run/sandcheck/owners for root, a private dir otherwise). */
+  ownershipDir?: string;
+  /** Crash sweeps run at the start (default: the lab's and the backends'). */
+  sweepHooks?: readonly SweepHook[];
 }
 
 export interface RunSuiteOutcome {
   security: SecurityScorecard;
   task: TaskScorecard;
-  exitCode: 0 | 1 | 2;
-  files: { securityJson: string; taskJson: string; securityJunit: string; taskJunit: string };
+  /** 4: an internal error ended the run (see internalError); the cards hold what was measured. */
+  exitCode: 0 | 1 | 2 | 4;
+  files: CardFiles;
+  internalError?: string;
+  /** The unfinished run found in outDir and turned into incomplete cards, if any. */
+  recovered?: RecoveredRun;
+  swept: OwnershipSweepReport;
 }
 
 /** The lab when this machine can make one; otherwise the reason, and network probes will not run. */
 async function tryOpenLab(runId: string, reporter?: RunReporter): Promise<{ session?: LabSession; noLabReason?: string }> {
-  // Leftovers of earlier runs that crashed: only those whose owner is gone.
-  await sweepStaleLabs().catch(() => undefined);
   const support = await probeLabSupport();
   if (!support.available) {
     reporter?.onNotice?.(`no lab: ${support.reason} (${support.hint}); network probes are not applicable in this run`);
@@ -57,69 +71,189 @@ async function tryOpenLab(runId: string, reporter?: RunReporter): Promise<{ sess
   }
 }
 
-/** One whole run: lab context, every probe in a fresh environment, both report cards written. */
-export async function runSuite(opts: RunSuiteOptions): Promise<RunSuiteOutcome> {
+/** Names and notices reach the terminal through the one cleaning rule (a policy name or a box's text could hold escapes). */
+function cleaningReporter(r: RunReporter): RunReporter {
+  return {
+    ...r,
+    ...(r.onRunStart ? { onRunStart: (i: Parameters<NonNullable<RunReporter['onRunStart']>>[0]) => r.onRunStart?.({ ...i, backend: visibleLine(i.backend), policy: visibleLine(i.policy) }) } : {}),
+    ...(r.onNotice ? { onNotice: (m: string) => r.onNotice?.(visibleText(m)) } : {}),
+  };
+}
+
+const resultIds = (rs: readonly { id: string }[]): Set<string> => new Set(rs.map((r) => r.id));
+
+/**
+ * One whole run: the output directory checked, leftovers of dead runs removed, lab context, every probe in a
+ * fresh environment, both report cards written. Every resource is recorded in the ownership journal before it
+ * exists and every result in the out dir's run journal as it comes, so nothing is lost or left whatever happens.
+ */
+export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcome> {
+  const opts = options.reporter ? { ...options, reporter: cleaningReporter(options.reporter) } : options;
   const runId = opts.runId ?? newRunId();
   const startedAt = new Date();
-  await sweepStaleCgroups().catch(() => undefined);
+  const notice = (m: string): void => opts.reporter?.onNotice?.(m);
+  await prepareOutDir(opts.outDir, notice);
+  let recovered: RecoveredRun | undefined;
+  if (hasResultsJournal(opts.outDir)) {
+    try {
+      recovered = await recoverResultsJournal(opts.outDir, (id) => join(opts.outDir, `incomplete-${id}`));
+      notice(`run ${recovered.runId} did not finish: its ${recovered.results} result(s) are in ${join(opts.outDir, `incomplete-${recovered.runId}`)} (marked incomplete)`);
+    } catch (err) {
+      if (!(err instanceof SandcheckError) || err.code !== 'RECOVER_NOTHING') throw err;
+      // A journal torn before its first line was whole holds nothing; kept aside, it never blocks this directory.
+      const aside = join(opts.outDir, `run-journal.unreadable-${Date.now()}.jsonl`);
+      await rename(join(opts.outDir, RESULTS_JOURNAL), aside);
+      notice(`${err.message}; moved it to ${aside}`);
+    }
+  }
+  const journal = openOwnershipJournal(runId, opts.ownershipDir);
+  const swept = await sweepDeadRuns({ ...(opts.ownershipDir ? { dir: opts.ownershipDir } : {}), hooks: opts.sweepHooks ?? defaultSweepHooks(), keepRunId: runId });
+  for (const r of swept.removed) notice(`removed a leftover of a run that died: ${r}`);
+  for (const k of swept.kept) notice(`left a leftover of a run that died: ${k.what}: ${k.reason}`);
+
+  const results = openResultsJournal(opts.outDir, { runId, startedAt, backend: backendFacts(opts.backend, opts.policy), policy: opts.policy });
+  // Stops the probes still running when the harness itself fails; an interrupt comes through opts.signal.
+  const stop = new AbortController();
+  const signal = opts.signal ? AbortSignal.any([opts.signal, stop.signal]) : stop.signal;
+  const interrupted = (): boolean => opts.signal?.aborted ?? false;
+  const teardownProblems: string[] = [];
+
   const wantsNetwork = opts.probes.some((p) => p.kind === 'security' && p.category === 'network');
-  const live = wantsNetwork && opts.liveNetwork ? await openLiveNetwork() : undefined;
-  const lab = live ? { noLabReason: 'live network' } : wantsNetwork ? await tryOpenLab(runId, opts.reporter) : { noLabReason: 'no network probe selected' };
+  const labNs: OwnedResource = { kind: 'netns', name: `sc-${runId}` };
+  let live: Awaited<ReturnType<typeof openLiveNetwork>> | undefined;
+  let lab: { session?: LabSession; noLabReason?: string } = { noLabReason: 'no network probe selected' };
   let backendRun: { close(): Promise<{ items: string[] }> } | undefined;
-  let run;
+  let run: RunContext | undefined;
+  let setupError: unknown;
   try {
-    backendRun = await opts.backend.openRun?.({ runId, ...(lab.session ? { lab: lab.session.handle } : {}) });
-    run = await openRunContext(
-      runId,
-      live ? { liveTraffic: (a, b) => live.trafficBetween(a, b) } : lab.session ? { lab: lab.session } : { noLabReason: lab.noLabReason ?? 'unknown' },
-    );
+    live = wantsNetwork && opts.liveNetwork ? await openLiveNetwork() : undefined;
+    if (live) lab = { noLabReason: 'live network' };
+    else if (wantsNetwork && !interrupted()) {
+      journal.own(labNs);
+      lab = await tryOpenLab(runId, opts.reporter);
+      if (!lab.session) journal.release(labNs);
+    }
+    if (!interrupted()) {
+      run = await openRunContext(runId, {
+        journal,
+        ...(live ? { liveTraffic: (a, b) => live!.trafficBetween(a, b), liveProve: () => live!.proveWitness() } : lab.session ? { lab: lab.session } : { noLabReason: lab.noLabReason ?? 'unknown' }),
+      });
+    }
+    // The run's decoy credentials go to the backend's control plane too (e.g. a private dockerd's environment).
+    if (!interrupted() && run) backendRun = await opts.backend.openRun?.({ runId, controllerEnv: run.controllerEnv, ...(lab.session ? { lab: lab.session.handle } : {}) });
   } catch (err) {
-    await backendRun?.close().catch(() => undefined);
-    await lab.session?.close();
-    await live?.close();
-    throw err;
+    setupError = err;
   }
-  opts.reporter?.onRunStart?.({ runId, backend: opts.backend.name, policy: opts.policy.name, total: opts.probes.length });
-  let results;
-  try {
-    const runner = new Runner({
-      backend: opts.backend,
-      policy: opts.policy,
-      probes: opts.probes,
-      run,
-      ...(opts.concurrency !== undefined ? { concurrency: opts.concurrency } : {}),
-      ...(opts.reporter ? { reporter: opts.reporter } : {}),
-      ...(opts.signal ? { signal: opts.signal } : {}),
-      exporter: opts.exporter ?? 'reference',
-      artifactsDir: join(opts.outDir, 'artifacts'),
-    });
-    results = await runner.run();
-  } finally {
-    await run.dispose();
-    const backendLeft = await backendRun?.close();
-    for (const l of backendLeft?.items ?? []) opts.reporter?.onNotice?.(`backend teardown: ${l}`);
-    await live?.close();
-    const closed = await lab.session?.close();
-    for (const l of closed?.leftovers ?? []) opts.reporter?.onNotice?.(`lab teardown: ${l}`);
+
+  let fatal: unknown;
+  let collected: AnyResult[] = [];
+  if (run && setupError === undefined) {
+    const scratchDir = run.scratchDir;
+    const journalReporter: RunReporter = { onProbeEnd: (r) => results.append(scrubHostPaths(r, scratchDir)) };
+    opts.reporter?.onRunStart?.({ runId, backend: opts.backend.name, policy: opts.policy.name, total: opts.probes.length });
+    try {
+      const runner = new Runner({
+        backend: opts.backend,
+        policy: opts.policy,
+        probes: opts.probes,
+        run,
+        ...(opts.concurrency !== undefined ? { concurrency: opts.concurrency } : {}),
+        reporter: opts.reporter ? multiplex([journalReporter, opts.reporter]) : journalReporter,
+        signal,
+        onFatal: () => stop.abort(),
+        exporter: opts.exporter ?? 'reference',
+        artifactsDir: join(opts.outDir, 'artifacts'),
+      });
+      const out = await runner.run();
+      collected = [...out.security.map((r) => ({ kind: 'security' as const, ...r })), ...out.task.map((r) => ({ kind: 'task' as const, ...r }))];
+    } catch (err) {
+      fatal = err;
+      stop.abort();
+    }
   }
-  const interrupted = opts.signal?.aborted ?? false;
-  opts.reporter?.onRunEnd?.({ interrupted });
-  const meta = { runId, startedAt, finishedAt: new Date(), interrupted };
-  const security = securityScorecard(opts.backend, opts.policy, meta, results.security);
-  const task = taskScorecard(opts.backend, opts.policy, meta, results.task);
-  for (const [kind, card] of [['security', security], ['task', task]] as const) {
-    const check = validateScorecard(kind, card);
-    if (!check.valid) throw new SandcheckError('HARNESS', `the ${kind} scorecard does not match its published schema: ${check.errors}`);
-  }
-  const files = {
-    securityJson: join(opts.outDir, 'security.json'),
-    taskJson: join(opts.outDir, 'task.json'),
-    securityJunit: join(opts.outDir, 'security.junit.xml'),
-    taskJunit: join(opts.outDir, 'task.junit.xml'),
+
+  // Teardown: every step runs whatever the others did.
+  const step = async (what: string, f: () => Promise<void>): Promise<void> => {
+    try {
+      await f();
+    } catch (err) {
+      teardownProblems.push(`${what}: ${errorMessage(err)}`);
+    }
   };
-  await writeJsonReport(files.securityJson, security);
-  await writeJsonReport(files.taskJson, task);
-  await writeJunit(files.securityJunit, securityJunit(security));
-  await writeJunit(files.taskJunit, taskJunit(task));
-  return { security, task, exitCode: exitCodeFor(security, task), files };
+  await step('run context', async () => run?.dispose());
+  await step('backend', async () => {
+    for (const l of (await backendRun?.close())?.items ?? []) notice(`backend teardown: ${l}`);
+  });
+  await step('live network', async () => live?.close());
+  await step('lab', async () => {
+    const closed = await lab.session?.close();
+    if (!lab.session) return;
+    for (const l of closed?.leftovers ?? []) notice(`lab teardown: ${l}`);
+    if ((closed?.leftovers ?? []).length === 0) journal.release(labNs);
+    else teardownProblems.push('lab leftovers');
+  });
+  await step('cgroups named after the run', async () => {
+    // Anything still named after this run once every part closed is a leftover (a backend's cgroup parent, …): ours to remove.
+    for (const path of runIdCgroups(runId)) {
+      await removeCgroupTree(path);
+      notice(`teardown: removed a cgroup the backend left: ${path}`);
+    }
+  });
+  for (const p of teardownProblems) notice(`teardown: ${p}`);
+
+  if (setupError !== undefined && !interrupted()) {
+    // Nothing ran (a backend that cannot start, …): no reports, the usual error.
+    results.finish();
+    if (teardownProblems.length === 0) journal.close();
+    throw setupError;
+  }
+  if (setupError !== undefined || !run) {
+    collected = notRunResults(opts.probes, opts.policy, { code: 'INTERRUPTED', message: 'not run: the run was interrupted during set-up' });
+  } else if (fatal !== undefined) {
+    const got = results.collected();
+    const done = resultIds([...got.security, ...got.task]);
+    collected = [
+      ...got.security.map((r) => ({ kind: 'security' as const, ...r })),
+      ...got.task.map((r) => ({ kind: 'task' as const, ...r })),
+      ...notRunResults(
+        opts.probes.filter((p) => !done.has(p.id)),
+        opts.policy,
+        { code: 'INTERNAL', message: `not run: the run ended on an internal error (${errorMessage(fatal)})` },
+      ),
+    ];
+  }
+  const wasInterrupted = interrupted();
+  opts.reporter?.onRunEnd?.({ interrupted: wasInterrupted });
+  const meta = {
+    runId,
+    startedAt,
+    finishedAt: new Date(),
+    interrupted: wasInterrupted,
+    incomplete: wasInterrupted || fatal !== undefined || setupError !== undefined,
+    exporter: exporterName(opts.exporter ?? 'reference'),
+  };
+  const security = collected.flatMap((r) => (r.kind === 'security' ? [withoutKind(r)] : []));
+  const task = collected.flatMap((r) => (r.kind === 'task' ? [withoutKind(r)] : []));
+  const written = await writeScorecards(opts.outDir, {
+    security: securityScorecard(opts.backend, opts.policy, meta, security),
+    task: taskScorecard(opts.backend, opts.policy, meta, task),
+  });
+  results.finish();
+  if (teardownProblems.length === 0) journal.close();
+  const internalError = fatal === undefined ? undefined : fatal instanceof SandcheckError ? `${fatal.code}: ${fatal.message}` : errorMessage(fatal);
+  if (internalError) notice(`internal error: ${internalError}; the probes still running were stopped and what was measured is in the reports (marked incomplete)`);
+  return {
+    security: written.security,
+    task: written.task,
+    exitCode: internalError ? 4 : exitCodeFor(written.security, written.task),
+    files: written.files,
+    ...(internalError ? { internalError } : {}),
+    ...(recovered ? { recovered } : {}),
+    swept,
+  };
+}
+
+function withoutKind<T extends { kind: string }>(r: T): Omit<T, 'kind'> {
+  const { kind: _kind, ...rest } = r;
+  return rest;
 }

@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Backend, Capabilities, Environment, ExecResult, PutFile } from '../backends/contract.js';
 import { BoundedCapture } from '../lab/bounded-capture.js';
-import { labelOf } from '../lab/canaries.js';
 import { startHostHealth } from '../lab/host-health.js';
 import { findProcessesWithCmdline, killPids } from '../lab/process-scan.js';
 import { SandcheckError, errorMessage } from './errors.js';
@@ -15,12 +14,18 @@ import type { Policy } from './model/policy.js';
 import type { Observation, ProbeContext, ProbeSpec, SecurityProbe, TaskCase } from './model/probe.js';
 import { runExportStage, type ExportOutcome, type ExporterChoice } from './export-stage.js';
 import { describeStop, exportEvidence } from './evidence-lines.js';
-import { scanArtifacts, startProcessSampler, watchHeartbeat } from './host-observers.js';
+import { startProcessSampler, watchHeartbeat } from './host-observers.js';
+import { compileCanaries, type CompiledCanaries } from '../lab/canary-forms.js';
+import { scanDecoyEvents, scanEach, scanJoined, scanSplitAcross } from '../lab/canary-scan.js';
+import { hitWhere, readWorkspaceFiles } from './left-in-box.js';
+import { watchForProcess } from './process-watch.js';
 import { Mutex } from './mutex.js';
 import { scrubHostPaths } from './scrub.js';
+import { policyRequires } from './required-items.js';
 import { artifactHashes, compareReplay, endToEndBudgetMs, runCorrectionLoop, type ExecuteVariant } from './task/correction-loop.js';
 import type { SecurityResult, TaskResult } from './model/scorecard.js';
 import { payloadPath } from './paths.js';
+import { CHALLENGE_FILE, CONTROL_ENV, CONTROL_FILE, makeControlValue, makeProof, type ExecProof } from './proof.js';
 import type { RunContext } from './run-context.js';
 
 export const DEFAULT_GRACE_MS = 2000;
@@ -41,10 +46,9 @@ export interface RunnerOptions {
   exporter?: ExporterChoice;
   /** Where accepted task artifacts are exported (e.g. out/artifacts); none when unset. */
   artifactsDir?: string;
+  /** A harness failure (not a probe outcome) stopped scheduling: the caller stops the probes still running. */
+  onFatal?: (err: unknown) => void;
 }
-
-export const attemptMarker = (nonce: string): string => `SANDCHECK-ATTEMPT ${nonce}`;
-export const doneMarker = (nonce: string): string => `SANDCHECK-DONE ${nonce}`;
 
 /** The harness's own deadline: the policy's wall clock plus a grace. */
 export function harnessDeadlineMs(policy: Policy, graceMs = DEFAULT_GRACE_MS): number {
@@ -56,16 +60,35 @@ export function outputCeilingBytes(policy: Policy): number {
   return policy.output.maxBytes * 4 + 1024 * 1024;
 }
 
-export function notApplicableReason(probe: SecurityProbe, caps: Capabilities, noLabReason?: string): string | undefined {
+/**
+ * Why a probe does not run: `not-applicable` for causes outside the box (no lab) or items the
+ * policy does not ask for; `unenforced` (a failure) for an item the policy requires that the
+ * backend says it cannot enforce.
+ */
+export function gateVerdict(probe: SecurityProbe, caps: Capabilities, policy: Policy, noLabReason?: string): { verdict: 'not-applicable' | 'unenforced'; reason: string } | undefined {
   // Network probes never send traffic from the machine's own namespace: without a lab they do not run.
-  if (probe.category === 'network' && noLabReason !== undefined) return `no lab: ${noLabReason}`;
+  if (probe.category === 'network' && noLabReason !== undefined) return { verdict: 'not-applicable', reason: `no lab: ${noLabReason}` };
+  const unseen = caps.notObservable?.[probe.policyItem];
+  if (unseen !== undefined) return { verdict: 'not-applicable', reason: unseen };
   if (caps.isolation === 'none') return undefined; // the control runs everything: it is the positive control
   if (probe.enforcedBy === 'exporter') return undefined; // the harness's exporter, not the backend, holds this line
   if (caps.enforces.includes(probe.policyItem)) return undefined;
-  return caps.notEnforcedReasons?.[probe.policyItem] ?? `backend cannot enforce ${probe.policyItem}`;
+  const why = caps.notEnforcedReasons?.[probe.policyItem] ?? `backend cannot enforce ${probe.policyItem}`;
+  if (policyRequires(policy, probe.policyItem)) {
+    return { verdict: 'unenforced', reason: `the policy requires ${probe.policyItem} and the backend does not enforce it: ${why}` };
+  }
+  return { verdict: 'not-applicable', reason: `${probe.policyItem} is not required by policy ${policy.name}; the backend does not enforce it: ${why}` };
 }
 
-async function payloadFiles(probe: ProbeSpec, ctx: ProbeContext, files?: PutFile[]): Promise<PutFile[]> {
+interface PreparedFiles {
+  files: PutFile[];
+  proof: ExecProof;
+  /** The in-box positive control's value and where it was put. */
+  control?: { where: 'file' | 'env'; value: string };
+}
+
+/** The payload, its helper, a fresh challenge (and positive control) for one execution, and the probe's own files. */
+async function payloadFiles(probe: ProbeSpec, ctx: ProbeContext, files?: PutFile[]): Promise<PreparedFiles> {
   let payload: Buffer;
   try {
     payload = probe.source !== undefined ? Buffer.from(probe.source) : await readFile(payloadPath(probe.payload, probe.payloadFile));
@@ -73,11 +96,19 @@ async function payloadFiles(probe: ProbeSpec, ctx: ProbeContext, files?: PutFile
     throw new SandcheckError('PAYLOAD_MISSING', `payload for ${probe.id} not found (${errorMessage(err)})`);
   }
   const helper = await readFile(payloadPath('_shared', 'sandcheck_payload.py'));
-  return [
-    { path: 'payload.py', content: payload, readOnly: true },
-    { path: 'sandcheck_payload.py', content: helper, readOnly: true },
-    ...(files ?? probe.files?.(ctx) ?? []),
-  ];
+  const proof = makeProof(payload, helper);
+  const control = probe.positiveControl ? { where: probe.positiveControl, value: makeControlValue() } : undefined;
+  return {
+    proof,
+    ...(control ? { control } : {}),
+    files: [
+      { path: 'payload.py', content: payload, readOnly: true },
+      { path: 'sandcheck_payload.py', content: helper, readOnly: true },
+      { path: CHALLENGE_FILE, content: Buffer.from(`${proof.challenge}\n`), readOnly: true },
+      ...(control?.where === 'file' ? [{ path: CONTROL_FILE, content: Buffer.from(`${control.value}\n`), readOnly: true }] : []),
+      ...(files ?? probe.files?.(ctx) ?? []),
+    ],
+  };
 }
 
 interface ExecHow {
@@ -91,6 +122,14 @@ interface ExecHow {
 interface Executed {
   obs: Observation;
   durationMs: number;
+}
+
+interface ExecOutcome {
+  observation: ExecObservation;
+  attempted: boolean;
+  finished: boolean;
+  positiveControl?: { where: 'file' | 'env'; seen: boolean };
+  canaryHits: { label: string; where: string }[];
 }
 
 interface HarnessFailure {
@@ -113,19 +152,28 @@ export class Runner {
     const { probes, reporter } = this.opts;
     const results: (AnyResult | undefined)[] = new Array(probes.length);
     let next = 0;
+    let fatal: { err: unknown } | undefined;
     const worker = async (): Promise<void> => {
-      while (next < probes.length) {
+      while (next < probes.length && !fatal) {
         const index = next++;
         const probe = probes[index];
         if (!probe) continue;
         reporter?.onProbeStart?.({ id: probe.id, kind: probe.kind });
-        const result = await this.runOne(probe);
-        results[index] = result;
-        reporter?.onProbeEnd?.(result);
+        try {
+          const result = await this.runOne(probe);
+          results[index] = result;
+          reporter?.onProbeEnd?.(result);
+        } catch (err) {
+          // A harness bug: nothing new starts, the caller stops what still runs, and every worker is awaited before failing.
+          fatal ??= { err };
+          this.opts.onFatal?.(err);
+          return;
+        }
       }
     };
     const width = Math.max(1, Math.min(this.opts.concurrency ?? 2, probes.length));
     await Promise.all(Array.from({ length: width }, worker));
+    if (fatal) throw fatal.err;
     const all = results.filter((r): r is AnyResult => r !== undefined).map((r) => scrubHostPaths(r, this.opts.run.scratchDir));
     return {
       security: all.flatMap((r) => (r.kind === 'security' ? [stripKind(r)] : [])),
@@ -153,8 +201,10 @@ export class Runner {
     const ctx = await this.context();
     const started = performance.now();
     if (probe.kind === 'security') {
-      const na = notApplicableReason(probe, this.opts.backend.capabilities(this.opts.policy), this.opts.run.labTraffic ? undefined : (this.opts.run.noLabReason ?? 'the run has no lab'));
-      if (na) return this.securityResult(probe, { verdict: 'not-applicable', reason: na, evidence: [] }, 0);
+      const gate = gateVerdict(probe, this.opts.backend.capabilities(this.opts.policy), this.opts.policy, this.opts.run.labTraffic ? undefined : (this.opts.run.noLabReason ?? 'the run has no lab'));
+      if (gate) return this.securityResult(probe, { ...gate, evidence: [] }, 0);
+      const unfit = probe.hostPrecondition?.(ctx);
+      if (unfit !== undefined) return this.securityResult(probe, { verdict: 'not-applicable', reason: unfit, evidence: [] }, 0);
     }
     if (this.opts.signal?.aborted) {
       return this.failed(probe, { code: 'INTERRUPTED', message: 'not run: the run was interrupted' }, 0);
@@ -164,12 +214,14 @@ export class Runner {
     try {
       executed = await this.execute(probe, ctx);
     } catch (err) {
+      // Whatever broke after an interrupt (a daemon's socket hang-up, …) broke because of it.
+      if (this.opts.signal?.aborted) return this.failed(probe, { code: 'INTERRUPTED', message: 'the run was interrupted while this probe ran' }, performance.now() - started);
       const code = err instanceof SandcheckError ? err.code : 'HARNESS';
       return this.failed(probe, { code, message: errorMessage(err) }, performance.now() - started);
     }
     const { obs } = executed;
     const durationMs = performance.now() - started;
-    if (obs.exec.killedBy === 'harness-interrupt') {
+    if (obs.exec.killedBy === 'harness-interrupt' || (this.opts.signal?.aborted && obs.exec.startError !== undefined)) {
       return this.failed(probe, { code: 'INTERRUPTED', message: 'the run was interrupted while this probe ran' }, durationMs, obs.exec);
     }
     let judgement;
@@ -200,6 +252,8 @@ export class Runner {
         }
         if (companion) first.companionReady = companion.ready;
         await new Promise((r) => setTimeout(r, NETWORK_SETTLE_MS));
+        // The witness proves in this very window that it can see (a marked query both witnesses must record).
+        await this.opts.run.proveLabWitness?.();
         const traffic = this.opts.run.labTraffic?.(from - 50, Date.now());
         if (traffic) first.network = traffic;
         return { obs: first, durationMs: performance.now() - started };
@@ -230,7 +284,7 @@ export class Runner {
     const sink = { write: () => undefined };
     let running: Promise<unknown> = Promise.resolve();
     try {
-      await env.putFiles(await payloadFiles({ ...probe, payload: spec.payload, payloadFile: 'listener.py' }, ctx, []));
+      await env.putFiles((await payloadFiles({ ...probe, payload: spec.payload, payloadFile: 'listener.py' }, ctx, [])).files);
       running = env
         .exec({
           argv: ['python3', 'payload.py', JSON.stringify({ nonce: ctx.nonce, ...spec.args(ctx) })],
@@ -260,6 +314,13 @@ export class Runner {
     };
   }
 
+  private compiled: CompiledCanaries | undefined;
+
+  /** The run's canaries in every form, compiled once (the metadata canaries are in the set from the start). */
+  private compiledCanaries(): CompiledCanaries {
+    return (this.compiled ??= compileCanaries(this.opts.run.canaries.all));
+  }
+
   private createEnvironment(): Promise<Environment> {
     const { backend, policy, run } = this.opts;
     return backend.create(policy, {
@@ -279,19 +340,29 @@ export class Runner {
     const createdAt = performance.now();
     try {
       env = await this.createEnvironment();
-      await env.putFiles(await payloadFiles(probe, ctx, how.files));
-      const exec = await this.execWithDeadline(env, probe, ctx, how, createdAt);
+      const prepared = await payloadFiles(probe, ctx, how.files);
+      await env.putFiles(prepared.files);
+      const execFrom = Date.now();
+      const watch = probe.watchSurvivor ? watchForProcess(`sandcheck-survivor-${ctx.nonce}`) : undefined;
+      const exec = await this.execWithDeadline(env, probe, ctx, how, createdAt, prepared).finally(() => watch?.stop());
+      const seenAlive = watch ? await watch.stop() : undefined;
       const wanted = typeof probe.artifacts === 'function' ? probe.artifacts(ctx) : probe.artifacts;
       const artifacts = wanted ? await env.getFiles(wanted, { maxBytesPerFile: policy.exports.maxFileMb * 1024 * 1024 }) : [];
-      const artifactHits = scanArtifacts(artifacts, run.canaries.all.map((c) => c.value)).map((h) => ({
-        label: labelOf(run.canaries, h.value),
-        where: `artifact:${h.path}`,
-      }));
+      const canaries = this.compiledCanaries();
+      const leftInBox = [
+        ...artifacts.flatMap((f) => (f.content ? [{ where: `artifact:${f.path}`, bytes: f.content }] : [])),
+        ...(env.hostWorkspace ? await readWorkspaceFiles(env.hostWorkspace, new Set(prepared.files.map((f) => f.path))) : []),
+      ];
+      const artifactHits = scanEach(leftInBox, canaries).map((h) => ({ label: h.label, where: hitWhere(h.where, h) }));
+      const decoyHits = this.opts.run.labTraffic ? scanDecoyEvents(this.opts.run.labTraffic(execFrom - 50, Date.now()).events, run.canaries.all) : [];
       obs = {
         exec: exec.observation,
         attempted: exec.attempted,
         finished: exec.finished,
-        canaryHits: [...exec.canaryHits, ...artifactHits],
+        token: prepared.proof.token,
+        ...(seenAlive !== undefined ? { survivorSeenAlive: seenAlive } : {}),
+        ...(exec.positiveControl ? { positiveControl: exec.positiveControl } : {}),
+        canaryHits: [...exec.canaryHits, ...artifactHits, ...decoyHits.map((h) => ({ label: h.label, where: hitWhere(h.where, h) }))],
         artifacts,
         leftovers: [],
         survivors: [],
@@ -329,15 +400,17 @@ export class Runner {
     ctx: ProbeContext,
     how: ExecHow,
     createdAt: number,
-  ): Promise<{ observation: ExecObservation; attempted: boolean; finished: boolean; canaryHits: { label: string; where: string }[] }> {
-    const { policy, run } = this.opts;
-    const canaryValues = run.canaries.all.map((c) => c.value);
-    const start = attemptMarker(ctx.nonce);
-    const done = doneMarker(ctx.nonce);
-    const needles = [...canaryValues, start, done];
+    prepared: PreparedFiles,
+  ): Promise<ExecOutcome> {
+    const { policy } = this.opts;
+    const canaries = this.compiledCanaries();
+    const start = prepared.proof.attemptLine;
+    const done = prepared.proof.doneLine;
+    const control = prepared.control;
+    const needles = [start, done, ...(control ? [control.value] : [])];
     let firstByteAt: number | undefined;
-    const stdout = new BoundedCapture({ needles, onFirstByte: () => (firstByteAt ??= performance.now()) });
-    const stderr = new BoundedCapture({ needles });
+    const stdout = new BoundedCapture({ needles, canaries, onFirstByte: () => (firstByteAt ??= performance.now()) });
+    const stderr = new BoundedCapture({ needles, canaries });
     const abort = new AbortController();
     let killedBy: KilledBy = 'none';
     const kill = (why: KilledBy): void => {
@@ -358,7 +431,8 @@ export class Runner {
     this.opts.signal?.addEventListener('abort', onInterrupt, { once: true });
     if (this.opts.signal?.aborted) onInterrupt();
     const args = { nonce: ctx.nonce, probe: probe.id, ...(probe.args?.(ctx) ?? {}), ...how.extraArgs };
-    const sampler = probe.sampleProcesses && env.hostPids ? startProcessSampler(env) : undefined;
+    const program = probe.interpreter ? new RegExp(`^${(probe.interpreter.split('/').pop() ?? '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) : undefined;
+    const sampler = probe.sampleProcesses && env.hostPids ? startProcessSampler(env, program ? { program } : {}) : undefined;
     const health = probe.watchHost ? await startHostHealth(this.opts.run.scratchDir) : undefined;
     const t0 = performance.now();
     let result: ExecResult;
@@ -367,6 +441,7 @@ export class Runner {
         env.exec({
           argv: [probe.interpreter ?? 'python3', 'payload.py', JSON.stringify(args)],
           ...(probe.stdin ? { stdin: probe.stdin(ctx) } : {}),
+          ...(control?.where === 'env' ? { env: { [CONTROL_ENV]: control.value } } : {}),
           timeoutMs: policy.resources.wallSeconds * 1000,
           maxOutputBytes: policy.output.maxBytes,
           stdout: sink(stdout),
@@ -382,15 +457,18 @@ export class Runner {
     const wallMs = performance.now() - t0;
     const hostProcesses = sampler ? await sampler.stop() : undefined;
     const hostHealth = health ? await health.stop() : undefined;
+    // Every form (encoded, reversed, split over lines or across the two channels) in every byte of both streams.
     const canaryHits = [
-      ...stdout.found().filter((h) => canaryValues.includes(h.needle)).map((h) => ({ label: labelOf(run.canaries, h.needle), where: 'stdout' })),
-      ...stderr.found().filter((h) => canaryValues.includes(h.needle)).map((h) => ({ label: labelOf(run.canaries, h.needle), where: 'stderr' })),
+      ...stdout.canaryHits().map((h) => ({ label: h.label, where: hitWhere('stdout', h) })),
+      ...stderr.canaryHits().map((h) => ({ label: h.label, where: hitWhere('stderr', h) })),
+      ...scanJoined([...stdout.keptParts(), ...stderr.keptParts()], canaries).map((h) => ({ label: h.label, where: hitWhere('stdout+stderr joined', h) })),
+      ...scanSplitAcross([Buffer.concat(stdout.keptParts()), Buffer.concat(stderr.keptParts())], this.opts.run.canaries.all).map((h) => ({ label: h.label, where: 'stdout+stderr joined (split across the channels)' })),
     ];
     const observation: ExecObservation = {
       exitCode: result.exitCode,
       signal: result.signal,
       wallMs,
-      ...(firstByteAt !== undefined ? { startupMs: firstByteAt - createdAt } : {}),
+      ...(firstByteAt !== undefined ? { startupMs: firstByteAt - createdAt, firstOutputMs: Math.max(0, firstByteAt - t0) } : {}),
       harnessDeadlineMs: deadlineMs,
       killedBy,
       ...(result.startError ? { startError: result.startError } : {}),
@@ -405,6 +483,7 @@ export class Runner {
       observation,
       attempted: stdout.has(start) || stderr.has(start),
       finished: stdout.has(done) || stderr.has(done),
+      ...(control ? { positiveControl: { where: control.where, seen: stdout.has(control.value) || stderr.has(control.value) } } : {}),
       canaryHits,
     };
   }
@@ -438,12 +517,13 @@ export class Runner {
     try {
       loop = await runCorrectionLoop(task, ctx, execute);
     } catch (err) {
-      const code = err instanceof SandcheckError ? err.code : 'PREDICATE';
-      return this.failed(task, { code, message: err instanceof SandcheckError ? err.message : `completion predicate threw: ${errorMessage(err)}` }, performance.now() - started);
+      if (this.opts.signal?.aborted) return this.failed(task, { code: 'INTERRUPTED', message: 'the run was interrupted while this task ran' }, performance.now() - started);
+      const code = err instanceof SandcheckError ? err.code : 'HARNESS';
+      return this.failed(task, { code, message: errorMessage(err) }, performance.now() - started);
     }
     const final = loop.final;
-    if (!final) return this.failed(task, { code: 'HARNESS', message: loop.reason }, performance.now() - started);
-    if (final.obs.exec.killedBy === 'harness-interrupt') {
+    if (!final) return this.failed(task, this.opts.signal?.aborted ? { code: 'INTERRUPTED', message: 'the run was interrupted while this task ran' } : { code: 'HARNESS', message: loop.reason }, performance.now() - started);
+    if (final.obs.exec.killedBy === 'harness-interrupt' || (this.opts.signal?.aborted && final.obs.exec.startError !== undefined)) {
       return this.failed(task, { code: 'INTERRUPTED', message: 'the run was interrupted while this task ran' }, performance.now() - started, final.obs.exec);
     }
     let replay: { reproducible: boolean; note: string } | undefined;
@@ -466,7 +546,7 @@ export class Runner {
       expected: task.expected,
       verdict,
       outcome: asExpected ? 'as-expected' : 'unexpected',
-      reason: loop.accepted ? loop.reason : `${loop.reason} (${describeStop(exec)})`,
+      reason: loop.accepted || /exit|killed|stopped|signal/i.test(loop.reason) ? loop.reason : `${loop.reason} (${describeStop(exec)})`,
       evidence: [
         outside('exit-status', `${describeStop(exec)} after ${Math.round(exec.wallMs)} ms`),
         ...(final.result.evidence ?? []),

@@ -14,7 +14,17 @@ export interface RunMeta {
   startedAt: Date;
   finishedAt: Date;
   interrupted: boolean;
+  /** The run did not finish (killed, interrupted, internal error): some results are missing. */
+  incomplete?: boolean;
+  /** The exporter the export probes judged. */
+  exporter?: string;
 }
+
+/** What a scorecard says about its backend, before cold-start figures are added. */
+export type BackendFacts = Omit<SecurityScorecard['backend'], 'coldStartMs'>;
+
+/** Either a live backend (asked for its capabilities under the policy) or facts recorded earlier (recovery). */
+export type BackendSource = Backend | BackendFacts;
 
 function runInfo(meta: RunMeta): SecurityScorecard['run'] {
   return {
@@ -22,25 +32,36 @@ function runInfo(meta: RunMeta): SecurityScorecard['run'] {
     startedAt: meta.startedAt.toISOString(),
     finishedAt: meta.finishedAt.toISOString(),
     interrupted: meta.interrupted,
+    incomplete: meta.incomplete ?? meta.interrupted,
     sandcheckVersion: packageVersion(),
+    exporter: meta.exporter ?? 'unknown',
     // resourceUsage().maxRSS is in kilobytes.
     harness: { maxRssBytes: process.resourceUsage().maxRSS * 1024 },
   };
 }
 
-function backendInfo(backend: Backend, policy: Policy, startups: number[]): SecurityScorecard['backend'] {
+export function backendFacts(backend: Backend, policy: Policy): BackendFacts {
   const caps = backend.capabilities(policy);
+  return { name: backend.name, description: backend.description, isolation: caps.isolation, enforces: [...caps.enforces] };
+}
+
+function isBackend(b: BackendSource): b is Backend {
+  return typeof (b as Backend).capabilities === 'function';
+}
+
+function backendInfo(backend: BackendSource, policy: Policy, startups: number[]): SecurityScorecard['backend'] {
+  const facts = isBackend(backend) ? backendFacts(backend, policy) : backend;
   const sorted = [...startups].sort((a, b) => a - b);
   const coldStartMs = sorted.length
     ? { samples: sorted.length, median: Math.round(sorted[Math.floor(sorted.length / 2)] ?? 0), max: Math.round(sorted[sorted.length - 1] ?? 0) }
     : null;
-  return { name: backend.name, description: backend.description, isolation: caps.isolation, enforces: [...caps.enforces], coldStartMs };
+  return { ...facts, enforces: [...facts.enforces], coldStartMs };
 }
 
 const startupsOf = (results: { observation?: { startupMs?: number | undefined } | undefined }[]): number[] =>
   results.flatMap((r) => (r.observation?.startupMs !== undefined ? [r.observation.startupMs] : []));
 
-export function securityScorecard(backend: Backend, policy: Policy, meta: RunMeta, results: SecurityResult[]): SecurityScorecard {
+export function securityScorecard(backend: BackendSource, policy: Policy, meta: RunMeta, results: SecurityResult[]): SecurityScorecard {
   const count = (v: SecurityResult['verdict']) => results.filter((r) => r.verdict === v).length;
   return {
     scorecard: 'security',
@@ -52,6 +73,7 @@ export function securityScorecard(backend: Backend, policy: Policy, meta: RunMet
       total: results.length,
       held: count('held'),
       crossed: count('crossed'),
+      unenforced: count('unenforced'),
       inconclusive: count('inconclusive'),
       notApplicable: count('not-applicable'),
     },
@@ -59,7 +81,7 @@ export function securityScorecard(backend: Backend, policy: Policy, meta: RunMet
   };
 }
 
-export function taskScorecard(backend: Backend, policy: Policy, meta: RunMeta, results: TaskResult[]): TaskScorecard {
+export function taskScorecard(backend: BackendSource, policy: Policy, meta: RunMeta, results: TaskResult[]): TaskScorecard {
   const count = (o: TaskResult['outcome']) => results.filter((r) => r.outcome === o).length;
   return {
     scorecard: 'task',
@@ -78,9 +100,9 @@ export function taskScorecard(backend: Backend, policy: Policy, meta: RunMeta, r
   };
 }
 
-/** 0 all as expected; 1 a crossing or a wrong task verdict; 2 only inconclusive results or harness errors. */
+/** 0 all as expected; 1 a crossing, an unenforced required item or a wrong task verdict; 2 only inconclusive results or harness errors. */
 export function exitCodeFor(security: SecurityScorecard, task: TaskScorecard): 0 | 1 | 2 {
-  if (security.summary.crossed > 0 || task.summary.unexpected > 0) return 1;
+  if (security.summary.crossed > 0 || security.summary.unenforced > 0 || task.summary.unexpected > 0) return 1;
   if (security.summary.inconclusive > 0 || task.summary.error > 0) return 2;
   return 0;
 }

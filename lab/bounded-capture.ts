@@ -1,6 +1,8 @@
 import { createHash, type Hash } from 'node:crypto';
 import type { CaptureSummary } from '../harness/model/observation.js';
 import { visibleText } from '../reports/clean-text.js';
+import type { Canary } from './canaries.js';
+import { CanaryScanner, type CanaryHit, type CompiledCanaries } from './canary-forms.js';
 
 export interface NeedleHit {
   needle: string;
@@ -13,6 +15,11 @@ export interface BoundedCaptureOptions {
   tailBytes?: number;
   /** Strings to look for in every byte that passes, without storing the stream (canaries, nonces). */
   needles?: readonly string[];
+  /**
+   * Canaries to look for in every form (base64, hex, reversed, UTF-16, …) in every byte that
+   * passes, also across line breaks.
+   */
+  canaries?: readonly Canary[] | CompiledCanaries;
   /** Called once, when the first byte arrives. */
   onFirstByte?: () => void;
   /** Called once when the running total first exceeds this many bytes. */
@@ -21,7 +28,8 @@ export interface BoundedCaptureOptions {
 
 /**
  * Keeps the first and last bytes of a stream, its exact length and sha256, and which needles
- * appeared anywhere in it; memory stays O(head + tail + longest needle) whatever the payload writes.
+ * appeared anywhere in it (and which canaries, in any encoded form); memory stays
+ * O(head + tail + longest needle or canary pattern) whatever the payload writes.
  */
 export class BoundedCapture {
   private readonly headLimit: number;
@@ -39,6 +47,7 @@ export class BoundedCapture {
   private ceilingFired = false;
   private digest: string | undefined;
   private readonly onFirstByte: (() => void) | undefined;
+  private readonly canaryScanner: CanaryScanner | undefined;
 
   constructor(options: BoundedCaptureOptions = {}) {
     this.headLimit = options.headBytes ?? 16 * 1024;
@@ -47,6 +56,7 @@ export class BoundedCapture {
     this.overlap = Math.max(0, ...this.needles.map((n) => n.bytes.length - 1));
     this.ceiling = options.ceiling;
     this.onFirstByte = options.onFirstByte;
+    this.canaryScanner = options.canaries !== undefined ? new CanaryScanner(options.canaries, { acrossLines: true }) : undefined;
   }
 
   write(chunk: Uint8Array): void {
@@ -54,6 +64,7 @@ export class BoundedCapture {
     const buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     if (this.total === 0 && buf.length > 0) this.onFirstByte?.();
     this.scan(buf);
+    this.canaryScanner?.write(buf);
     this.hash.update(buf);
     if (this.headLen < this.headLimit) {
       const take = buf.subarray(0, this.headLimit - this.headLen);
@@ -96,11 +107,22 @@ export class BoundedCapture {
     return this.hits.has(needle);
   }
 
+  /** Canaries seen in any form, once per (canary, form), with the offset of an occurrence. */
+  canaryHits(): CanaryHit[] {
+    return this.canaryScanner?.hits() ?? [];
+  }
+
+  /** The kept bytes as [head, tail] without overlap, as in summary(): the input of scanJoined. */
+  keptParts(): [Buffer, Buffer] {
+    const head = this.headBuffer;
+    const tail = this.total > head.length ? this.tail.subarray(Math.max(0, this.tail.length - (this.total - head.length))) : Buffer.alloc(0);
+    return [head, tail];
+  }
+
   summary(): CaptureSummary {
     this.digest ??= this.hash.digest('hex');
-    const head = this.headBuffer;
+    const [head, tail] = this.keptParts();
     const truncated = this.total > head.length;
-    const tail = truncated ? this.tail.subarray(Math.max(0, this.tail.length - (this.total - head.length))) : Buffer.alloc(0);
     return {
       bytes: this.total,
       sha256: this.digest,

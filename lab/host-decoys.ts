@@ -3,6 +3,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { CANARY_PREFIX } from './canaries.js';
+import type { OwnershipJournal } from '../harness/ownership/journal.js';
 
 export interface SocketContact {
   time: string;
@@ -20,13 +21,31 @@ export interface HostDecoys {
   stop(): Promise<void>;
 }
 
-// Bounded lifetime even if the harness dies without stopping it.
+// An upper bound even if both ways of noticing the harness's death below fail.
 const DECOY_PROCESS_MAX_SECONDS = 4 * 3600;
 
-export async function startHostDecoys(opts: { scratchDir: string; runMarker: Record<string, string> }): Promise<HostDecoys> {
+/**
+ * The decoy dies with the harness: the kernel's parent-death signal (prctl PR_SET_PDEATHSIG = 1, SIGKILL),
+ * and a once-a-second check of its parent pid for the case where the parent died before prctl ran.
+ */
+export const DECOY_SCRIPT = [
+  'import ctypes, os, signal, sys, time',
+  'parent = int(sys.argv[1])',
+  'try:',
+  '    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)',
+  'except Exception:',
+  '    pass',
+  'secret = os.environ.pop("SANDCHECK_DECOY_SECRET")',
+  'held = [secret * 1]',
+  `end = time.monotonic() + ${DECOY_PROCESS_MAX_SECONDS}`,
+  'while os.getppid() == parent and time.monotonic() < end:',
+  '    time.sleep(1)',
+  '',
+].join('\n');
+
+export async function startHostDecoys(opts: { scratchDir: string; runMarker: Record<string, string>; journal?: OwnershipJournal }): Promise<HostDecoys> {
   const processCanary = `${CANARY_PREFIX}PROC${Math.random().toString(16).slice(2)}${Date.now().toString(16)}`;
-  const script = `import os, time\nsecret = os.environ.pop("SANDCHECK_DECOY_SECRET")\nheld = [secret * 1]\ntime.sleep(${DECOY_PROCESS_MAX_SECONDS})\n`;
-  const child: ChildProcess = spawn('python3', ['-c', script], {
+  const child: ChildProcess = spawn('python3', ['-c', DECOY_SCRIPT, String(process.pid)], {
     env: { PATH: '/usr/local/bin:/usr/bin:/bin', SANDCHECK_DECOY_SECRET: processCanary, ...opts.runMarker },
     stdio: 'ignore',
     detached: true,
@@ -38,6 +57,7 @@ export async function startHostDecoys(opts: { scratchDir: string; runMarker: Rec
   });
   const pid = child.pid;
   if (pid === undefined) throw new Error('decoy process did not start');
+  const owned = opts.journal?.ownProcess(pid, 'decoy process');
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
 
   const socketDir = join(opts.scratchDir, 'decoy-run');
@@ -71,6 +91,7 @@ export async function startHostDecoys(opts: { scratchDir: string; runMarker: Rec
         // already gone
       }
       await exited;
+      if (owned) opts.journal?.release(owned);
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await rm(socketDir, { recursive: true, force: true });
     },

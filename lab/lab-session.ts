@@ -2,31 +2,50 @@ import { createInterface } from 'node:readline';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { LabHandle } from '../backends/contract.js';
+import { BoundedRing } from './bounded-ring.js';
 import { CANARY_PREFIX, type Canary } from './canaries.js';
 import { DEFAULT_DNS_ANSWERS, defaultLabServices, type LabConfigInput, type LabServiceConfig } from './decoys/lab-config.js';
 import type { DecoyEvent } from './decoys/decoy-log.js';
-import type { LabServerLine } from './decoys/lab-server.js';
+import type { LabServerCommand, LabServerLine } from './decoys/lab-server.js';
+import { LAB_RESOLVER } from './netns/addresses.js';
+import { minimalEnv } from './netns/capture.js';
 import { createLabNamespace, type LabNamespace } from './netns/netns.js';
 import { resolvConfFor } from './netns/enter.js';
 import { startPacketWitness, type PacketWitness } from './netns/packet-witness.js';
 import type { Packet } from './netns/packet.js';
+import { decoySocketDrops } from './netns/socket-drops.js';
 import { probeLabSupport } from './netns/support.js';
+import type { WitnessHealth } from './witness-health.js';
+import { WitnessLedger, type WitnessProof } from './witness-ledger.js';
 
 const READY_TIMEOUT_MS = 15_000;
 const MAX_EVENTS = 20_000;
+const MAX_EVENT_BYTES = 48 * 2 ** 20;
+const MAX_PACKETS = 20_000;
+const PROOF_TIMEOUT_MS = 3000;
+/** Proof-of-life queries go to `<nonce>` + this suffix: a name no box knows in advance. */
+export const PROOF_SUFFIX = '.witness.sandcheck.invalid';
 
-/** What a run's lab saw, for one time window. */
+/** What a run's lab saw, for one time window, and whether its witnesses could see. */
 export interface LabTraffic {
   events: DecoyEvent[];
   packets: Packet[];
+  witness: WitnessHealth;
 }
 
 export interface LabSession {
   handle: LabHandle;
   /** Decoy credentials served by the fake metadata service. */
   canaries: Canary[];
-  /** Everything seen between two instants (ms since epoch). */
+  /**
+   * Proof of life of the witnesses: the harness sends one marked DNS query from inside the lab to the lab
+   * resolver and waits until the decoy log and the packet capture both saw it; it also reads the kernel's
+   * drop counters. Call it after a network probe ran and before `trafficBetween` for that window.
+   */
+  proveWitness(): Promise<WitnessProof>;
+  /** Everything seen between two instants (ms since epoch), without the harness's own proof traffic. */
   trafficBetween(fromMs: number, toMs: number): LabTraffic;
   close(): Promise<{ events: number; packets: number; leftovers: string[] }>;
 }
@@ -42,11 +61,33 @@ function labServerArgv(config: LabConfigInput, runId: string): string[] {
 
 const metadataCanary = (kind: string): string => `${CANARY_PREFIX}${kind}${randomBytes(10).toString('hex')}`;
 
+/** Proof traffic: the marked queries themselves and the resolver's answers to their source ports. */
+class ProofFilter {
+  readonly names = new Set<string>();
+  readonly ports = new Set<number>();
+
+  isProofEvent(e: DecoyEvent): boolean {
+    return (e.dnsNames ?? []).some((n) => this.names.has(n.toLowerCase()));
+  }
+
+  isProofPacket(p: Packet): boolean {
+    if ([...this.names].some((n) => p.raw.includes(n))) return true;
+    return p.src === LAB_RESOLVER && p.srcPort === 53 && p.dstPort !== undefined && this.ports.has(p.dstPort);
+  }
+}
+
 /**
  * The run's sealed outside world: its own network namespace with decoys on every address, the
  * decoy services inside it, and a packet witness. Nothing in it routes to a real network.
  */
-export async function openLab(runId: string, cwd: string): Promise<LabSession> {
+export interface OpenLabOptions {
+  /** Decoy events kept (a ring: the oldest go first when it is full); tests make it small. */
+  maxEvents?: number;
+  /** Packets kept by the capture's ring. */
+  maxPackets?: number;
+}
+
+export async function openLab(runId: string, cwd: string, options: OpenLabOptions = {}): Promise<LabSession> {
   const ns: LabNamespace = await createLabNamespace({ runId });
   let witness: PacketWitness | undefined;
   try {
@@ -60,9 +101,14 @@ export async function openLab(runId: string, cwd: string): Promise<LabSession> {
     // The resolver answers on every address (wildcard), so whatever resolv.conf a box has, its queries land here.
     const services: LabServiceConfig[] = defaultLabServices().filter((s) => s.kind !== 'dns');
     services.push({ kind: 'dns', host: '0.0.0.0', port: 53, answers: DEFAULT_DNS_ANSWERS }, { kind: 'dns', host: '::', port: 53, answers: DEFAULT_DNS_ANSWERS });
-    const config: LabConfigInput = { canaries: creds, services, maxEvents: MAX_EVENTS };
-    const events: DecoyEvent[] = [];
-    const server = ns.spawn(labServerArgv(config, runId), { cwd, stdin: 'pipe', stdout: 'pipe', stderr: 'pipe', reject: false, buffer: false });
+    // The server streams every event to us and keeps none itself; the session's ring is the store.
+    const config: LabConfigInput = { canaries: creds, services, maxEvents: 0 };
+    const events = new BoundedRing<DecoyEvent>(options.maxEvents ?? MAX_EVENTS, MAX_EVENT_BYTES);
+    const proofs = new ProofFilter();
+    const seenProofEvents = new Set<string>();
+    const sentProofs = new Map<string, (line: LabServerLine) => void>();
+    // The lab's services get PATH only: the harness's environment holds decoy and maybe real credentials.
+    const server = ns.spawn(labServerArgv(config, runId), { cwd, stdin: 'pipe', stdout: 'pipe', stderr: 'pipe', reject: false, buffer: false, env: minimalEnv(), extendEnv: false });
     const ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('the lab decoy services did not start in time')), READY_TIMEOUT_MS);
       if (!server.stdout) return reject(new Error('no stdout from the lab server'));
@@ -76,7 +122,10 @@ export async function openLab(runId: string, cwd: string): Promise<LabSession> {
         if (msg.type === 'ready') {
           clearTimeout(timer);
           resolve();
-        } else if (msg.type === 'event' && events.length < MAX_EVENTS) events.push(msg.event);
+        } else if (msg.type === 'event') {
+          if (proofs.isProofEvent(msg.event)) for (const n of msg.event.dnsNames ?? []) seenProofEvents.add(n.toLowerCase());
+          else events.push(msg.event, Date.parse(msg.event.time), line.length);
+        } else if (msg.type === 'witness-query-sent' || msg.type === 'witness-query-failed') sentProofs.get(msg.name)?.(msg);
         else if (msg.type === 'error') {
           clearTimeout(timer);
           reject(new Error(`lab decoy services failed: ${msg.code}: ${msg.message}`));
@@ -88,23 +137,77 @@ export async function openLab(runId: string, cwd: string): Promise<LabSession> {
       });
     });
     await ready;
-    witness = await startPacketWitness(ns);
+    const seenProofPackets = new Set<string>();
+    witness = await startPacketWitness(ns, {
+      maxPackets: options.maxPackets ?? MAX_PACKETS,
+      keep: 'latest',
+      onPacket: (p) => {
+        for (const n of proofs.names) if (p.raw.includes(n)) seenProofPackets.add(n);
+      },
+    });
     const w = witness;
+    const ledger = new WitnessLedger('lab');
+    const serverPid = server.pid;
+
+    const readDrops = async (): Promise<{ drops?: number; notes: string[] }> => {
+      const stats = await w.requestStats();
+      const sockets = serverPid === undefined ? undefined : await decoySocketDrops(serverPid);
+      const notes: string[] = [];
+      if (stats === undefined) notes.push('tcpdump did not report its pcap statistics');
+      if (sockets === undefined) notes.push("the decoys' socket counters could not be read");
+      if (stats === undefined || sockets === undefined) return { notes };
+      return { drops: stats.droppedByKernel + stats.droppedByInterface + sockets, notes };
+    };
+    const baseline = await readDrops();
+    if (baseline.drops !== undefined) ledger.sample(Date.now(), baseline.drops);
+
+    const proveWitness = async (): Promise<WitnessProof> => {
+      const name = `${randomBytes(8).toString('hex')}${PROOF_SUFFIX}`;
+      proofs.names.add(name);
+      const sentMs = Date.now();
+      const notes: string[] = [];
+      const sent = new Promise<LabServerLine>((resolve) => sentProofs.set(name, resolve));
+      const cmd: LabServerCommand = { type: 'witness-query', name, server: LAB_RESOLVER, port: 53 };
+      server.stdin?.write(`${JSON.stringify(cmd)}\n`);
+      const outcome = await Promise.race([sent, sleep(PROOF_TIMEOUT_MS).then(() => undefined)]);
+      sentProofs.delete(name);
+      if (outcome?.type === 'witness-query-sent') proofs.ports.add(outcome.port);
+      else notes.push(outcome?.type === 'witness-query-failed' ? `the proof query could not be sent: ${outcome.message}` : 'the lab server did not send the proof query');
+      const deadline = sentMs + PROOF_TIMEOUT_MS;
+      while (outcome?.type === 'witness-query-sent' && !(seenProofEvents.has(name) && seenProofPackets.has(name)) && Date.now() < deadline) await sleep(20);
+      if (outcome?.type === 'witness-query-sent') {
+        if (!seenProofEvents.has(name)) notes.push(`the lab resolver's log did not record the proof query within ${PROOF_TIMEOUT_MS} ms`);
+        if (!seenProofPackets.has(name)) notes.push(`the packet capture did not record the proof query within ${PROOF_TIMEOUT_MS} ms`);
+      }
+      const drops = await readDrops();
+      notes.push(...drops.notes);
+      const doneMs = Date.now();
+      if (drops.drops !== undefined) ledger.sample(doneMs, drops.drops);
+      const proof: WitnessProof = { marker: name, sentMs, doneMs, ok: notes.length === 0, notes };
+      ledger.proof(proof);
+      return proof;
+    };
+
     return {
       handle: { netnsPath: ns.path, resolvConfPath },
       canaries: Object.entries(creds).map(([k, value]) => ({ label: `metadata:${k}`, value })),
+      proveWitness,
       trafficBetween(fromMs, toMs) {
-        const inWindow = (t: number) => t >= fromMs && t <= toMs;
+        const stats = w.stats();
         return {
-          events: events.filter((e) => inWindow(Date.parse(e.time))),
-          packets: w.packets().filter((p) => inWindow(p.time)),
+          events: events.between(fromMs, toMs),
+          packets: w.packets().filter((p) => p.time >= fromMs && p.time <= toMs && !proofs.isProofPacket(p)),
+          witness: ledger.health(fromMs, toMs, [
+            { store: 'decoy log', ms: events.lastEvictedMs },
+            { store: 'packet capture', ms: stats.lastEvictedMs },
+          ]),
         };
       },
       async close() {
         const packets = await w.stop();
         server.stdin?.end();
         const report = await ns.destroy();
-        return { events: events.length, packets: packets.length, leftovers: report.survivors.map((pid) => `process ${pid} still held the lab namespace`) };
+        return { events: events.size + events.evicted, packets: packets.length, leftovers: report.survivors.map((pid) => `process ${pid} still held the lab namespace`) };
       },
     };
   } catch (err) {
@@ -114,4 +217,5 @@ export async function openLab(runId: string, cwd: string): Promise<LabSession> {
   }
 }
 
+export type { WitnessProof };
 export { probeLabSupport };

@@ -20,7 +20,7 @@ const oneLine = (t: string, max = 140): string => {
 
 /** Side by side: one row per probe and task case, one column per run (backend). */
 export function compareCards(runs: readonly { security: SecurityScorecard; task: TaskScorecard }[]): Comparison {
-  const backends = runs.map((r) => r.security.backend.name);
+  const backends = runs.map((r) => oneLine(r.security.backend.name, 64));
   const ids: { id: string; kind: 'security' | 'task' }[] = [];
   const seen = new Set<string>();
   for (const r of runs) {
@@ -36,7 +36,7 @@ export function compareCards(runs: readonly { security: SecurityScorecard; task:
       const x = r.task.results.find((y) => y.id === id);
       return x && { verdict: x.outcome === 'as-expected' ? (x.verdict ?? 'error') : `${x.verdict ?? 'error'} (unexpected)`, reason: oneLine(x.reason), evidence: '' };
     });
-    return { id, kind, cells, differs: new Set(cells.map((c) => c?.verdict ?? '-')).size > 1 };
+    return { id: oneLine(id, 128), kind, cells, differs: new Set(cells.map((c) => c?.verdict ?? '-')).size > 1 };
   });
   return { backends, rows };
 }

@@ -30,18 +30,19 @@ function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]
 function suite(builder: Builder, name: string, card: SecurityScorecard | TaskScorecard, results: readonly { durationMs: number }[]): Suite {
   return builder
     .testSuite()
-    .name(name)
+    .name(oneLine(name))
     .timestamp(card.run.startedAt)
     .time(seconds(results.reduce((a, r) => a + r.durationMs, 0)))
-    .property('backend', card.backend.name)
-    .property('policy', card.policy.name)
-    .property('run.id', card.run.id)
-    .property('scorecard.version', card.version);
+    .property('backend', oneLine(card.backend.name))
+    .property('policy', oneLine(card.policy.name))
+    .property('run.id', oneLine(card.run.id))
+    .property('scorecard.version', card.version)
+    .property('run.incomplete', String(card.run.incomplete));
 }
 
 function securityCase(s: Suite, className: string, r: SecurityResult): Case {
-  const c = s.testCase().className(className).name(`${r.id} ${r.title}`).file(`probes/${r.id}/probe.ts`).time(seconds(r.durationMs));
-  c.property('verdict', r.verdict).property('policy.item', r.policyItem).property('severity', r.severity);
+  const c = s.testCase().className(oneLine(className)).name(oneLine(`${r.id} ${r.title}`)).file(oneLine(`probes/${r.id}/probe.ts`)).time(seconds(r.durationMs));
+  c.property('verdict', r.verdict).property('policy.item', oneLine(r.policyItem)).property('severity', r.severity);
   const body = cleanForReport(`${r.reason}\n\nevidence:\n${evidenceText(r.evidence)}\n\nremediation: ${r.remediation}`);
   switch (r.verdict) {
     case 'held':
@@ -49,6 +50,10 @@ function securityCase(s: Suite, className: string, r: SecurityResult): Case {
       break;
     case 'crossed':
       c.failure(`CROSSED: ${oneLine(r.reason)}`, 'BoundaryCrossed');
+      c.standardOutput(body);
+      break;
+    case 'unenforced':
+      c.failure(`UNENFORCED: ${oneLine(r.reason)}`, 'PolicyItemUnenforced');
       c.standardOutput(body);
       break;
     case 'inconclusive':
@@ -63,7 +68,7 @@ function securityCase(s: Suite, className: string, r: SecurityResult): Case {
 }
 
 function taskCase(s: Suite, className: string, r: TaskResult): Case {
-  const c = s.testCase().className(className).name(`${r.id} ${r.title}`).file(`probes/${r.id}/probe.ts`).time(seconds(r.durationMs));
+  const c = s.testCase().className(oneLine(className)).name(oneLine(`${r.id} ${r.title}`)).file(oneLine(`probes/${r.id}/probe.ts`)).time(seconds(r.durationMs));
   c.property('expected', r.expected).property('verdict', r.verdict ?? 'none').property('outcome', r.outcome);
   c.property('attempts', String(r.attempts.length)).property('reproducible', r.reproducible === null ? 'not replayed' : String(r.reproducible));
   const attempts = r.attempts.map((a) => `attempt ${a.attempt}: ${a.verdict}: ${a.reason}`).join('\n');

@@ -2,6 +2,10 @@ import { z } from 'zod';
 import { SecurityScorecardSchema, TaskScorecardSchema } from '../harness/model/scorecard.js';
 import { PolicySchema } from '../harness/model/policy.js';
 import { TaskCaseFileSchema } from '../harness/task/load-tasks.js';
+import { AdapterCheckReportSchema } from '../adapter/check/model.js';
+import { commandBackendJsonSchemas } from '../backends/command/json-schema.js';
+import { dockerContainerJsonSchemas } from '../backends/docker/json-schema.js';
+import { exporterJsonSchemas } from '../harness/export/json-schema.js';
 
 /** JSON Schemas generated from the zod schemas: the published contract of the JSON reports. */
 export function generatedSchemas(): Record<string, unknown> {
@@ -10,5 +14,9 @@ export function generatedSchemas(): Record<string, unknown> {
     'task-scorecard.schema.json': z.toJSONSchema(TaskScorecardSchema, { target: 'draft-2020-12', io: 'output' }),
     'policy.schema.json': z.toJSONSchema(PolicySchema, { target: 'draft-2020-12', io: 'input' }),
     'task-case.schema.json': z.toJSONSchema(TaskCaseFileSchema, { target: 'draft-2020-12', io: 'input' }),
+    'adapter-check.schema.json': z.toJSONSchema(AdapterCheckReportSchema, { target: 'draft-2020-12', io: 'output' }),
+    ...commandBackendJsonSchemas(),
+    ...dockerContainerJsonSchemas(),
+    ...exporterJsonSchemas(),
   };
 }

@@ -17,12 +17,12 @@ export function summaryText(security: SecurityScorecard, task: TaskScorecard): s
   const t = task.summary;
   const sec = table([
     ['SECURITY', 'verdict', 'category', 'reason'],
-    ...security.results.map((r) => [r.id, r.verdict, r.category, short(r.reason)]),
+    ...security.results.map((r) => [short(r.id, 64), r.verdict, r.category, short(r.reason)]),
   ]);
   const tsk = table([
     ['TASK', 'expected', 'verdict', 'outcome', 'tries', 'replay', 'reason'],
     ...task.results.map((r) => [
-      r.id,
+      short(r.id, 64),
       r.expected,
       r.verdict ?? '-',
       r.outcome,
@@ -33,10 +33,10 @@ export function summaryText(security: SecurityScorecard, task: TaskScorecard): s
   ]);
   return [
     sec,
-    `security: ${s.held} held, ${s.crossed} crossed, ${s.inconclusive} inconclusive, ${s.notApplicable} not applicable`,
+    `security: ${s.held} held, ${s.crossed} crossed, ${s.unenforced} unenforced, ${s.inconclusive} inconclusive, ${s.notApplicable} not applicable`,
     '',
     tsk,
     `task: ${t.asExpected} as expected, ${t.unexpected} unexpected, ${t.error} errors${t.nonReproducible ? `, ${t.nonReproducible} not reproducible` : ''}`,
-    security.run.interrupted ? '\nthe run was INTERRUPTED: results are incomplete' : '',
+    security.run.interrupted ? '\nthe run was INTERRUPTED: results are incomplete' : security.run.incomplete ? '\nthe run did not finish: results are INCOMPLETE' : '',
   ].join('\n');
 }

@@ -11,6 +11,7 @@ import { exportProbes } from '../probes/export-attack/probe.js';
 import { lateralMovement } from '../probes/lateral-movement/probe.js';
 import { daemonSocket } from '../probes/daemon-socket/probe.js';
 import { decoyProcessEnviron } from '../probes/decoy-process-environ/probe.js';
+import { cpuQuota } from '../probes/cpu-quota/probe.js';
 import { diskFill } from '../probes/disk-fill/probe.js';
 import { forkBomb } from '../probes/fork-bomb/probe.js';
 import { hostileBytes } from '../probes/hostile-bytes/probe.js';
@@ -18,6 +19,7 @@ import { identitySetuid } from '../probes/identity-setuid/probe.js';
 import { identityCapabilities, identityNoNewPrivs, identityUid } from '../probes/identity-uid/probe.js';
 import { memoryBomb } from '../probes/memory-bomb/probe.js';
 import { longLine, stderrFlood } from '../probes/output-flood/probe.js';
+import { readOnlyInput } from '../probes/read-only-input/probe.js';
 import { ptraceHostDecoy } from '../probes/ptrace-host-decoy/probe.js';
 import { residue } from '../probes/residue/probe.js';
 import { secretDecoyEnv } from '../probes/secret-decoy-env/probe.js';
@@ -32,6 +34,7 @@ export const securitySuite: readonly SecurityProbe[] = [
   secretDecoyFile,
   daemonSocket,
   downloadApiLinks,
+  readOnlyInput,
   ...exportProbes,
   // identity
   secretDecoyEnv,
@@ -45,6 +48,7 @@ export const securitySuite: readonly SecurityProbe[] = [
   wallClockSpin,
   wallClockSleep,
   memoryBomb,
+  cpuQuota,
   forkBomb,
   diskFill,
   stdoutFlood,

@@ -13,6 +13,8 @@ export interface Tools {
   bwrap: string | undefined;
   setpriv: string | undefined;
   nsenter: string | undefined;
+  /** mkfs.ext4, for a disk-image workspace. */
+  mkfs?: string | undefined;
 }
 
 export interface BoxPlan {

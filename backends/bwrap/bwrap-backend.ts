@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, existsSync, openSync } from 'node:fs';
 import { readFile, readlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,7 +36,7 @@ import { cgroupNameFor, type CgroupDetection, type CgroupLimits, type EnvCgroup,
 import { inheritableFds, readIdentity, type ProcIdentity } from './host-proc.js';
 import type { ResolvedBwrapOptions } from './options.js';
 import { StatusReader } from './status.js';
-import { createEnvRoot, ensurePrivateDir, getFile, ownerRecord, putFile, removeEnvRoot, type EnvRoot, type Ownership } from './workspace.js';
+import { createEnvRoot, ensurePrivateDir, getFile, ownerRecord, putFile, removeEnvRoot, type EnvRoot, type Ownership, type SizedFs } from './workspace.js';
 
 /** Every box process carries these (not secrets): the harness can find strays by them. */
 export const ENV_MARKER = 'SANDCHECK_ENV';
@@ -50,6 +50,8 @@ const SAFE_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
 
 export const DEFAULT_STATE_DIR = '/run/sandcheck/bwrap';
 
+const WORKSPACE_WORDS = { 'disk-image': 'sized ext4 image', tmpfs: 'sized tmpfs', 'host-dir': 'host-directory' } as const;
+
 /** Everything the factory found out about this host, fixed for the backend's life. */
 export interface BwrapRuntime {
   opts: ResolvedBwrapOptions;
@@ -58,7 +60,7 @@ export interface BwrapRuntime {
   isRoot: boolean;
   /** Host uid the box runs as after setpriv; undefined = the harness's own uid. */
   dropToUid: number | undefined;
-  workspace: 'tmpfs' | 'host-dir';
+  workspace: 'disk-image' | 'tmpfs' | 'host-dir';
   stateDir: string;
 }
 
@@ -71,7 +73,8 @@ export function resolveRuntime(opts: ResolvedBwrapOptions, tools: Tools, cgroups
     cgroups,
     isRoot,
     dropToUid: opts.unprivilegedUid === null ? undefined : opts.unprivilegedUid,
-    workspace: opts.workspace ?? (isRoot ? 'tmpfs' : 'host-dir'),
+    // A disk image needs mkfs.ext4 and loop devices (often absent inside containers); else the sized tmpfs.
+    workspace: opts.workspace ?? (isRoot ? (tools.mkfs && existsSync('/dev/loop-control') ? 'disk-image' : 'tmpfs') : 'host-dir'),
     stateDir: opts.stateDir ?? (isRoot ? DEFAULT_STATE_DIR : join(tmpdir(), `sandcheck-bwrap-${uid}`)),
   };
 }
@@ -120,9 +123,10 @@ export class BwrapBackend implements Backend {
       o.outputCap ? '' : 'no output cap',
       o.teardown === 'thorough' ? '' : 'launcher-tree teardown',
       o.downloadApi === 'lstat' ? '' : 'naive download API',
+      o.readOnlyInputs === 'enforced' ? '' : 'read-only inputs ignored',
       o.misdeclare ? 'MISDECLARED: claims every policy item (positive controls only)' : '',
     ].filter(Boolean);
-    this.description = `bubblewrap: namespaces, read-only /usr, ${runtime.workspace === 'tmpfs' ? 'sized tmpfs' : 'host-directory'} workspace, setpriv to a dedicated uid, ${
+    this.description = `bubblewrap: namespaces, read-only /usr, ${WORKSPACE_WORDS[runtime.workspace]} workspace, setpriv to a dedicated uid, ${
       runtime.cgroups.hierarchy ? runtime.cgroups.hierarchy.describe() : 'no cgroup'
     } limits${
       weakened.length > 0 ? ` (deliberately weakened: ${weakened.join(', ')})` : ''
@@ -162,7 +166,7 @@ export class BwrapBackend implements Backend {
     );
     claimUnless(
       'resources.diskMb',
-      rt.workspace === 'tmpfs' ? undefined : 'the workspace (/work) is a plain host directory without a size limit (workspace: host-dir); only /tmp is a sized tmpfs',
+      rt.workspace !== 'host-dir' ? undefined : 'the workspace (/work) is a plain host directory without a size limit (workspace: host-dir); only /tmp is a sized tmpfs',
     );
     return { isolation: 'sandbox', enforces, notEnforcedReasons: reasons };
   }
@@ -187,8 +191,11 @@ export class BwrapBackend implements Backend {
         });
       }
     }
-    if (rt.workspace === 'tmpfs' && !rt.isRoot) {
-      throw new SandcheckError('BACKEND_UNAVAILABLE', 'a tmpfs workspace (the disk limit) needs root to mount', { hint: 'run as root, or set workspace: "host-dir"' });
+    if (rt.workspace !== 'host-dir' && !rt.isRoot) {
+      throw new SandcheckError('BACKEND_UNAVAILABLE', `a ${rt.workspace} workspace (the disk limit) needs root to mount`, { hint: 'run as root, or set workspace: "host-dir"' });
+    }
+    if (rt.workspace === 'disk-image' && !rt.tools.mkfs) {
+      throw new SandcheckError('BACKEND_UNAVAILABLE', 'a disk-image workspace needs mkfs.ext4', { hint: 'apt-get install -y e2fsprogs, or set workspace: "tmpfs"' });
     }
     if (rt.opts.cgroups.mode !== 'auto' && rt.opts.cgroups.mode !== 'off' && rt.cgroups.hierarchy === undefined) {
       throw new SandcheckError('BACKEND_UNAVAILABLE', `cgroups (${rt.opts.cgroups.mode}) requested but unusable: ${rt.cgroups.reason}`, {
@@ -222,14 +229,14 @@ export class BwrapBackend implements Backend {
     const name = cgroupNameFor(key);
     const box: Ownership | undefined = rt.dropToUid === undefined ? undefined : { uid: rt.dropToUid, gid: rt.dropToUid };
     await ensurePrivateDir(rt.stateDir, 0o711, rt.isRoot ? 0 : process.getuid?.());
-    const mounted = rt.workspace === 'tmpfs';
-    const root = await createEnvRoot(
-      join(rt.stateDir, key),
-      name,
-      mounted ? policy.resources.diskMb * MIB : undefined,
-      box,
-      await ownerRecord(ctx.runId, envId, mounted),
-    );
+    const bytes = policy.resources.diskMb * MIB;
+    const sized: SizedFs | undefined =
+      rt.workspace === 'tmpfs'
+        ? { kind: 'tmpfs', bytes }
+        : rt.workspace === 'disk-image' && rt.tools.mkfs
+          ? { kind: 'disk-image', bytes, image: join(ctx.scratchDir, `bwrap-disk-${key}.img`), mkfs: rt.tools.mkfs }
+          : undefined;
+    const root = await createEnvRoot(join(rt.stateDir, key), name, sized, box, await ownerRecord(ctx.runId, envId, sized !== undefined, sized?.kind === 'disk-image' ? sized.image : undefined));
     let cg: EnvCgroup | undefined;
     const hierarchy = rt.cgroups.hierarchy;
     if (hierarchy) {
@@ -243,7 +250,7 @@ export class BwrapBackend implements Backend {
         cg = await hierarchy.create(name, limits);
       } catch (err) {
         // Capabilities claimed these limits: never run the box without them (fail closed).
-        await removeEnvRoot(root.root, root.mounted, name);
+        await removeEnvRoot(root.root, root.mounted, name, root.image);
         throw new SandcheckError('HARNESS', `cannot create cgroups: ${errorMessage(err)}`, { cause: err });
       }
     }
@@ -313,7 +320,9 @@ class BwrapEnvironment implements Environment {
 
   async putFiles(files: readonly PutFile[]): Promise<void> {
     this.assertUsable('putFiles');
-    for (const f of files) {
+    for (const input of files) {
+      // readOnlyInputs 'ignored' (a deliberate weakening): read-only inputs are put like writable ones.
+      const f = this.rt.opts.readOnlyInputs === 'ignored' && input.readOnly ? { ...input, readOnly: false } : input;
       const rel = await putFile(this.root.work, f, this.box);
       if (f.readOnly) this.readOnly.add(rel);
       else this.readOnly.delete(rel);
@@ -604,7 +613,7 @@ class BwrapEnvironment implements Environment {
     const marked = this.rt.opts.teardown === 'thorough' ? await killMarkedProcesses(ENV_MARKER, this.id) : [];
     for (const p of marked) items.push(`process ${p.pid} (${p.comm}) of the environment was outside its cgroup at destroy; killed`);
     if (this.cg) items.push(...(await this.cg.remove()));
-    items.push(...(await removeEnvRoot(this.root.root, this.root.mounted, this.cgroupName)));
+    items.push(...(await removeEnvRoot(this.root.root, this.root.mounted, this.cgroupName, this.root.image)));
     return { items };
   }
 }

@@ -22,9 +22,9 @@ export default async function createBwrapBackend(options: BwrapOptions = {}): Pr
     throw new SandcheckError('CONFIG_INVALID', `invalid bwrap backend options:\n${z.prettifyError(parsed.error)}`);
   }
   const opts = parsed.data;
-  const [bwrap, setpriv, nsenter] = await Promise.all([findBinary('bwrap'), findBinary('setpriv'), findBinary('nsenter')]);
+  const [bwrap, setpriv, nsenter, mkfs] = await Promise.all([findBinary('bwrap'), findBinary('setpriv'), findBinary('nsenter'), findBinary('mkfs.ext4')]);
   const cgroups = await detectCgroups(opts.cgroups.mode, opts.cgroups.v2Parent);
-  return new BwrapBackend(resolveRuntime(opts, { sh: '/bin/sh', bwrap, setpriv, nsenter }, cgroups));
+  return new BwrapBackend(resolveRuntime(opts, { sh: '/bin/sh', bwrap, setpriv, nsenter, mkfs }, cgroups));
 }
 
 export { createBwrapBackend };

@@ -53,11 +53,15 @@ export const BwrapOptionsSchema = z
     /** `--unshare-pid`; false shows the box every host process (a deliberate weakening). */
     unsharePid: z.boolean().default(true),
     /**
-     * 'tmpfs' (default as root): the workspace and /tmp share one host tmpfs of policy diskMb, so
-     * resources.diskMb is enforced. 'host-dir': a plain host directory (/tmp is still a sized tmpfs), and
-     * resources.diskMb is declared not enforced.
+     * 'disk-image' (default as root with mkfs.ext4 and loop devices): the workspace and /tmp share one ext4 image
+     * file of policy diskMb, loop-mounted from the run's scratch directory; its page cache is reclaimable, so
+     * the disk limit is reached before the memory limit and can be tested on its own. 'tmpfs' (the default
+     * as root without them): one host tmpfs of policy diskMb — enforced, but its pages count against the
+     * box's memory cgroup, so with less memory than disk the memory limit stops a writer first. Both enforce
+     * resources.diskMb. 'host-dir': a plain host directory (/tmp is still a sized tmpfs), and resources.diskMb
+     * is declared not enforced.
      */
-    workspace: z.enum(['tmpfs', 'host-dir']).optional(),
+    workspace: z.enum(['disk-image', 'tmpfs', 'host-dir']).optional(),
     /** Which cgroup hierarchy to use; 'auto' prefers v1 controllers (hybrid hosts), then a cgroup2 /sys/fs/cgroup. */
     cgroups: z
       .strictObject({
@@ -102,6 +106,13 @@ export const BwrapOptionsSchema = z
       .default('lstat')
       .describe(
         "How getFiles reads artifacts. 'lstat' (the fix): every path component is lstat'ed and nothing is followed; symlinks come back with their target and no content, hardlinked files with their link count and no content, FIFOs, sockets and devices are never opened. 'naive': a download API that follows symlinks on the host and reads hardlinked files — the classic bug that hands over host files. A deliberate weakening for positive controls; the backend keeps claiming files.hostPaths, so a probe has to catch it.",
+      ),
+    /** See the description: 'ignored' is a deliberate weakening for positive controls. */
+    readOnlyInputs: z
+      .enum(['enforced', 'ignored'])
+      .default('enforced')
+      .describe(
+        "'enforced' (the fix): inputs marked readOnly stay root-owned, lose their write bits and are bound read-only over themselves at exec, so the box can neither write nor unlink, rename or replace them. 'ignored': they are put like any other input (owned by the box uid, writable, no bind). A deliberate weakening for positive controls; the backend keeps claiming files.readOnlyInput, so a probe has to catch it.",
       ),
     /** DELIBERATELY BROKEN: see the description. For sandcheck's own positive controls, never for real use. */
     misdeclare: z

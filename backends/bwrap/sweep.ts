@@ -87,7 +87,9 @@ export async function sweepStaleCgroups(runIdPrefix?: string, options: SweepOpti
     if (!(await isStale(key))) continue;
     const root = join(stateDir, key);
     const mounted = mounts.some((l) => l.split(' ')[1] === join(root, 'fs'));
-    const problems = await removeEnvRoot(root, mounted, name);
+    const image = (await readOwner(join(root, 'owner.json')))?.image;
+    // Only an image file of this backend's own naming is deleted, whatever the record says.
+    const problems = await removeEnvRoot(root, mounted, name, image?.endsWith(`/bwrap-disk-${key}.img`) ? image : undefined);
     if (problems.length > 0) report.kept.push({ name: `workspace ${key}`, reason: problems.join('; ') });
     else report.removed.push(`workspace ${key}`);
   }

@@ -25,6 +25,8 @@ export const OwnerRecordSchema = z.strictObject({
   ownerStartTime: z.number().int().nonnegative(),
   bootId: z.string(),
   mounted: z.boolean(),
+  /** The disk image behind fs/ (outside the root, in the run's scratch directory): a sweep removes it too. */
+  image: z.string().optional(),
   createdAt: z.string(),
 });
 export type OwnerRecord = z.infer<typeof OwnerRecordSchema>;
@@ -37,8 +39,10 @@ export interface Ownership {
 export class EnvRoot {
   constructor(
     readonly root: string,
-    /** tmpfs mounted on fs/ (true) or a plain directory. */
+    /** A sized filesystem mounted on fs/ (true) or a plain directory. */
     readonly mounted: boolean,
+    /** The ext4 image file behind fs/, when the workspace is a disk image (removed with the root). */
+    readonly image?: string,
   ) {}
   get fs(): string {
     return join(this.root, 'fs');
@@ -71,7 +75,7 @@ export async function ensurePrivateDir(path: string, mode: number, uid: number |
   await chmod(path, mode);
 }
 
-export async function ownerRecord(runId: string, envId: string, mounted: boolean): Promise<OwnerRecord> {
+export async function ownerRecord(runId: string, envId: string, mounted: boolean, image?: string): Promise<OwnerRecord> {
   const me = await selfOwner();
   return {
     version: 1,
@@ -81,6 +85,7 @@ export async function ownerRecord(runId: string, envId: string, mounted: boolean
     ownerStartTime: me.startTime,
     bootId: me.bootId,
     mounted,
+    ...(image !== undefined ? { image } : {}),
     createdAt: new Date().toISOString(),
   };
 }
@@ -104,61 +109,87 @@ export function ownerAlive(record: OwnerRecord): Promise<boolean> {
   return processOwnerAlive({ pid: record.ownerPid, startTime: record.ownerStartTime, bootId: record.bootId });
 }
 
+/** How fs/ is sized: a tmpfs (its pages are charged to the box's memory cgroup), or an ext4 image file. */
+export type SizedFs = { kind: 'tmpfs'; bytes: number } | { kind: 'disk-image'; bytes: number; image: string; mkfs: string };
+
+const SBIN_PATH = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
+
+async function run(file: string, args: string[], what: string): Promise<void> {
+  const r = await execa(file, args, { reject: false, env: SBIN_PATH, extendEnv: false });
+  if (r.exitCode !== 0) throw new SandcheckError('HARNESS', `cannot ${what}: ${r.stderr.trim() || `exit ${r.exitCode}`}`);
+}
+
 /**
- * Creates the environment root. With `sizeBytes` it mounts a tmpfs (the disk budget for /work and /tmp
- * together) named after the environment, so a leftover mount is recognisable in /proc/mounts.
+ * Mounts the sized filesystem on `dir`. A disk image is an ext4 file of exactly `bytes`, loop-mounted: its
+ * page cache can be written back and reclaimed, so the disk limit is reached before the memory limit (a
+ * tmpfs of the same size would fill the memory cgroup first).
  */
-export async function createEnvRoot(
-  root: string,
-  mountName: string,
-  sizeBytes: number | undefined,
-  box: Ownership | undefined,
-  owner: OwnerRecord,
-): Promise<EnvRoot> {
+async function mountSized(dir: string, mountName: string, fs: SizedFs): Promise<void> {
+  if (fs.kind === 'tmpfs') {
+    await run('mount', ['-t', 'tmpfs', '-o', `size=${fs.bytes},mode=0711,nosuid,nodev`, mountName, dir], 'mount the workspace tmpfs');
+    return;
+  }
+  const fh = await open(fs.image, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  try {
+    await fh.truncate(fs.bytes);
+  } finally {
+    await fh.close();
+  }
+  // 4 KiB blocks, one inode per 32 KiB, no journal, no reserve: ~98 % of `bytes` is usable, small sizes included.
+  await run(
+    fs.mkfs,
+    ['-q', '-F', '-m', '0', '-b', '4096', '-i', '32768', '-O', '^has_journal,^resize_inode', '-E', 'root_owner=0:0,lazy_itable_init=1', fs.image],
+    'make the workspace filesystem',
+  );
+  // util-linux sets autoclear on the loop device: umount also detaches it.
+  await run('mount', ['-t', 'ext4', '-o', 'loop,nosuid,nodev,noatime', fs.image, dir], 'mount the workspace disk image');
+  await chmod(dir, 0o711);
+  await rm(join(dir, 'lost+found'), { recursive: true, force: true });
+}
+
+/**
+ * Creates the environment root. With `sized` it mounts a sized filesystem on fs/ (the disk budget for
+ * /work and /tmp together): a tmpfs named after the environment, so a leftover mount is recognisable in
+ * /proc/mounts, or an ext4 image file mounted at fs/ of the environment's root.
+ */
+export async function createEnvRoot(root: string, mountName: string, sized: SizedFs | undefined, box: Ownership | undefined, owner: OwnerRecord): Promise<EnvRoot> {
   await mkdir(root, { mode: 0o711 });
   await chmod(root, 0o711);
-  const env = new EnvRoot(root, sizeBytes !== undefined);
+  const env = new EnvRoot(root, sized !== undefined, sized?.kind === 'disk-image' ? sized.image : undefined);
   // The record comes first, so that a sweep never mistakes an environment being built for a stale one.
   await writeOwner(env, owner);
   try {
     await mkdir(env.fs, { mode: 0o711 });
-    if (sizeBytes !== undefined) {
-      const r = await execa('mount', ['-t', 'tmpfs', '-o', `size=${sizeBytes},mode=0711,nosuid,nodev`, mountName, env.fs], {
-        reject: false,
-        env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
-        extendEnv: false,
-      });
-      if (r.exitCode !== 0) throw new SandcheckError('HARNESS', `cannot mount the workspace tmpfs: ${r.stderr.trim() || `exit ${r.exitCode}`}`);
-    }
+    if (sized !== undefined) await mountSized(env.fs, mountName, sized);
     await mkdir(env.work, { mode: 0o700 });
     if (box) await chown(env.work, box.uid, box.gid);
-    if (sizeBytes !== undefined) {
+    if (sized !== undefined) {
       await mkdir(env.tmp, { mode: 0o700 });
       await chmod(env.tmp, 0o1777);
       if (box) await chown(env.tmp, box.uid, box.gid);
     }
   } catch (err) {
-    await removeEnvRoot(root, sizeBytes !== undefined, mountName);
+    await removeEnvRoot(root, sized !== undefined, mountName, env.image);
     throw err;
   }
   return env;
 }
 
 /** Unmounts (if mounted) and removes the environment root; returns problems, never host paths. */
-export async function removeEnvRoot(root: string, mounted: boolean, what: string): Promise<string[]> {
+export async function removeEnvRoot(root: string, mounted: boolean, what: string, image?: string): Promise<string[]> {
   const problems: string[] = [];
   if (mounted) {
     const fs = join(root, 'fs');
-    const env = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
-    let r = await execa('umount', [fs], { reject: false, env, extendEnv: false });
-    if (r.exitCode !== 0 && !/not mounted/.test(r.stderr)) {
-      r = await execa('umount', ['-l', fs], { reject: false, env, extendEnv: false });
-      problems.push(`workspace tmpfs of ${what} was busy at destroy${r.exitCode === 0 ? '; detached lazily' : ' and could not be unmounted'}`);
+    let r = await execa('umount', [fs], { reject: false, env: SBIN_PATH, extendEnv: false });
+    if (r.exitCode !== 0 && !/not mounted|no mount point/.test(r.stderr)) {
+      r = await execa('umount', ['-l', fs], { reject: false, env: SBIN_PATH, extendEnv: false });
+      problems.push(`workspace filesystem of ${what} was busy at destroy${r.exitCode === 0 ? '; detached lazily' : ' and could not be unmounted'}`);
       if (r.exitCode !== 0) return problems; // never rm -rf through a live mount
     }
   }
   try {
     await rm(root, { recursive: true, force: true });
+    if (image !== undefined) await rm(image, { force: true });
   } catch (err) {
     problems.push(`workspace of ${what} could not be removed: ${errCode(err)}`);
   }
@@ -211,7 +242,9 @@ export async function putFile(work: string, f: PutFile, box: Ownership | undefin
   } catch (err) {
     if (err instanceof SandcheckError) throw err;
   }
-  const mode = f.readOnly ? (f.mode ?? 0o444) & 0o555 : (f.mode ?? 0o644);
+  // Read-only inputs keep special bits (a root-owned setuid binary stays one: the box's own nosuid, no_new_privs
+  // and user namespace must neutralise it) but never a write bit.
+  const mode = f.readOnly ? (f.mode ?? 0o444) & 0o7555 : (f.mode ?? 0o644);
   const fh = await open(abs, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
   try {
     await fh.writeFile(f.content);

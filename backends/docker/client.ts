@@ -26,6 +26,16 @@ export interface VolumeMount {
   ReadOnly: boolean;
 }
 
+/** A mount from the user's own container configuration (Engine API shape). */
+export interface UserMount {
+  Type: 'bind' | 'volume' | 'tmpfs';
+  Source?: string | undefined;
+  Target: string;
+  ReadOnly?: boolean | undefined;
+  TmpfsOptions?: { SizeBytes?: number | undefined; Mode?: number | undefined } | undefined;
+  BindOptions?: { Propagation?: string | undefined } | undefined;
+}
+
 /** The HostConfig fields this backend sets (a subset of the Engine API's HostConfig). */
 export interface HostConfigSpec {
   Memory?: number;
@@ -35,9 +45,18 @@ export interface HostConfigSpec {
   ReadonlyRootfs: boolean;
   /** mount point → tmpfs options, e.g. { '/tmp': 'rw,nosuid,nodev,size=1024m' } */
   Tmpfs: Record<string, string>;
-  Mounts: VolumeMount[];
+  Mounts: (VolumeMount | UserMount)[];
   NetworkMode: string;
+  CapAdd?: string[];
   CapDrop?: string[];
+  Privileged?: boolean;
+  Binds?: string[];
+  Ulimits?: { Name: string; Soft: number; Hard: number }[];
+  Devices?: { PathOnHost: string; PathInContainer: string; CgroupPermissions: string }[];
+  Sysctls?: Record<string, string>;
+  IpcMode?: string;
+  PidMode?: string;
+  UsernsMode?: string;
   SecurityOpt?: string[];
   Init: boolean;
   Runtime?: string;

@@ -30,7 +30,9 @@ import { formatOwner } from './host.js';
 import { DEFAULT_LAB_DAEMON_ROOT, privateDaemonProblem, startLabDaemon, sweepStaleLabDaemons, type LabDaemon } from './lab-daemon.js';
 import type { ResolvedDockerOptions } from './options.js';
 import { sweepDockerLeftovers } from './sweep.js';
-import { capabilitiesFor, hostConfigFor, PROFILES, WORKSPACE, workspaceVolumeOptions, type Profile } from './profiles.js';
+import type { EnvRoot } from '../bwrap/workspace.js';
+import { createDiskWorkspace, DEFAULT_DISK_STATE_DIR, diskImageSupport, removeDiskWorkspace, sweepDiskWorkspaces } from './disk-workspace.js';
+import { capabilitiesFor, hostConfigFor, isGvisor, PROFILES, userOf, WORKSPACE, workspaceVolumeOptions, type Profile } from './profiles.js';
 import { packEntries, readFirstEntry, workspaceSegments, type PackEntry } from './tar.js';
 
 import { ENV_MARKER, LABEL_ENV, LABEL_OWNER, LABEL_PROFILE, LABEL_RUN } from './labels.js';
@@ -72,6 +74,8 @@ export interface DockerBackendParts {
   client?: DockerClient;
   /** Builds or checks the image; `preflight()` (or `openRun()`) and the first `create()` call it once per daemon. */
   image: ImageProvider;
+  /** The configuration's SecurityOpt with seccomp profiles read from their files (the Engine API takes the JSON itself). */
+  securityOpt?: readonly string[];
 }
 
 /** What `openRun()` hands back: the run's daemon (private mode) and how to take it down. */
@@ -87,6 +91,9 @@ export const UNAVAILABLE_HINT =
   'daemon inside the run\'s lab (private mode, the default: needs root), or run `dockerd --host unix:///run/sandcheck-docker.sock &` and pass that socket ' +
   '(or set DOCKER_HOST)';
 
+/** What /work is for this backend's environments, and why when it is not the disk image. */
+type WorkspaceChoice = { kind: 'disk-image'; mkfs: string } | { kind: 'tmpfs'; reason: string | undefined };
+
 interface Connection {
   client: DockerClient;
   /** The namespace the daemon runs in, when sandcheck started it (the lab's, or an empty one). */
@@ -96,17 +103,26 @@ interface Connection {
 
 export class DockerBackend implements Backend {
   readonly name: string;
-  readonly description: string;
+  private readonly baseDescription: string;
   readonly profile: Profile;
+  /** The configured runtime is gVisor (runsc). */
+  readonly gvisor: boolean;
+  /** `User` for create and exec ('' = root) and the box's uid (0 = root). */
+  readonly boxUser: { user: string; uid: number };
   /** private = sandcheck starts the run's own daemon in `openRun()`; external = socketPath or DOCKER_HOST. */
   readonly mode: 'private' | 'external';
   private conn: Connection | undefined;
   private imageRef: Promise<string> | undefined;
   private daemonInfo: DaemonInfo | undefined;
   private parentsOk: Promise<string | undefined> | undefined;
+  private workspaceChoice: Promise<WorkspaceChoice> | undefined;
+  private workspaceNote = '';
 
   constructor(readonly parts: DockerBackendParts) {
-    this.profile = PROFILES[parts.opts.profile];
+    const own = parts.opts.container;
+    this.profile = own ? { ...own, name: own.name ?? 'docker', description: own.description ?? 'your own container configuration' } : PROFILES[parts.opts.profile ?? 'docker-hardened'];
+    this.gvisor = isGvisor(this.profile, parts.opts.gvisorRuntime);
+    this.boxUser = userOf(this.profile, parts.opts.boxUid);
     this.name = this.profile.name;
     this.mode = parts.client ? 'external' : 'private';
     if (parts.client) this.conn = { client: parts.client, netnsPath: parts.opts.labNetnsPath, daemon: undefined };
@@ -116,9 +132,49 @@ export class DockerBackend implements Backend {
         : parts.opts.labNetnsPath
           ? "a daemon inside the run's lab"
           : (parts.client?.endpoint ?? '');
-    this.description = `${this.profile.description}; image ${parts.opts.image ?? "sandcheck-python (built offline from this machine's Python)"}; ${where}${
+    this.baseDescription = `${this.profile.description ?? this.profile.name}; image ${parts.opts.image ?? "sandcheck-python (built offline from this machine's Python)"}; ${where}${
       parts.opts.assumePolicy ? ' (claims the whole policy, as a team trusting it would)' : ''
     }`;
+  }
+
+  /** The profile, image and daemon; once preflight has chosen it, the workspace (and why not a disk image). */
+  get description(): string {
+    return `${this.baseDescription}${this.workspaceNote}`;
+  }
+
+  private get diskStateDir(): string {
+    return this.parts.opts.diskStateDir ?? DEFAULT_DISK_STATE_DIR;
+  }
+
+  /**
+   * disk-image or tmpfs, decided once. A daemon that sandcheck did not start in the lab may run elsewhere (another
+   * machine, another mount namespace): it gets the tmpfs volume unless the option asks for the image.
+   */
+  workspaceKind(): Promise<WorkspaceChoice> {
+    this.workspaceChoice ??= this.chooseWorkspace().then((c) => {
+      this.workspaceNote = c.kind === 'disk-image' ? '; workspace: sized ext4 image' : `; workspace: sized tmpfs volume${c.reason ? ` (not a disk image: ${c.reason})` : ''}`;
+      return c;
+    });
+    return this.workspaceChoice;
+  }
+
+  private async chooseWorkspace(): Promise<WorkspaceChoice> {
+    const { opts } = this.parts;
+    if (opts.workspace === 'tmpfs') return { kind: 'tmpfs', reason: undefined };
+    const hint = 'set workspace: "tmpfs" (its pages count against the memory limit, so disk-fill is inconclusive when memory is the smaller limit)';
+    if (opts.workspace === undefined && this.mode === 'external' && opts.labNetnsPath === undefined) {
+      return { kind: 'tmpfs', reason: "the daemon is not one sandcheck knows to share this machine's mounts (set workspace: \"disk-image\" for a local one)" };
+    }
+    if (this.conn && !this.conn.client.local) {
+      if (opts.workspace === 'disk-image') throw new SandcheckError('BACKEND_UNAVAILABLE', `a disk-image workspace is mounted on this machine, and the daemon at ${this.conn.client.endpoint} is not local`, { hint });
+      return { kind: 'tmpfs', reason: 'the daemon is not on this machine' };
+    }
+    const support = await diskImageSupport();
+    if ('problem' in support) {
+      if (opts.workspace === 'disk-image') throw new SandcheckError('BACKEND_UNAVAILABLE', `a disk-image workspace cannot be made: ${support.problem}`, { hint });
+      return { kind: 'tmpfs', reason: support.problem };
+    }
+    return { kind: 'disk-image', mkfs: support.mkfs };
   }
 
   get client(): DockerClient {
@@ -139,7 +195,7 @@ export class DockerBackend implements Backend {
   }
 
   capabilities(policy: Policy): Capabilities {
-    return capabilitiesFor(this.profile, policy, { inLab: this.sealed, endpoint: this.conn?.client.endpoint ?? 'private' }, this.parts.opts.assumePolicy);
+    return capabilitiesFor(this.profile, policy, { inLab: this.sealed, endpoint: this.conn?.client.endpoint ?? 'private' }, this.parts.opts.assumePolicy, this.parts.opts.gvisorRuntime);
   }
 
   /** The image, built or checked once per daemon. */
@@ -156,8 +212,9 @@ export class DockerBackend implements Backend {
     const { opts } = this.parts;
     if (this.mode === 'private' && !this.conn) {
       // Fast checks only: the daemon itself is started by openRun() once the run's lab exists.
-      const problem = await privateDaemonProblem(this.profile.gvisor);
+      const problem = await privateDaemonProblem(this.gvisor);
       if (problem) throw new SandcheckError('BACKEND_UNAVAILABLE', problem.message, { hint: problem.hint });
+      await this.workspaceKind();
       return;
     }
     if (opts.socketPath !== undefined) {
@@ -170,9 +227,11 @@ export class DockerBackend implements Backend {
     } catch (err) {
       throw new SandcheckError('BACKEND_UNAVAILABLE', `the Docker daemon at ${this.client.endpoint} does not answer: ${errorMessage(err)}`, { hint: UNAVAILABLE_HINT, cause: err });
     }
+    await this.workspaceKind();
     const info = await this.info();
-    if (this.profile.gvisor && !(opts.gvisorRuntime in info.Runtimes)) {
-      throw new SandcheckError('BACKEND_UNAVAILABLE', `the Docker daemon has no "${opts.gvisorRuntime}" runtime (it has: ${Object.keys(info.Runtimes).join(', ')})`, {
+    const runtime = this.profile.HostConfig.Runtime === 'runsc' ? opts.gvisorRuntime : this.profile.HostConfig.Runtime;
+    if (runtime !== undefined && !(runtime in info.Runtimes)) {
+      throw new SandcheckError('BACKEND_UNAVAILABLE', `the Docker daemon has no "${runtime}" runtime (it has: ${Object.keys(info.Runtimes).join(', ')})`, {
         hint: 'apt-get install -y runsc; the private daemon registers it itself, for your own daemon add {"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}}} to its daemon.json',
       });
     }
@@ -189,17 +248,25 @@ export class DockerBackend implements Backend {
    * own dockerd inside the lab (`ctx.lab`; without a lab, in an empty network namespace) and readies the image.
    * External mode: removes what dead runs left on that daemon. `close()` stops and removes the private daemon.
    */
-  async openRun(ctx: { runId: string; lab?: LabHandle }): Promise<DockerRunHandle> {
+  async openRun(ctx: { runId: string; lab?: LabHandle; controllerEnv?: Readonly<Record<string, string>> }): Promise<DockerRunHandle> {
     const t0 = performance.now();
     if (this.mode === 'external') {
-      await sweepDockerLeftovers(this.client, { keepRunId: ctx.runId }).catch(() => undefined);
+      await sweepDockerLeftovers(this.client, { keepRunId: ctx.runId, diskStateDir: this.diskStateDir }).catch(() => undefined);
       await this.preflight();
       return { daemon: undefined, readyMs: performance.now() - t0, close: async () => ({ items: [] }) };
     }
     if (this.conn) throw new SandcheckError('HARNESS', `a private Docker daemon is already running for this backend (${this.conn.daemon?.dir ?? '?'})`);
     const root = this.parts.opts.daemonRoot ?? DEFAULT_LAB_DAEMON_ROOT;
     await sweepStaleLabDaemons(root).catch(() => undefined);
-    const daemon = await startLabDaemon({ runId: ctx.runId, ...(ctx.lab ? { netnsPath: ctx.lab.netnsPath } : {}), dir: join(root, ctx.runId) });
+    // After the dead runs' daemons (and so their containers) are gone: their disk-image workspaces.
+    await sweepDiskWorkspaces(this.diskStateDir, ctx.runId).catch(() => undefined);
+    const daemon = await startLabDaemon({
+      runId: ctx.runId,
+      ...(ctx.lab ? { netnsPath: ctx.lab.netnsPath } : {}),
+      dir: join(root, ctx.runId),
+      // The run's decoy credentials in the daemon's environment, as a real control plane keeps its own.
+      ...(ctx.controllerEnv ? { env: ctx.controllerEnv } : {}),
+    });
     this.conn = { client: daemon.client, netnsPath: daemon.netnsPath, daemon };
     this.resetDaemonState();
     try {
@@ -270,28 +337,35 @@ export class DockerBackend implements Backend {
     const name = `sandcheck-${ctx.runId}-${envId}`;
     const owner = formatOwner(await selfOwner());
     const labels = { [LABEL_RUN]: ctx.runId, [LABEL_ENV]: envId, [LABEL_PROFILE]: this.profile.name, [LABEL_OWNER]: owner };
-    const volumeName = `${name}-work`;
+    const workspace = await this.workspaceKind();
+    const volumeName = workspace.kind === 'tmpfs' ? `${name}-work` : undefined;
+    let disk: EnvRoot | undefined;
     let parent: ParentCgroup | undefined;
     let containerId: string | undefined;
     let volumeMade = false;
     try {
       if ((await this.parentsUsable()) === undefined) parent = await createParentCgroup(`${PARENT_PREFIX}${ctx.runId}-${envId}`);
-      await this.client.createVolume({ Name: volumeName, Driver: 'local', DriverOpts: workspaceVolumeOptions(policy), Labels: labels });
-      volumeMade = true;
-      const uid = this.profile.user === 'box' ? `${opts.boxUid}:${opts.boxUid}` : '';
+      if (workspace.kind === 'disk-image') {
+        disk = await createDiskWorkspace({ stateDir: this.diskStateDir, scratchDir: ctx.scratchDir, runId: ctx.runId, envId, bytes: policy.resources.diskMb * MIB, mkfs: workspace.mkfs });
+      } else if (volumeName !== undefined) {
+        await this.client.createVolume({ Name: volumeName, Driver: 'local', DriverOpts: workspaceVolumeOptions(policy), Labels: labels });
+        volumeMade = true;
+      }
       containerId = await this.client.createContainer({
         name,
         Image: image,
         Entrypoint: [...KEEPALIVE],
         Cmd: [],
-        Env: [`PATH=${BASE_PATH}`, `HOME=${WORKSPACE}`, 'LANG=C.UTF-8', `${RUN_MARKER}=${ctx.runId}`, `${ENV_MARKER}=${envId}`],
-        User: uid,
+        Env: boxEnv(this.profile.Config.Env ?? [], [`PATH=${BASE_PATH}`, `HOME=${WORKSPACE}`, 'LANG=C.UTF-8', `${RUN_MARKER}=${ctx.runId}`, `${ENV_MARKER}=${envId}`]),
+        User: this.boxUser.user,
         WorkingDir: WORKSPACE,
         Hostname: 'sandcheck',
         Labels: labels,
         HostConfig: hostConfigFor(this.profile, {
           policy,
-          volumeName,
+          boxUid: opts.boxUid,
+          ...(this.parts.securityOpt ? { securityOpt: this.parts.securityOpt } : {}),
+          ...(disk ? { bindSource: disk.work } : volumeName !== undefined ? { volumeName } : {}),
           gvisorRuntime: opts.gvisorRuntime,
           ...(parent ? { cgroupParent: parent.parentPath } : {}),
         }),
@@ -308,6 +382,7 @@ export class DockerBackend implements Backend {
         name,
         containerId,
         volumeName,
+        disk,
         initPid: cg ? details.State.Pid : undefined,
         initStartTime: cg ? (await readStat(details.State.Pid))?.startTime : undefined,
         cgroup: cg,
@@ -320,12 +395,19 @@ export class DockerBackend implements Backend {
     } catch (err) {
       // Leave nothing behind from a half-built environment.
       if (containerId !== undefined) await this.client.removeContainer(containerId).catch(() => undefined);
-      if (volumeMade) await this.client.removeVolume(volumeName).catch(() => undefined);
+      if (volumeMade && volumeName !== undefined) await this.client.removeVolume(volumeName).catch(() => undefined);
+      if (disk) await removeDiskWorkspace(disk, `environment ${envId}`).catch(() => undefined);
       await parent?.remove().catch(() => undefined);
       if (err instanceof SandcheckError) throw err;
       throw new SandcheckError('HARNESS', `cannot create the docker environment: ${errorMessage(err)}`, { cause: err });
     }
   }
+}
+
+/** The configuration's own Env first, then sandcheck's (which win: the markers and PATH must be these). */
+function boxEnv(own: readonly string[], ours: readonly string[]): string[] {
+  const mine = new Set(ours.map((e) => e.split('=')[0]));
+  return [...own.filter((e) => !mine.has(e.split('=')[0])), ...ours];
 }
 
 type StopReason = 'timeout' | 'output' | 'abort' | 'destroy';
@@ -335,7 +417,9 @@ interface EnvInit {
   runId: string;
   name: string;
   containerId: string;
-  volumeName: string;
+  /** The daemon's tmpfs volume at /work, or (disk) the mounted disk image bound there. */
+  volumeName: string | undefined;
+  disk: EnvRoot | undefined;
   /** `State.Pid` when the daemon is local and the cgroup was found. */
   initPid: number | undefined;
   /** Its start time (clock ticks since boot): the pid is only that process while the start time matches. */
@@ -352,11 +436,11 @@ interface Running {
   done: Promise<void>;
 }
 
-/** One environment = one container (keep-alive main process) + its tmpfs workspace volume + its parent cgroup. */
+/** One environment = one container (keep-alive main process) + its workspace (disk image or tmpfs volume) + its parent cgroup. */
 export class DockerEnvironment implements Environment {
   readonly id: string;
   readonly containerId: string;
-  readonly volumeName: string;
+  readonly volumeName: string | undefined;
   /** create(): volume, container, start (ms). */
   readonly createMs: number;
   /** create() until the first exec's process was running (ms): the cold start. */
@@ -367,7 +451,6 @@ export class DockerEnvironment implements Environment {
   /** Why the container is no longer running, once it is not. */
   private stoppedWhy: string | undefined;
   private readonly client: DockerClient;
-  private readonly profile: Profile;
 
   constructor(private readonly init: EnvInit) {
     this.id = init.id;
@@ -376,12 +459,10 @@ export class DockerEnvironment implements Environment {
     this.createMs = init.createMs;
     this.createdAt = performance.now() - init.createMs;
     this.client = init.backend.client;
-    this.profile = init.backend.profile;
   }
 
   private get execUser(): string {
-    const uid = this.init.backend.parts.opts.boxUid;
-    return this.profile.user === 'box' ? `${uid}:${uid}` : '';
+    return this.init.backend.boxUser.user;
   }
 
   private assertUsable(what: string): void {
@@ -392,7 +473,7 @@ export class DockerEnvironment implements Environment {
   async putFiles(files: readonly PutFile[]): Promise<void> {
     this.assertUsable('putFiles');
     if (this.stoppedWhy) throw new SandcheckError('HARNESS', `putFiles: the environment's container is not running (${this.stoppedWhy})`);
-    const boxId = this.profile.user === 'box' ? this.init.backend.parts.opts.boxUid : 0;
+    const boxId = this.init.backend.boxUser.uid;
     const dirs = new Set<string>();
     const entries: PackEntry[] = [];
     for (const f of files) {
@@ -408,7 +489,7 @@ export class DockerEnvironment implements Environment {
       entries.push({
         name: segs.join('/'),
         type: 'file',
-        mode: readOnly ? (f.mode ?? 0o444) & 0o555 : (f.mode ?? 0o644) & 0o7777,
+        mode: readOnly ? (f.mode ?? 0o444) & 0o7555 : (f.mode ?? 0o644) & 0o7777,
         uid: readOnly ? 0 : boxId,
         gid: readOnly ? 0 : boxId,
         content: f.content,
@@ -455,7 +536,7 @@ export class DockerEnvironment implements Environment {
     } catch (err) {
       return { path: rel, kind: 'other', size: 0, note: errorMessage(err) };
     }
-    const gone = this.stoppedWhy ? `; the environment's container stopped (${this.stoppedWhy}) and its tmpfs workspace went with it` : '';
+    const gone = this.stoppedWhy && !this.init.disk ? `; the environment's container stopped (${this.stoppedWhy}) and its tmpfs workspace went with it` : '';
     // The daemon resolves symlinks in parent directories (inside the container root): look at each parent first.
     for (let i = 1; i < segs.length; i++) {
       const parent = `${WORKSPACE}/${segs.slice(0, i).join('/')}`;
@@ -516,7 +597,7 @@ export class DockerEnvironment implements Environment {
    * component is lstat'ed and a symlink anywhere gives up. Only a number is read, never content.
    */
   private async hostNlink(segs: readonly string[]): Promise<number | undefined> {
-    const root = await this.init.backend.hostVolumeDir(this.volumeName);
+    const root = this.init.disk ? this.init.disk.work : this.volumeName !== undefined ? await this.init.backend.hostVolumeDir(this.volumeName) : undefined;
     if (root === undefined) return undefined;
     let cur = root;
     for (let i = 0; i < segs.length; i++) {
@@ -534,7 +615,7 @@ export class DockerEnvironment implements Environment {
     const init = this.init.initPid;
     const cg = this.init.cgroup;
     if (init === undefined || !cg || this.stoppedWhy) return [];
-    if (this.profile.gvisor) {
+    if (this.init.backend.gvisor) {
       // The box's processes live inside the sandbox (the Sentry, State.Pid) and its host stubs; the gofer is runsc machinery.
       return processTree(init);
     }
@@ -587,7 +668,7 @@ export class DockerEnvironment implements Environment {
   }
 
   private async runExec(req: ExecRequest, env: string[], running: Running): Promise<ExecResult> {
-    const counters = new ExecCounters(this.init.cgroup, this.init.parent, !this.profile.gvisor);
+    const counters = new ExecCounters(this.init.cgroup, this.init.parent, !this.init.backend.gvisor);
     await counters.begin();
     const cwd = req.cwd ? `${WORKSPACE}/${workspaceSegments(req.cwd).join('/')}` : WORKSPACE;
     let execId: string;
@@ -779,16 +860,20 @@ export class DockerEnvironment implements Environment {
     } catch (err) {
       items.push(`container ${short}: cannot verify its removal: ${errorMessage(err)}`);
     }
-    try {
-      await this.client.removeVolume(this.volumeName);
-      if (await this.client.volumeExists(this.volumeName)) items.push(`workspace volume of environment ${this.id} still exists after remove`);
-    } catch (err) {
-      items.push(`workspace volume of environment ${this.id} could not be removed: ${errorMessage(err)}`);
+    if (this.volumeName !== undefined) {
+      try {
+        await this.client.removeVolume(this.volumeName);
+        if (await this.client.volumeExists(this.volumeName)) items.push(`workspace volume of environment ${this.id} still exists after remove`);
+      } catch (err) {
+        items.push(`workspace volume of environment ${this.id} could not be removed: ${errorMessage(err)}`);
+      }
     }
-    if (this.client.local && !this.profile.gvisor) {
+    if (this.client.local && !this.init.backend.gvisor) {
       // A witness that does not trust the daemon: box processes carry the environment marker.
       for (const p of await killMarkedProcesses(ENV_MARKER, this.id)) items.push(`process ${p.pid} (${p.comm}) of the environment outlived its container; killed`);
     }
+    // Last: nothing of the environment holds the mount now (umount detaches the loop device; the image goes).
+    if (this.init.disk) items.push(...(await removeDiskWorkspace(this.init.disk, `environment ${this.id}`)));
     if (this.init.parent) items.push(...(await this.init.parent.remove()));
     return { items };
   }

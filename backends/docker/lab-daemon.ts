@@ -45,6 +45,11 @@ export interface StartLabDaemonOptions {
   /** Register gVisor as runtime "runsc" (with --network=none) when /usr/bin/runsc exists. Default true. */
   gvisor?: boolean;
   startTimeoutMs?: number;
+  /**
+   * More environment for dockerd: the run's decoy credentials (`controllerEnv`), where a real control plane
+   * keeps its own. A box that can read /proc/<dockerd>/environ (PidMode host, root) shows them.
+   */
+  env?: Readonly<Record<string, string>>;
 }
 
 export interface LabDaemonStopReport {
@@ -182,7 +187,7 @@ export async function startLabDaemon(options: StartLabDaemonOptions): Promise<La
   const drivers = options.storageDriver === 'vfs' ? ['vfs'] : options.storageDriver === 'overlay2' ? ['overlay2'] : ['overlay2', 'vfs'];
   let lastProblem = '';
   for (const driver of drivers) {
-    const attempt = await launch(L, dockerd, enter, driver, options.startTimeoutMs ?? 30_000);
+    const attempt = await launch(L, dockerd, enter, driver, options.startTimeoutMs ?? 30_000, options.env ?? {});
     if ('problem' in attempt) {
       lastProblem += `${lastProblem ? '; ' : ''}${driver}: ${attempt.problem}`;
       await cleanupDir(L, undefined);
@@ -226,7 +231,7 @@ interface Launched {
   unhook: () => void;
 }
 
-async function launch(L: Layout, dockerd: string, enter: readonly string[], driver: string, timeoutMs: number): Promise<Launched | { problem: string }> {
+async function launch(L: Layout, dockerd: string, enter: readonly string[], driver: string, timeoutMs: number, extraEnv: Readonly<Record<string, string>>): Promise<Launched | { problem: string }> {
   const [enterBin, ...enterArgs] = enter;
   const args = [
     ...enterArgs,
@@ -259,7 +264,7 @@ async function launch(L: Layout, dockerd: string, enter: readonly string[], driv
   try {
     // Its own session and process group, so stop() can take the whole group down. A clean environment:
     // the harness's (decoy) credentials never reach the daemon.
-    child = spawn(enterBin ?? 'nsenter', args, { detached: true, stdio: ['ignore', logFd, logFd], env: { PATH: TOOL_PATH, HOME: L.dir }, cwd: '/' });
+    child = spawn(enterBin ?? 'nsenter', args, { detached: true, stdio: ['ignore', logFd, logFd], env: { ...extraEnv, PATH: TOOL_PATH, HOME: L.dir }, cwd: '/' });
   } finally {
     closeSync(logFd);
   }

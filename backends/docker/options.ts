@@ -1,5 +1,6 @@
 import { isAbsolute } from 'node:path';
 import { z } from 'zod';
+import { ContainerConfigSchema } from './container-config.js';
 
 /**
  * Host uid the hardened profiles run as (as the bwrap backend): not 65534, which runsc's own sandbox
@@ -18,7 +19,9 @@ const absolutePath = (what: string) =>
 
 export const DockerOptionsSchema = z
   .strictObject({
-    profile: z.enum(PROFILE_NAMES),
+    /** A built-in preset; or `container`, the user's own configuration (exactly one of the two). */
+    profile: z.enum(PROFILE_NAMES).optional(),
+    container: ContainerConfigSchema.optional(),
     /**
      * Which daemon. 'private' (default): the backend starts the run's own dockerd inside the run's lab in
      * `openRun()` (root only). 'socket': the daemon at `socketPath`. 'docker-host': DOCKER_HOST
@@ -48,7 +51,18 @@ export const DockerOptionsSchema = z
     runId: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,40}$/).optional(),
     /** OCI runtime name for the gvisor profile, as registered with the daemon. */
     gvisorRuntime: z.string().min(1).default('runsc'),
+    /**
+     * What /work is. 'disk-image': an ext4 image of policy diskMb in the run's scratch directory, loop-mounted on
+     * this machine and bound in (root, mkfs.ext4 and loop devices; a daemon that sees this machine's mounts). Its
+     * page cache is reclaimable, so the disk limit is testable apart from the memory limit. 'tmpfs': a sized tmpfs
+     * volume of the daemon (its pages count against the container's memory limit). Default: 'disk-image' for the
+     * private daemon and a lab daemon (labNetnsPath) when this machine can make one, else 'tmpfs' with the reason.
+     */
+    workspace: z.enum(['disk-image', 'tmpfs']).optional(),
+    /** Where disk-image workspaces are mounted (default /run/sandcheck/docker-disk). */
+    diskStateDir: absolutePath('diskStateDir').optional(),
   })
+  .refine((o) => (o.profile === undefined) !== (o.container === undefined), { error: 'give either profile (a preset) or container (your own configuration)', path: ['profile'] })
   .refine((o) => !(o.daemon === 'socket' && o.socketPath === undefined), { error: "daemon: 'socket' needs socketPath", path: ['socketPath'] })
   .refine((o) => !(o.socketPath !== undefined && o.daemon !== undefined && o.daemon !== 'socket'), { error: 'socketPath is only for daemon: "socket"', path: ['socketPath'] })
   .refine((o) => !(o.labNetnsPath !== undefined && o.socketPath === undefined), { error: 'labNetnsPath describes the daemon at socketPath', path: ['labNetnsPath'] })

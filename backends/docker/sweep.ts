@@ -4,6 +4,7 @@ import type { DockerClient } from './client.js';
 import { LABEL_OWNER, LABEL_RUN } from './labels.js';
 import { allHierarchyRoots, PARENT_PREFIX } from './cgroups.js';
 import { parseOwner } from './host.js';
+import { DEFAULT_DISK_STATE_DIR, sweepDiskWorkspaces } from './disk-workspace.js';
 import { readdir, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -12,6 +13,8 @@ export interface DockerSweepOptions {
   runIdPrefix?: string;
   /** Never touch this run (the current one). */
   keepRunId?: string;
+  /** Where disk-image workspaces are mounted (default /run/sandcheck/docker-disk); swept for a local daemon. */
+  diskStateDir?: string;
 }
 
 export interface DockerSweepReport {
@@ -66,6 +69,10 @@ export async function sweepDockerLeftovers(client: DockerClient, options: Docker
     }
   }
   if (client.local) {
+    // After the containers: a dead run's disk-image workspaces (mount, loop device, image file).
+    const disks = await sweepDiskWorkspaces(options.diskStateDir ?? DEFAULT_DISK_STATE_DIR, options.keepRunId);
+    report.removed.push(...disks.removed);
+    report.kept.push(...disks.kept);
     for (const root of await allHierarchyRoots()) {
       for (const entry of await readdir(root).catch(() => [] as string[])) {
         if (!entry.startsWith(PARENT_PREFIX)) continue;

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Policy } from '../../harness/model/policy.js';
 import type { Tristate } from '../../harness/model/observation.js';
-import { POLICY_ITEMS, type Backend, type BackendContext, type Capabilities, type Environment, type ExecRequest, type ExecResult, type GotFile, type PutFile } from '../contract.js';
+import { CHALLENGE_FILE, makeProof, type ExecProof } from '../../harness/proof.js';
+import { POLICY_ITEMS, type Backend, type BackendContext, type Capabilities, type Environment, type ExecRequest, type ExecResult, type GotFile, type PutFile, type ResourceReport } from '../contract.js';
 
 /** What a scripted execution does: output, outcome, and files it leaves behind. */
 export interface FakeOutcome {
@@ -18,6 +19,8 @@ export interface FakeOutcome {
   timedOut?: Tristate;
   oomKilled?: Tristate;
   outputTruncated?: Tristate;
+  /** Counters the fake claims to have read from outside (a lying backend's claims). */
+  resources?: ResourceReport;
 }
 
 export interface FakeExecInput {
@@ -29,8 +32,22 @@ export interface FakeExecInput {
 
 export type FakeScript = (input: FakeExecInput) => FakeOutcome;
 
-/** Markers a well-behaved payload prints; scripts use them to look like a payload that really ran. */
-export const fakeMarkers = (nonce: string) => ({ start: `SANDCHECK-ATTEMPT ${nonce}\n`, done: `SANDCHECK-DONE ${nonce}\n` });
+/**
+ * The challenge answers a payload that really ran would print, computed from the files put in the
+ * environment (the challenge file and the sources): scripts use them to look like a payload that ran.
+ */
+export function fakeProof(input: Pick<FakeExecInput, 'files'>): ExecProof {
+  const file = (path: string): Uint8Array => input.files.get(path) ?? new Uint8Array();
+  return makeProof(file('payload.py'), file('sandcheck_payload.py'), Buffer.from(file(CHALLENGE_FILE)).toString('utf8').trim());
+}
+
+export const fakeMarkers = (input: Pick<FakeExecInput, 'files'>): { start: string; done: string } => {
+  const proof = fakeProof(input);
+  return { start: `${proof.attemptLine}\n`, done: `${proof.doneLine}\n` };
+};
+
+/** The markers of the old protocol (the nonce from argv): what a box that runs nothing can print. */
+export const forgedMarkers = (nonce: string): { start: string; done: string } => ({ start: `SANDCHECK-ATTEMPT ${nonce}\n`, done: `SANDCHECK-DONE ${nonce}\n` });
 
 class FakeEnvironment implements Environment {
   readonly id = `fake-${randomBytes(3).toString('hex')}`;
@@ -73,6 +90,7 @@ class FakeEnvironment implements Environment {
       timedOut: outcome.timedOut ?? false,
       oomKilled: outcome.oomKilled ?? false,
       outputTruncated: outcome.outputTruncated ?? false,
+      ...(outcome.resources ? { resources: outcome.resources } : {}),
     };
   }
 

@@ -3,10 +3,13 @@ import { describeEntry } from '../file-entry.js';
 import { dirname, join, resolve, sep } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { execa } from 'execa';
+import { allowRules, type AllowRule } from '../../harness/network-allow.js';
+import { PROOF_SUFFIX } from '../../lab/lab-session.js';
 import type { Policy } from '../../harness/model/policy.js';
 import { SandcheckError } from '../../harness/errors.js';
 import { findProcessesWithEnvMarker, killPids } from '../../lab/process-scan.js';
 import { killGroup } from '../shared/process-kill.js';
+import { CpuMeter } from './cpu-meter.js';
 import type {
   Backend,
   BackendContext,
@@ -44,11 +47,21 @@ export interface ProcessBackendOptions {
 
 const filteredLabs = new Set<string>();
 
-function ruleArgs(entry: string): { family: 4 | 6; args: string[] } {
-  const hostPort = /^\[(.+)\]:(\d+)$/.exec(entry) ?? /^([^:/]+):(\d+)$/.exec(entry);
-  const dest = hostPort ? (hostPort[1] ?? '') : entry;
-  const family = dest.includes(':') ? 6 : 4;
-  return { family, args: ['-d', dest, ...(hostPort ? ['-p', 'tcp', '--dport', hostPort[2] ?? ''] : [])] };
+/** A DNS name suffix as it appears on the wire (length-prefixed labels, root label), in iptables' |hex| form. */
+function dnsSuffixHex(suffix: string): string {
+  return `${suffix
+    .split('.')
+    .filter(Boolean)
+    .map((l) => `|${l.length.toString(16).padStart(2, '0')}|${l}`)
+    .join('')}|00|`;
+}
+
+function ruleArgs(rule: AllowRule): { family: 4 | 6; args: string[] } {
+  const proto = rule.proto === 'icmp' ? (rule.family === 4 ? 'icmp' : 'ipv6-icmp') : rule.proto;
+  return {
+    family: rule.family,
+    args: ['-d', `${rule.address}/${rule.prefix}`, ...(proto === 'all' ? [] : ['-p', proto]), ...(rule.port !== undefined ? ['--dport', String(rule.port)] : [])],
+  };
 }
 
 /** OUTPUT rules in the lab namespace: replies and allowed destinations pass, everything else is refused. */
@@ -57,9 +70,11 @@ async function applyPolicyFilter(netnsPath: string, policy: Policy): Promise<voi
   const run = (tool: string, args: string[]) => execa('nsenter', [`--net=${netnsPath}`, '--', tool, '-w', ...args]);
   for (const tool of ['iptables', 'ip6tables']) {
     await run(tool, ['-A', 'OUTPUT', '-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED', '-j', 'ACCEPT']);
+    // The lab witness's own proof-of-life query (a DNS name under PROOF_SUFFIX) shares this namespace: let it pass.
+    await run(tool, ['-A', 'OUTPUT', '-p', 'udp', '--dport', '53', '-m', 'string', '--algo', 'bm', '--hex-string', dnsSuffixHex(PROOF_SUFFIX), '-j', 'ACCEPT']);
   }
-  for (const entry of policy.network.mode === 'allowlist' ? policy.network.allow : []) {
-    const { family, args } = ruleArgs(entry);
+  for (const rule of allowRules(policy)) {
+    const { family, args } = ruleArgs(rule);
     await run(family === 4 ? 'iptables' : 'ip6tables', ['-A', 'OUTPUT', ...args, '-j', 'ACCEPT']);
   }
   for (const tool of ['iptables', 'ip6tables']) await run(tool, ['-A', 'OUTPUT', '-j', 'REJECT']);
@@ -70,6 +85,7 @@ class ProcessEnvironment implements Environment {
   readonly id: string;
   private destroyed = false;
   private readonly live = new Set<number>();
+  private readonly cpu: CpuMeter;
 
   constructor(
     readonly root: string,
@@ -77,6 +93,7 @@ class ProcessEnvironment implements Environment {
     private readonly network: ProcessNetworkMode,
   ) {
     this.id = `${ctx.runId}-${randomBytes(3).toString('hex')}`;
+    this.cpu = new CpuMeter(this.id);
   }
 
   get workspace(): string {
@@ -93,18 +110,21 @@ class ProcessEnvironment implements Environment {
       await mkdir(dirname(abs), { recursive: true });
       await writeFile(abs, f.content);
       // Explicit chmod: the umask would otherwise trim the mode (and setuid bits must be exact).
-      await chmod(abs, f.readOnly ? 0o444 : (f.mode ?? 0o644));
+      await chmod(abs, f.readOnly ? (f.mode ?? 0o444) & 0o7555 : (f.mode ?? 0o644));
     }
   }
 
   async exec(req: ExecRequest): Promise<ExecResult> {
     // Inside the run's lab when there is one: the control's traffic must meet the decoys, never a real network.
+    await this.cpu.ensure();
+    const inner = this.cpu.wrap(req.argv);
+    const cpuBefore = await this.cpu.usageNs();
     const argv =
       this.network === 'isolated'
-        ? ['unshare', '--net', '--', ...req.argv]
+        ? ['unshare', '--net', '--', ...inner]
         : this.ctx.lab
-          ? ['nsenter', `--net=${this.ctx.lab.netnsPath}`, '--', ...req.argv]
-          : req.argv;
+          ? ['nsenter', `--net=${this.ctx.lab.netnsPath}`, '--', ...inner]
+          : inner;
     const [file, ...args] = argv;
     if (file === undefined) throw new SandcheckError('HARNESS', 'exec needs a non-empty argv');
     // The control: a clean base plus the controller's environment (decoy credentials included), nothing else.
@@ -154,6 +174,8 @@ class ProcessEnvironment implements Environment {
       this.live.delete(pid);
     }
     const startFailed = result.failed && result.exitCode === undefined && result.signal === undefined;
+    const cpuAfter = await this.cpu.usageNs();
+    const source = this.cpu.source;
     return {
       exitCode: result.exitCode ?? null,
       signal: result.signal ?? null,
@@ -161,6 +183,7 @@ class ProcessEnvironment implements Environment {
       timedOut: false,
       oomKilled: 'unknown',
       outputTruncated: false,
+      ...(source !== undefined && cpuAfter !== undefined ? { resources: { source, cpuUsageNs: cpuAfter - (cpuBefore ?? 0) } } : {}),
     };
   }
 
@@ -182,6 +205,7 @@ class ProcessEnvironment implements Environment {
     for (const pid of this.live) killGroup(pid);
     const strays = await findProcessesWithEnvMarker(ENV_MARKER, this.id);
     killPids(strays.map((p) => p.pid));
+    await this.cpu.remove();
     await rm(this.root, { recursive: true, force: true });
     return { items: strays.map((p) => `process ${p.pid} (${p.command}) outlived its group; killed`) };
   }

@@ -12,7 +12,9 @@ export async function doctor(out: NodeJS.WritableStream): Promise<number> {
       lines.push(`ok       ${b.name.padEnd(16)} ${b.description}`);
     } catch (err) {
       const hint = err instanceof SandcheckError && err.hint ? err.hint : b.install;
-      lines.push(`missing  ${b.name.padEnd(16)} ${errorMessage(err)}\n         install: ${hint}`);
+      // A backend that is configured by a file of the user's is not missing: it waits for that file.
+      const needsFile = err instanceof SandcheckError && /--backend-config/.test(err.message);
+      lines.push(needsFile ? `config   ${b.name.padEnd(16)} ${errorMessage(err)}\n         ${hint}` : `missing  ${b.name.padEnd(16)} ${errorMessage(err)}\n         install: ${hint}`);
     }
   }
   const lab = await probeLabSupport();

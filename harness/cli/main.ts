@@ -10,6 +10,10 @@ import { loadPolicy } from '../policy-loader.js';
 import { explainPolicy, policyBounds } from '../policy-explain.js';
 import { packageVersion } from '../paths.js';
 import { runSuite } from '../run-suite.js';
+import { prepareOutDir } from '../../reports/out-dir.js';
+import { recoverCommand } from '../../reports/recover-command.js';
+import { safeJsonStringify, visibleLine } from '../../reports/clean-text.js';
+import { cleanCommand } from '../ownership/clean-command.js';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { compareCards, comparisonMarkdown, comparisonText } from '../../reports/compare.js';
@@ -17,6 +21,8 @@ import { validateScorecard } from '../../reports/validate.js';
 import type { SecurityScorecard, TaskScorecard } from '../model/scorecard.js';
 import { loadTaskDir } from '../task/load-tasks.js';
 import { progressReporter } from './progress.js';
+import { adapterCheckCommand, requireTrustedAdapter } from './adapter-command.js';
+import { resolveExporter } from '../export/exporter-choice.js';
 
 function positiveInt(value: string): number {
   const n = Number(value);
@@ -47,29 +53,20 @@ async function runCommand(opts: {
   only?: string[];
   concurrency: number;
   tasks?: string;
-  exporter: 'reference' | 'naive';
+  exporter: string;
   liveNetwork?: boolean;
   image?: string;
   dockerSocket?: string;
+  skipAdapterCheck?: boolean;
 }): Promise<number> {
   const policy = await loadPolicy(opts.policy);
+  // The exporter the export probes judge: a bad command file or module is a config error before anything runs.
+  const exporter = await resolveExporter(opts.exporter);
   const userTasks = opts.tasks ? await loadTaskDir(opts.tasks) : [];
   const probes = selectProbes(opts.only, userTasks);
   const reporter = progressReporter(process.stderr);
-  const fileOptions = opts.backendConfig ? await readConfigFile(opts.backendConfig) : undefined;
-  const backendOptions = withDockerFlags(fileOptions, opts);
-  let backend;
-  if (opts.backend) {
-    backend = await loadBackend(opts.backend, backendOptions);
-  } else {
-    const chosen = await defaultBackend();
-    backend = chosen.backend;
-    if (chosen.fallbackReason) reporter.onNotice?.(`bwrap is not usable here (${chosen.fallbackReason}); falling back to the process control. Run \`sandcheck doctor\` to see what to install.`);
-  }
-  await backend.preflight();
-  if (backend.capabilities(policy).isolation === 'none') {
-    reporter.onNotice?.(`WARNING: backend "${backend.name}" isolates NOTHING: probes run as plain host processes (the positive control). Expect every security probe to be crossed.`);
-  }
+  await prepareOutDir(opts.out, (m) => reporter.onNotice?.(m));
+  // Caught from here on: an interrupt during back-end start-up (a daemon, an image import) still ends in interrupted reports.
   const interrupt = new AbortController();
   const onSignal = (sig: NodeJS.Signals): void => {
     if (interrupt.signal.aborted) return;
@@ -78,6 +75,36 @@ async function runCommand(opts: {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  const stopCatching = (): void => {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  };
+  let backend;
+  try {
+    // The command backend reads its file itself, so that its errors name the file and the key.
+    const fileOptions = opts.backendConfig && opts.backend !== 'command' ? await readConfigFile(opts.backendConfig) : undefined;
+    const backendOptions = opts.backend === 'command' ? (opts.backendConfig ? { configFile: opts.backendConfig } : undefined) : withDockerFlags(fileOptions, opts);
+    if (opts.backend) {
+      backend = await loadBackend(opts.backend, backendOptions);
+    } else {
+      const chosen = await defaultBackend();
+      backend = chosen.backend;
+      if (chosen.fallbackReason) reporter.onNotice?.(`bwrap is not usable here (${chosen.fallbackReason}); falling back to the process control. Run \`sandcheck doctor\` to see what to install.`);
+    }
+    await backend.preflight();
+    if (opts.backend && opts.skipAdapterCheck) reporter.onNotice?.('WARNING: --skip-adapter-check: the verdicts rest on an adapter whose own conformance was not checked');
+    else if (opts.backend) await requireTrustedAdapter(opts.backend, backend, policy, (t) => reporter.onNotice?.(t));
+    if (backend.capabilities(policy).isolation === 'none') {
+      reporter.onNotice?.(`WARNING: backend "${backend.name}" isolates NOTHING: probes run as plain host processes (the positive control). Expect every security probe to be crossed.`);
+    }
+  } catch (err) {
+    // Ctrl-C reaches a daemon being started too: a failure after an interrupt is the interrupt.
+    if (!interrupt.signal.aborted || backend === undefined) {
+      stopCatching();
+      if (interrupt.signal.aborted) return EXIT.interrupted;
+      throw err;
+    }
+  }
   try {
     if (opts.exporter === 'naive') reporter.onNotice?.('WARNING: the naive exporter follows links and extracts archives: use it only to see the export probes cross.');
     if (opts.liveNetwork) {
@@ -91,15 +118,15 @@ async function runCommand(opts: {
       concurrency: opts.concurrency,
       reporter,
       signal: interrupt.signal,
-      exporter: opts.exporter,
+      exporter,
       liveNetwork: opts.liveNetwork === true,
     });
     process.stdout.write(`${summaryText(outcome.security, outcome.task)}\n`);
     process.stdout.write(`reports: ${Object.values(outcome.files).join(', ')}\n`);
-    return interrupt.signal.aborted ? EXIT.interrupted : outcome.exitCode;
+    // A signal after the reports were written does not make a finished run interrupted: the code follows the reports.
+    return outcome.security.run.interrupted ? EXIT.interrupted : outcome.exitCode;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    stopCatching();
   }
 }
 
@@ -113,12 +140,14 @@ async function listCommand(opts: { json?: boolean; tasks?: string }): Promise<nu
     ...(p.kind === 'task' ? { expected: p.expected } : {}),
   }));
   if (opts.json) {
-    process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+    process.stdout.write(`${safeJsonStringify(rows, 2)}\n`);
     return EXIT.ok;
   }
   const w = (k: 'id' | 'kind' | 'category' | 'policyItem') => Math.max(k.length, ...rows.map((r) => r[k].length));
   const line = (r: { id: string; kind: string; category: string; policyItem: string; title: string }) =>
     `${r.id.padEnd(w('id'))}  ${r.kind.padEnd(w('kind'))}  ${r.category.padEnd(w('category'))}  ${r.policyItem.padEnd(w('policyItem'))}  ${r.title}`;
+  // Task files are user input: their ids and titles reach the terminal only cleaned.
+  for (const r of rows) Object.assign(r, { id: visibleLine(r.id), policyItem: visibleLine(r.policyItem), title: visibleLine(r.title) });
   process.stdout.write(`${line({ id: 'id', kind: 'kind', category: 'category', policyItem: 'policyItem', title: 'title' })}\n`);
   for (const r of rows) process.stdout.write(`${line(r)}\n`);
   return EXIT.ok;
@@ -157,7 +186,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   program
     .command('run')
     .description('run the security suite and the task suite against a backend and write both scorecards')
-    .addOption(new Option('-b, --backend <name>', `backend to test (${describeBackends().map((b) => b.name).join(', ')}); default: bwrap where it works, else process`))
+    .addOption(new Option('-b, --backend <name>', `backend to test (${describeBackends().map((b) => b.name).join(', ')}, or a module path / package whose default export is an adapter factory); default: bwrap where it works, else process`))
     .option('--backend-config <file>', 'YAML/JSON options for the backend (e.g. bwrap extraBinds, shareNetwork, limits)')
     .option('-p, --policy <preset|file>', 'policy preset (reference, ci) or a YAML/JSON policy file', 'reference')
     .option('-o, --out <dir>', 'directory for security.json, task.json and their JUnit XML', 'out')
@@ -166,8 +195,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('--image <ref>', 'docker backends: an image you already have (needs python3), instead of the offline-built probe image')
     .option('--docker-socket <path>', 'docker backends: an existing daemon instead of a private one started inside the lab (network probes then need --live-network)')
     .option('--live-network', 'no lab: network probes try the real addresses (only inside a disposable cloud machine)')
-    .addOption(new Option('--exporter <name>', 'exporter artifacts pass before leaving the box (naive: unsafe, positive controls only)').choices(['reference', 'naive'] as const).default('reference' as const))
+    .option('--exporter <name>', 'the exporter artifacts pass and the export probes judge: reference, naive (unsafe, positive controls only), command:<file.yaml> or a module path', 'reference')
     .option('-j, --concurrency <n>', 'environments run at once', positiveInt, 2)
+    .option('--skip-adapter-check', 'run an external (module) adapter without first passing its blocking `adapter check`')
     .action(async (opts) => {
       code = await runCommand(opts);
     });
@@ -197,6 +227,36 @@ export async function main(argv: readonly string[]): Promise<number> {
       code = await compareCommand(dirs, opts);
     });
 
+  program
+    .command('adapter')
+    .description("an adapter's own conformance tests")
+    .command('check')
+    .description('run the adapter conformance checks (fresh environments, files, exec, timeout, abort, destroy) against a backend')
+    .requiredOption('-b, --backend <name|path|package>', 'a built-in backend name, or a module whose default export is the adapter factory')
+    .option('--backend-config <file>', 'YAML/JSON options passed to the backend factory')
+    .option('-p, --policy <preset|file>', 'policy handed to create()', 'ci')
+    .option('-o, --out <dir>', 'also write adapter-check.json and adapter.junit.xml here')
+    .option('--json', 'print the report as JSON')
+    .action(async (opts) => {
+      code = await adapterCheckCommand(opts);
+    });
+
+  program
+    .command('clean')
+    .description('remove what runs that died left on this machine (namespaces, processes, cgroups, mounts, directories), by their ownership journals')
+    .option('--dry-run', 'only list what would be removed')
+    .action(async (opts) => {
+      code = await cleanCommand(opts);
+    });
+
+  program
+    .command('report')
+    .description('turn the run journal a run that died left in its --out directory into valid scorecards marked incomplete')
+    .requiredOption('--recover <dir>', 'the --out directory of the run that did not finish')
+    .action(async (opts) => {
+      code = await recoverCommand(opts.recover);
+    });
+
   const policy = program.command('policy').description('inspect policies');
   policy
     .command('explain')
@@ -215,14 +275,14 @@ export async function main(argv: readonly string[]): Promise<number> {
   } catch (err) {
     if (err instanceof SandcheckError) {
       process.stderr.write(`${err.format()}\n`);
-      return err.isUsage ? EXIT.usage : EXIT.inconclusive;
+      return err.isUsage ? EXIT.usage : err.code === 'INTERNAL' ? EXIT.internal : EXIT.inconclusive;
     }
     if (err !== null && typeof err === 'object' && 'code' in err && typeof err.code === 'string' && err.code.startsWith('commander.')) {
       const exitCode = 'exitCode' in err && typeof err.exitCode === 'number' ? err.exitCode : 1;
       return exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
     process.stderr.write(`sandcheck: internal error: ${errorMessage(err)}\n${err instanceof Error ? (err.stack ?? '') : ''}\n`);
-    return EXIT.inconclusive;
+    return EXIT.internal;
   }
 }
 

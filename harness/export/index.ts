@@ -8,3 +8,6 @@ export { inspectArchive } from './archive-inspect.js';
 export { listTarEntries } from './tar-reader.js';
 export { listZipEntries } from './zip-reader.js';
 export type { ArchiveEntry, ArchiveEntryType, ArchiveListing } from './archive-entry.js';
+export { createCommandExporter, loadCommandExporter, CommandExporterConfigSchema, type CommandExporterConfig } from './command-exporter.js';
+export { StagingManifestSchema, StagingEntrySchema, writeStaging, type StagingManifest } from './staging.js';
+export { resolveExporter, exporterName, type ExporterChoice } from './exporter-choice.js';

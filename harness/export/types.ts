@@ -122,6 +122,9 @@ export const REFUSAL_RULES = [
   'archive-too-large',
   'archive-malformed',
   'archive-uninspectable',
+  // a user's own exporter (--exporter command:<file>): its exit status refused, or it failed / timed out
+  'exporter-refused',
+  'exporter-failed',
 ] as const;
 export type RefusalRule = (typeof REFUSAL_RULES)[number];
 

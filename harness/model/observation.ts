@@ -67,6 +67,8 @@ export const ExecObservationSchema = z.strictObject({
   signal: z.string().nullable(),
   /** Measured by the harness's own clock, from exec call to result. */
   wallMs: z.number().nonnegative(),
+  /** From the exec call to the program's first byte of stdout (the payload's start line). */
+  firstOutputMs: z.number().nonnegative().optional(),
   /** Cold start: from the create() call to the program's first byte of stdout. */
   startupMs: z.number().nonnegative().optional(),
   harnessDeadlineMs: z.number().nonnegative(),

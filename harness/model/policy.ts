@@ -1,17 +1,48 @@
 import { z } from 'zod';
+import { ALLOW_ENTRY_FORMS, parseAllowEntry } from '../network-allow.js';
 
 const positiveInt = () => z.number({ error: 'expected a positive integer' }).int({ error: 'expected a positive integer' }).positive({ error: 'expected a positive integer' });
 const positiveNumber = () => z.number({ error: 'expected a positive number' }).positive({ error: 'expected a positive number' });
 const nonNegativeInt = () => z.number({ error: 'expected an integer ≥ 0' }).int({ error: 'expected an integer ≥ 0' }).min(0, { error: 'expected an integer ≥ 0' });
+/** Every number is bounded by what the harness can honour; the message names the bound and why. */
+const atMost = <T extends z.ZodNumber>(schema: T, max: number, why: string): T => schema.max(max, { error: `at most ${max}: ${why}` }) as T;
+
+/**
+ * Node's timers fire at once past 2^31-1 ms (24.8 days). The longest wait the harness arms is the correction
+ * loop's budget, (1 + corrections) × wall + queue/startup: with the bounds below it stays under 1.9 × 10^9 ms.
+ */
+export const POLICY_BOUNDS = {
+  nameLength: 128,
+  allowEntries: 256,
+  allowEntryLength: 128,
+  cpus: 1024,
+  memoryMb: 1024 * 1024,
+  wallSeconds: 86_400,
+  processes: 4_194_304,
+  diskMb: 16 * 1024 * 1024,
+  maxFiles: 100_000,
+  maxMb: 1024 * 1024,
+  outputMaxBytes: 256 * 1024 * 1024,
+  corrections: 20,
+  queueStartupSeconds: 3600,
+} as const;
+const B = POLICY_BOUNDS;
 
 export const NetworkTarget = z
-  .string()
-  .min(1)
-  .describe('host:port, [v6]:port, or a CIDR such as 203.0.113.0/24');
+  .string({ error: `expected an entry such as ${ALLOW_ENTRY_FORMS}` })
+  .max(B.allowEntryLength, { error: `expected an entry of at most ${B.allowEntryLength} characters` })
+  .superRefine((entry, ctx) => {
+    const parsed = parseAllowEntry(entry);
+    if (!parsed.ok) ctx.addIssue({ code: 'custom', message: parsed.error });
+  })
+  .meta({
+    description: `One destination the box may reach: protocol, address or prefix, port. Examples: ${ALLOW_ENTRY_FORMS}. A bare address or prefix allows every protocol to it.`,
+    pattern: '^(?:(?:tcp|udp|icmp):)?[0-9A-Fa-f.:/\\[\\]]+$',
+  });
 
 export const PolicySchema = z
   .strictObject({
-    name: z.string().min(1),
+    name: z.string().min(1).max(B.nameLength, { error: `expected a name of 1..${B.nameLength} characters` }),
     files: z.strictObject({
       /** Inputs are copied in read-only; the payload may not change them. */
       readOnlyInput: z.boolean(),
@@ -20,14 +51,21 @@ export const PolicySchema = z
     }),
     network: z.strictObject({
       mode: z.enum(['off', 'allowlist']),
-      allow: z.array(NetworkTarget),
+      allow: z.array(NetworkTarget).max(B.allowEntries, { error: `at most ${B.allowEntries} entries` }),
     }),
     resources: z.strictObject({
-      cpus: positiveNumber(),
-      memoryMb: positiveInt(),
-      wallSeconds: positiveNumber(),
-      processes: positiveInt(),
-      diskMb: positiveInt(),
+      cpus: atMost(positiveNumber(), B.cpus, 'more CPUs than any host has'),
+      memoryMb: atMost(positiveInt(), B.memoryMb, '1 TiB'),
+      wallSeconds: atMost(positiveNumber(), B.wallSeconds, "the harness times executions with Node timers, which cannot wait longer than 2^31-1 ms across a correction loop"),
+      processes: atMost(positiveInt(), B.processes, "Linux's pid_max"),
+      diskMb: atMost(positiveInt(), B.diskMb, '16 TiB'),
+      /** How late after the wall limit a box may stop a program and still count as holding it. */
+      wallToleranceMs: z
+        .number({ error: 'expected an integer 0..60000 (ms)' })
+        .int({ error: 'expected an integer 0..60000 (ms)' })
+        .min(0, { error: 'expected an integer 0..60000 (ms)' })
+        .max(60_000, { error: 'expected an integer 0..60000 (ms)' })
+        .default(1000),
     }),
     identity: z.strictObject({
       unprivileged: z.boolean(),
@@ -38,17 +76,17 @@ export const PolicySchema = z
       destroyAfter: z.boolean(),
     }),
     exports: z.strictObject({
-      maxFiles: positiveInt(),
-      maxFileMb: positiveNumber(),
-      maxTotalMb: positiveNumber(),
+      maxFiles: atMost(positiveInt(), B.maxFiles, 'files per export'),
+      maxFileMb: atMost(positiveNumber(), B.maxMb, '1 TiB'),
+      maxTotalMb: atMost(positiveNumber(), B.maxMb, '1 TiB'),
     }),
     output: z.strictObject({
       /** stdout + stderr together, per execution. */
-      maxBytes: positiveInt(),
+      maxBytes: atMost(positiveInt(), B.outputMaxBytes, 'the harness reads up to 4× this per execution'),
     }),
     attempts: z.strictObject({
-      corrections: nonNegativeInt(),
-      queueStartupSeconds: positiveNumber(),
+      corrections: atMost(nonNegativeInt(), B.corrections, 'attempts of a correction loop'),
+      queueStartupSeconds: atMost(positiveNumber(), B.queueStartupSeconds, 'one hour'),
     }),
   })
   .meta({ id: 'sandcheck-policy', title: 'sandcheck policy' });
@@ -60,7 +98,7 @@ export const REFERENCE_POLICY: Policy = {
   name: 'reference',
   files: { readOnlyInput: true, hostPaths: 'none' },
   network: { mode: 'off', allow: [] },
-  resources: { cpus: 2, memoryMb: 512, wallSeconds: 30, processes: 64, diskMb: 1024 },
+  resources: { cpus: 2, memoryMb: 512, wallSeconds: 30, processes: 64, diskMb: 1024, wallToleranceMs: 1000 },
   identity: { unprivileged: true, hostCredentials: 'none' },
   lifecycle: { freshEnvironment: true, destroyAfter: true },
   exports: { maxFiles: 20, maxFileMb: 5, maxTotalMb: 40 },

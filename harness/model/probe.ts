@@ -11,7 +11,7 @@ import type { Category, ExpectedTaskVerdict, SecurityVerdict, Severity } from '.
 export interface ProbeContext {
   policy: Policy;
   runId: string;
-  /** Fresh per execution; the payload echoes it so "it ran" is provable. */
+  /** Fresh per probe run; a correlation label (survivor names, socket contacts), never proof of execution. */
   nonce: string;
   canaries: CanarySet;
   /** Host directory holding the decoy secret files. */
@@ -25,15 +25,21 @@ export interface ProbeContext {
 /** Everything the harness observed from outside, handed to a judge. */
 export interface Observation {
   exec: ExecObservation;
-  /** The payload printed its nonce-stamped start marker (it really started). */
+  /** The payload answered this execution's challenge when it started (harness/proof.ts). */
   attempted: boolean;
-  /** The payload printed its nonce-stamped end marker (it finished its attempt). Inside evidence. */
+  /** The payload answered the challenge again when its attempt was complete. */
   finished: boolean;
+  /** This execution's challenge answer for a purpose (e.g. the pattern a flood writes). */
+  token(kind: string): string;
+  /** The in-box positive control (a decoy-shaped value the box may read): did it come out? */
+  positiveControl?: { where: 'file' | 'env'; seen: boolean };
   /** Canary values seen in any channel, with the channel (stdout, stderr, artifact:<path>). */
   canaryHits: { label: string; where: string }[];
   artifacts: GotFile[];
   /** What destroy reported as left behind. */
   leftovers: string[];
+  /** A host scan saw the probe's survivor process alive while the exec ran (the witness can see the box's processes). */
+  survivorSeenAlive?: boolean;
   /** Host processes carrying this execution's nonce found after destroy (killed by the harness). */
   survivors: string[];
   /** Size of hostProbeDir/heartbeat right after destroy and a while later: growth means something still runs. */
@@ -73,8 +79,16 @@ interface ProbeCommon {
   stdin?(ctx: ProbeContext): Uint8Array;
   /** Workspace-relative files fetched after the run. */
   artifacts?: readonly string[] | ((ctx: ProbeContext) => readonly string[]);
+  /**
+   * An in-box positive control: a decoy-shaped value put where the box may read it (a workspace
+   * file, or the program's environment); the payload reads it the way it reads its target and it
+   * must come out, or silence proves nothing.
+   */
+  positiveControl?: 'file' | 'env';
   /** Sample the box's host processes while it runs (identity probes). */
   sampleProcesses?: boolean;
+  /** Scan the host for `sandcheck-survivor-<nonce>` while it runs: proof the host can see what must not survive. */
+  watchSurvivor?: boolean;
   /** Watch the host's health while it runs (resource probes). */
   watchHost?: boolean;
   /** Run a second phase in a fresh environment with these extra args (lifecycle residue). */
@@ -94,6 +108,8 @@ export interface SecurityProbe extends ProbeCommon {
    * harness's own exporter (always runs).
    */
   enforcedBy?: 'backend' | 'exporter';
+  /** Why this machine cannot test the item at all (a cause outside the box): not-applicable without running. */
+  hostPrecondition?(ctx: ProbeContext): string | undefined;
   judge(obs: Observation, ctx: ProbeContext): Judgement;
 }
 

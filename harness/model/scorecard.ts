@@ -6,19 +6,29 @@ import { Category, ExpectedTaskVerdict, SecurityVerdict, Severity, TaskVerdict }
 
 export const SCORECARD_VERSION = '1.0.0';
 
+/** Bounds of the names a scorecard carries: ids, titles and names are short by construction (inputs are bounded tighter). */
+export const ID_MAX = 128;
+export const NAME_MAX = 256;
+export const TITLE_MAX = 512;
+const Id = () => z.string().max(ID_MAX);
+const Name = () => z.string().max(NAME_MAX);
+const Title = () => z.string().max(TITLE_MAX);
+
 const RunInfo = z.strictObject({
-  id: z.string(),
+  id: Id(),
   startedAt: z.iso.datetime(),
   finishedAt: z.iso.datetime(),
   interrupted: z.boolean(),
+  incomplete: z.boolean().describe('the run did not finish (killed, interrupted or an internal error): results are missing'),
   sandcheckVersion: z.string(),
+  exporter: Name().describe('the exporter the export probes judged (reference, naive, command:<file> or a module)'),
   harness: z.strictObject({
     maxRssBytes: z.number().int().nonnegative().describe('peak resident memory of the harness process'),
   }),
 });
 
-const BackendInfo = z.strictObject({
-  name: z.string(),
+export const BackendInfoSchema = z.strictObject({
+  name: Name(),
   description: z.string(),
   isolation: z.enum(['none', 'sandbox']),
   enforces: z.array(z.string()),
@@ -30,10 +40,10 @@ const BackendInfo = z.strictObject({
 const HarnessError = z.strictObject({ code: z.string(), message: z.string() });
 
 export const SecurityResultSchema = z.strictObject({
-  id: z.string(),
-  title: z.string(),
+  id: Id(),
+  title: Title(),
   category: Category,
-  policyItem: z.string(),
+  policyItem: Name(),
   severity: Severity,
   verdict: SecurityVerdict,
   reason: z.string(),
@@ -61,9 +71,9 @@ export const AttemptRecordSchema = z.strictObject({
 });
 
 export const TaskResultSchema = z.strictObject({
-  id: z.string(),
-  title: z.string(),
-  policyItem: z.string(),
+  id: Id(),
+  title: Title(),
+  policyItem: Name(),
   expected: ExpectedTaskVerdict,
   /** null when the harness could not evaluate the case (see harnessError). */
   verdict: TaskVerdict.nullable(),
@@ -88,6 +98,8 @@ export const SecuritySummarySchema = z.strictObject({
   total: z.number().int(),
   held: z.number().int(),
   crossed: z.number().int(),
+  /** Policy items the policy requires and the backend does not enforce: failures, never skips. */
+  unenforced: z.number().int(),
   inconclusive: z.number().int(),
   notApplicable: z.number().int(),
 });
@@ -105,7 +117,7 @@ export const SecurityScorecardSchema = z
     scorecard: z.literal('security'),
     version: z.literal(SCORECARD_VERSION),
     run: RunInfo,
-    backend: BackendInfo,
+    backend: BackendInfoSchema,
     policy: PolicySchema,
     summary: SecuritySummarySchema,
     results: z.array(SecurityResultSchema),
@@ -118,7 +130,7 @@ export const TaskScorecardSchema = z
     scorecard: z.literal('task'),
     version: z.literal(SCORECARD_VERSION),
     run: RunInfo,
-    backend: BackendInfo,
+    backend: BackendInfoSchema,
     policy: PolicySchema,
     summary: TaskSummarySchema,
     results: z.array(TaskResultSchema),

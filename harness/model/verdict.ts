@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-export const SecurityVerdict = z.enum(['held', 'crossed', 'inconclusive', 'not-applicable']);
+export const SecurityVerdict = z.enum(['held', 'crossed', 'unenforced', 'inconclusive', 'not-applicable']);
 export type SecurityVerdict = z.infer<typeof SecurityVerdict>;
 
 export const TaskVerdict = z.enum(['accepted', 'rejected']);

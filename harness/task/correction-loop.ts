@@ -3,7 +3,12 @@ import { performance } from 'node:perf_hooks';
 import type { PutFile } from '../../backends/contract.js';
 import type { CaptureSummary } from '../model/observation.js';
 import type { Policy } from '../model/policy.js';
+import { SandcheckError, errorMessage } from '../errors.js';
+import { outside } from '../model/evidence.js';
 import type { Observation, PredicateResult, ProbeContext, TaskCase } from '../model/probe.js';
+import { inputVariants, taskSeed, withInput, type InputVariant } from './hidden-inputs.js';
+import { runGate } from './run-gate.js';
+import { extrasOf } from './task-case.js';
 
 /** Only this much of the previous attempt's stderr is fed back (the essay: "only necessary diagnostics"). */
 export const FEEDBACK_STDERR_BYTES = 2048;
@@ -27,9 +32,9 @@ export interface LoopOutcome {
 
 export type ExecuteVariant = (variant: TaskCase, files: PutFile[], deadlineCapMs: number) => Promise<Observation>;
 
-/** T_worst = (1 + N) × T_turn + T_queue_and_startup, in milliseconds. */
-export function endToEndBudgetMs(policy: Policy): number {
-  return (1 + policy.attempts.corrections) * policy.resources.wallSeconds * 1000 + policy.attempts.queueStartupSeconds * 1000;
+/** T_worst = (1 + N) × T_turn + T_queue_and_startup, in milliseconds; a turn runs every input variant once. */
+export function endToEndBudgetMs(policy: Policy, execsPerAttempt = 1): number {
+  return (1 + policy.attempts.corrections) * execsPerAttempt * policy.resources.wallSeconds * 1000 + policy.attempts.queueStartupSeconds * 1000;
 }
 
 export function stderrTail(capture: CaptureSummary, bytes = FEEDBACK_STDERR_BYTES): string {
@@ -57,41 +62,74 @@ export function exportGate(result: PredicateResult, obs: Observation): Predicate
   return { accepted: false, reason: `the predicate accepted it, but the exporter refused its artifacts (${why})`, evidence: result.evidence ?? [] };
 }
 
+/** The case's own input as the single visible variant, or its metamorphic variants for this run's seed. */
+function variantsOf(task: TaskCase, ctx: ProbeContext, seed: string | undefined): InputVariant[] {
+  const { hiddenInputs } = extrasOf(task);
+  if (hiddenInputs && seed !== undefined) return inputVariants(hiddenInputs, seed, ctx);
+  const stdin = task.stdin?.(ctx);
+  return [{ label: 'visible', files: task.files?.(ctx) ?? [], ...(stdin ? { stdin } : {}), expected: undefined }];
+}
+
+/** Judged in this order: how the program ended, then the completion predicate, then the exporter. */
+export function judgeRun(task: TaskCase, input: InputVariant, obs: Observation, ctx: ProbeContext): PredicateResult {
+  const gate = runGate(obs.exec, extrasOf(task).expectedExit ?? 0);
+  if (gate) return gate;
+  let result: PredicateResult;
+  try {
+    result = task.predicate(obs, extrasOf(task).hiddenInputs ? withInput(ctx, input) : ctx);
+  } catch (err) {
+    // A bug in the predicate is the harness's failure, kept apart from the box's (and from execution errors).
+    throw new SandcheckError('PREDICATE', `completion predicate threw: ${errorMessage(err)}`);
+  }
+  return exportGate(result, obs);
+}
+
+export interface LoopOptions {
+  /** Seed of the generated inputs (default: fresh per run, or SANDCHECK_TASK_SEED). */
+  seed?: string;
+}
+
 /** generate → execute → observe → correct, bounded by the attempt count and the end-to-end budget. */
-export async function runCorrectionLoop(task: TaskCase, ctx: ProbeContext, execute: ExecuteVariant): Promise<LoopOutcome> {
+export async function runCorrectionLoop(task: TaskCase, ctx: ProbeContext, execute: ExecuteVariant, opts: LoopOptions = {}): Promise<LoopOutcome> {
   const { policy } = ctx;
   const maxAttempts = 1 + policy.attempts.corrections;
   const candidates = task.attempts?.length ?? 1;
-  const limitMs = endToEndBudgetMs(policy);
+  const seed = extrasOf(task).hiddenInputs ? (opts.seed ?? taskSeed(task.id)) : undefined;
+  const inputs = variantsOf(task, ctx, seed);
+  const limitMs = endToEndBudgetMs(policy, inputs.length);
   const started = performance.now();
   const attempts: AttemptRecord[] = [];
   let feedback: Record<string, unknown> | undefined;
   let final: LoopOutcome['final'];
   let exhausted = false;
   let timeUp = false;
-  for (let i = 0; i < candidates; i++) {
+  for (let i = 0; i < candidates && !timeUp; i++) {
     if (i >= maxAttempts) {
       exhausted = true;
       break;
     }
-    const remaining = limitMs - (performance.now() - started);
-    if (remaining <= 0) {
-      timeUp = true;
-      break;
+    const program = variantFor(task, i);
+    let attempt: { obs: Observation; result: PredicateResult } | undefined;
+    const passed: string[] = [];
+    for (const input of inputs) {
+      const remaining = limitMs - (performance.now() - started);
+      if (remaining <= 0) {
+        timeUp = true;
+        break;
+      }
+      const variant: TaskCase = { ...program, ...(input.stdin ? { stdin: () => input.stdin ?? new Uint8Array() } : {}) };
+      const files = [...input.files, ...(feedback ? [{ path: 'feedback.json', content: Buffer.from(JSON.stringify(feedback)), readOnly: true }] : [])];
+      const obs = await execute(variant, files, remaining);
+      const judged = judgeRun(task, input, obs, ctx);
+      const result = inputs.length === 1 ? judged : onInputs(judged, input, passed, inputs.length, seed);
+      attempt = { obs, result };
+      final = { obs, result, variant, files };
+      if (!judged.accepted) break;
+      passed.push(input.label);
     }
-    const variant = variantFor(task, i);
-    const files = [...(task.files?.(ctx) ?? []), ...(feedback ? [{ path: 'feedback.json', content: Buffer.from(JSON.stringify(feedback)), readOnly: true }] : [])];
-    const obs = await execute(variant, files, remaining);
-    const result = exportGate(task.predicate(obs, ctx), obs);
-    attempts.push({
-      attempt: i + 1,
-      verdict: result.accepted ? 'accepted' : 'rejected',
-      reason: result.reason,
-      exitCode: obs.exec.exitCode,
-      signal: obs.exec.signal,
-      wallMs: obs.exec.wallMs,
-    });
-    final = { obs, result, variant, files };
+    if (!attempt) break;
+    const { obs, result } = attempt;
+    attempts.push({ attempt: i + 1, verdict: result.accepted ? 'accepted' : 'rejected', reason: result.reason, exitCode: obs.exec.exitCode, signal: obs.exec.signal, wallMs: obs.exec.wallMs });
     if (result.accepted) break;
     feedback = { attempt: i + 1, accepted: false, exitCode: obs.exec.exitCode, signal: obs.exec.signal, stderrTail: stderrTail(obs.exec.stderr) };
   }
@@ -102,6 +140,16 @@ export async function runCorrectionLoop(task: TaskCase, ctx: ProbeContext, execu
   if (!accepted && timeUp) reason = `end-to-end budget of ${Math.round(limitMs / 1000)} s exhausted after ${attempts.length} attempts; last: ${reason}`;
   if (attempts.length > 1 && accepted) reason = `accepted on attempt ${attempts.length} of ${maxAttempts}: ${reason}`;
   return { accepted, reason, final, attempts, budget: { limitMs, elapsedMs, maxAttempts, exhausted: exhausted || timeUp } };
+}
+
+/** Names the input (never its content) and the seed that regenerates it; recorded as outside evidence. */
+function onInputs(judged: PredicateResult, input: InputVariant, passed: readonly string[], total: number, seed: string | undefined): PredicateResult {
+  const seedNote = `input seed ${seed ?? 'none'}`;
+  const evidence = [...(judged.evidence ?? []), outside('hidden-inputs', `${seedNote}: ${total} inputs (1 visible, ${total - 1} generated); right on ${passed.length + (judged.accepted ? 1 : 0)}${judged.accepted ? '' : `, wrong on ${input.label}`}`, `input:${input.label}`)];
+  if (!judged.accepted) return { accepted: false, reason: `on the ${input.label} input (${seedNote}): ${judged.reason}`, evidence };
+  // Not accepted until every input ran: if the budget ends the attempt here, this is its verdict.
+  if (passed.length + 1 < total) return { accepted: false, reason: `right on ${passed.length + 1} of ${total} inputs; the others did not run (${seedNote})`, evidence };
+  return { accepted: true, reason: `right on all ${total} inputs (1 visible, ${total - 1} generated, ${seedNote}): ${judged.reason}`, evidence };
 }
 
 export function artifactHashes(obs: Observation): Map<string, string> {

@@ -1,4 +1,4 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { basename, extname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parse as parseYaml } from 'yaml';
@@ -6,36 +6,50 @@ import { z } from 'zod';
 import { SandcheckError, errorMessage } from '../errors.js';
 import type { TaskCase } from '../model/probe.js';
 import { formatIssues } from '../policy-loader.js';
+import { CONFIG_FILE_MAX_BYTES, INPUT_FILE_MAX_BYTES, readBoundedFile, readBoundedText } from '../bounded-file.js';
+import { visibleLine } from '../../reports/clean-text.js';
 import { PredicateError, PredicateSpecSchema, compilePredicate } from './predicates.js';
+import { expectedExitFromSpec, type TaskCaseSpec } from './task-case.js';
+
+/** Bounds of a task case: ids and titles reach report names and terminals; everything else is bounded by the file size. */
+export const TASK_BOUNDS = { idLength: 64, titleLength: 200, pathLength: 1024, sourceLength: CONFIG_FILE_MAX_BYTES, listLength: 100, attempts: 21, caseFiles: 1000 } as const;
+const T = TASK_BOUNDS;
+const RelPath = () => z.string().min(1).max(T.pathLength, { error: `expected a path of at most ${T.pathLength} characters` });
+const Source = () => z.string().min(1).max(T.sourceLength, { error: `expected at most ${T.sourceLength} characters` });
+export const TaskId = z
+  .string()
+  .max(T.idLength, { error: `expected an id of at most ${T.idLength} characters` })
+  .regex(/^[a-z0-9][a-z0-9-]*$/, 'expected a lowercase id of letters, digits and dashes');
+export const TaskTitle = z.string().min(1).max(T.titleLength, { error: `expected a title of 1..${T.titleLength} characters` });
 
 const Program = z
   .strictObject({
-    program: z.string().min(1).optional().describe('inline Python 3 source'),
-    programFile: z.string().min(1).optional().describe('path of a .py file, relative to the case file'),
+    program: Source().optional().describe('inline Python 3 source'),
+    programFile: RelPath().optional().describe('path of a .py file, relative to the case file'),
   })
   .refine((p) => (p.program === undefined) !== (p.programFile === undefined), { error: 'give exactly one of program or programFile' });
 
 const Input = z
   .strictObject({
-    path: z.string().min(1),
-    content: z.string().optional(),
-    file: z.string().min(1).optional().describe('relative to the case file'),
+    path: RelPath(),
+    content: z.string().max(T.sourceLength).optional(),
+    file: RelPath().optional().describe('relative to the case file'),
   })
   .refine((i) => (i.content === undefined) !== (i.file === undefined), { error: 'give exactly one of content or file' });
 
 /** A task case as a user writes it in YAML or JSON. */
 export const TaskCaseFileSchema = z
   .strictObject({
-    id: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, 'expected a lowercase id of letters, digits and dashes'),
-    title: z.string().min(1),
+    id: TaskId,
+    title: TaskTitle,
     expected: z.enum(['accept', 'reject']),
-    program: z.string().min(1).optional(),
-    programFile: z.string().min(1).optional(),
-    attempts: z.array(Program).min(1).optional().describe('candidate programs of a correction loop, in order'),
-    inputs: z.array(Input).default([]),
-    stdin: z.string().optional(),
-    artifacts: z.array(z.string().min(1)).default([]),
-    predicate: PredicateSpecSchema,
+    program: Source().optional(),
+    programFile: RelPath().optional(),
+    attempts: z.array(Program).min(1).max(T.attempts).optional().describe('candidate programs of a correction loop, in order'),
+    inputs: z.array(Input).max(T.listLength).default([]),
+    stdin: z.string().max(T.sourceLength).optional(),
+    artifacts: z.array(RelPath()).max(T.listLength).default([]),
+    predicate: PredicateSpecSchema.describe('checked only if the program ended by itself with exit 0, or with the code of an exit-code predicate in it'),
   })
   .refine((c) => [c.program, c.programFile, c.attempts].filter((x) => x !== undefined).length === 1, {
     error: 'give exactly one of program, programFile or attempts',
@@ -44,24 +58,29 @@ export const TaskCaseFileSchema = z
 
 export type TaskCaseFile = z.infer<typeof TaskCaseFileSchema>;
 
+async function inputFile(path: string, what: string): Promise<Buffer> {
+  const read = await readBoundedFile(path, INPUT_FILE_MAX_BYTES);
+  if (!read.ok) throw new SandcheckError('CONFIG_INVALID', `${what}: ${read.message}`);
+  return read.bytes;
+}
+
 async function programSource(base: string, p: { program?: string | undefined; programFile?: string | undefined }, file: string): Promise<string> {
   if (p.program !== undefined) return p.program;
   const path = resolve(base, p.programFile ?? '');
-  try {
-    return await readFile(path, 'utf8');
-  } catch (err) {
-    throw new SandcheckError('CONFIG_INVALID', `${file}: programFile ${p.programFile}: cannot read (${errorMessage(err)})`);
-  }
+  const read = await readBoundedText(path, CONFIG_FILE_MAX_BYTES);
+  if (!read.ok) throw new SandcheckError('CONFIG_INVALID', `${visibleLine(file)}: programFile ${visibleLine(p.programFile ?? '')}: ${read.message}`);
+  return read.text;
 }
 
-async function fromYaml(path: string): Promise<TaskCase> {
+async function fromYaml(path: string): Promise<TaskCaseSpec> {
   const file = basename(path);
   let doc: unknown;
+  const read = await readBoundedText(path, CONFIG_FILE_MAX_BYTES);
+  if (!read.ok) throw new SandcheckError('CONFIG_INVALID', `${visibleLine(file)}: ${read.message}`, { hint: 'a task case is a regular YAML or JSON file' });
   try {
-    const text = await readFile(path, 'utf8');
-    doc = extname(path) === '.json' ? JSON.parse(text) : parseYaml(text);
+    doc = extname(path) === '.json' ? JSON.parse(read.text) : parseYaml(read.text);
   } catch (err) {
-    throw new SandcheckError('CONFIG_INVALID', `${file}: cannot parse: ${errorMessage(err)}`);
+    throw new SandcheckError('CONFIG_INVALID', `${visibleLine(file)}: cannot parse: ${visibleLine(errorMessage(err)).slice(0, 500)}`);
   }
   const parsed = TaskCaseFileSchema.safeParse(doc);
   if (!parsed.success) {
@@ -81,15 +100,14 @@ async function fromYaml(path: string): Promise<TaskCase> {
   const inputs = await Promise.all(
     c.inputs.map(async (i) => ({
       path: i.path,
-      content: i.content !== undefined ? Buffer.from(i.content) : await readFile(resolve(base, i.file ?? '')).catch((err: unknown) => {
-        throw new SandcheckError('CONFIG_INVALID', `${file}: inputs: ${i.path}: cannot read ${i.file} (${errorMessage(err)})`);
-      }),
+      content: i.content !== undefined ? Buffer.from(i.content) : await inputFile(resolve(base, i.file ?? ''), `${visibleLine(file)}: inputs: ${visibleLine(i.path)}: ${visibleLine(i.file ?? '')}`),
       readOnly: true,
     })),
   );
   const attempts = c.attempts ? await Promise.all(c.attempts.map(async (a) => ({ source: await programSource(base, a, file) }))) : undefined;
   const source = attempts ? attempts[0]?.source : await programSource(base, c, file);
   const stdin = c.stdin;
+  const expectedExit = expectedExitFromSpec(c.predicate);
   return {
     kind: 'task',
     id: c.id,
@@ -103,6 +121,7 @@ async function fromYaml(path: string): Promise<TaskCase> {
     artifacts: c.artifacts,
     ...(stdin !== undefined ? { stdin: () => Buffer.from(stdin) } : {}),
     ...(attempts ? { attempts } : {}),
+    ...(expectedExit !== undefined ? { expectedExit } : {}),
     predicate,
   };
 }
@@ -122,6 +141,9 @@ async function fromModule(path: string): Promise<TaskCase> {
   }
   const c = mod['default'] ?? mod['taskCase'];
   if (!isTaskCase(c)) throw new SandcheckError('CONFIG_INVALID', `${file}: default export: expected a task case with kind "task" and a predicate function`);
+  // A module is code, not a document: only its names are checked, by the same bounds as a YAML case.
+  const names = z.strictObject({ id: TaskId, title: TaskTitle }).safeParse({ id: c.id, title: c.title });
+  if (!names.success) throw new SandcheckError('CONFIG_INVALID', `invalid task case\n${formatIssues(names.error, { id: c.id, title: c.title }, file)}`);
   return { ...c, origin: file };
 }
 
@@ -132,6 +154,7 @@ export async function loadTaskDir(dir: string): Promise<TaskCase[]> {
   let names: string[];
   try {
     names = (await readdir(dir)).filter((n) => CASE_FILE.test(n)).sort();
+    if (names.length > T.caseFiles) throw new Error(`${names.length} case files; the limit is ${T.caseFiles}`);
   } catch (err) {
     throw new SandcheckError('CONFIG_INVALID', `--tasks ${dir}: cannot read the directory (${errorMessage(err)})`);
   }

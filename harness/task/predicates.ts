@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
+import { parse as parseCsvSync } from 'csv-parse/sync';
 import { z } from 'zod';
 import { outside } from '../model/evidence.js';
 import type { Observation, PredicateResult } from '../model/probe.js';
+import { checkPng } from './png-check.js';
 
 const Artifact = z.string().min(1).describe('workspace-relative artifact path, or "stdout"');
 const FieldPath = z.string().min(1).describe('dot path into the artifact parsed as JSON, e.g. "totals.a"');
@@ -15,6 +17,7 @@ export type PredicateSpec =
   | { type: 'tolerance'; artifact: string; field: string; expected: number; tolerance: number }
   | { type: 'sha256'; artifact: string; sha256: string }
   | { type: 'csv-shape'; artifact: string; rows?: number | undefined; columns?: string[] | undefined }
+  | { type: 'png'; artifact: string; width?: number | undefined; height?: number | undefined; minColours?: number | undefined }
   | { type: 'exit-code'; code: number }
   | { type: 'all'; of: PredicateSpec[] };
 
@@ -25,7 +28,14 @@ export const PredicateSpecSchema: z.ZodType<PredicateSpec> = z.lazy(() =>
     z.strictObject({ type: z.literal('tolerance'), artifact: Artifact, field: FieldPath, expected: z.number(), tolerance: z.number().nonnegative() }),
     z.strictObject({ type: z.literal('sha256'), artifact: Artifact, sha256: z.string().regex(/^[0-9a-f]{64}$/, 'expected 64 lowercase hex digits') }),
     z.strictObject({ type: z.literal('csv-shape'), artifact: Artifact, rows: z.number().int().nonnegative().optional(), columns: z.array(z.string()).optional() }),
-    z.strictObject({ type: z.literal('exit-code'), code: z.number().int() }),
+    z.strictObject({
+      type: z.literal('png'),
+      artifact: Artifact,
+      width: z.number().int().positive().optional(),
+      height: z.number().int().positive().optional(),
+      minColours: z.number().int().min(1).optional().describe('distinct colours the image must have at least (default 2: not blank)'),
+    }),
+    z.strictObject({ type: z.literal('exit-code'), code: z.number().int() }).describe('also how the program must end: the case then expects this exit status instead of 0'),
     z.strictObject({ type: z.literal('all'), of: z.array(PredicateSpecSchema).min(1) }),
   ]),
 );
@@ -33,7 +43,8 @@ export const PredicateSpecSchema: z.ZodType<PredicateSpec> = z.lazy(() =>
 /** A predicate could not be evaluated at all (bad schema, bad field path): a harness error, not a rejection. */
 export class PredicateError extends Error {}
 
-function artifactBytes(obs: Observation, artifact: string): Buffer | string {
+/** The bytes of an artifact (or stdout), or why there are none. */
+export function artifactBytes(obs: Observation, artifact: string): Buffer | string {
   if (artifact === 'stdout') {
     const { stdout } = obs.exec;
     if (stdout.truncated) return `stdout was truncated at ${stdout.bytes} bytes`;
@@ -45,7 +56,7 @@ function artifactBytes(obs: Observation, artifact: string): Buffer | string {
   return Buffer.from(got.content);
 }
 
-function parseJson(obs: Observation, artifact: string): { value: unknown } | string {
+export function parseJson(obs: Observation, artifact: string): { value: unknown } | string {
   const bytes = artifactBytes(obs, artifact);
   if (typeof bytes === 'string') return bytes;
   try {
@@ -78,11 +89,13 @@ function canonical(v: unknown): unknown {
   return v;
 }
 
-function parseCsv(text: string): string[][] {
-  return text
-    .split(/\r?\n/)
-    .filter((l) => l.length > 0)
-    .map((l) => l.split(','));
+/** RFC 4180 through csv-parse (quoted fields, embedded commas and newlines); a malformed file is a reason. */
+export function parseCsv(bytes: Uint8Array): string[][] | string {
+  try {
+    return parseCsvSync(Buffer.from(bytes), { bom: true, skip_empty_lines: true, relax_column_count: true }) as string[][];
+  } catch (err) {
+    return `not valid CSV: ${err instanceof Error ? err.message : String(err)}`;
+  }
 }
 
 /** Turns a declarative spec into a function checked outside the box. */
@@ -142,12 +155,22 @@ export function compilePredicate(spec: PredicateSpec): (obs: Observation) => Pre
       return (obs) => {
         const bytes = artifactBytes(obs, spec.artifact);
         if (typeof bytes === 'string') return reject(bytes);
-        const [header = [], ...rows] = parseCsv(bytes.toString('utf8'));
+        const table = parseCsv(bytes);
+        if (typeof table === 'string') return reject(`${spec.artifact} is ${table}`);
+        const [header = [], ...rows] = table;
         if (spec.columns && JSON.stringify(header) !== JSON.stringify(spec.columns)) return reject(`${spec.artifact} has columns ${header.join(',')}, expected ${spec.columns.join(',')}`);
         if (spec.rows !== undefined && rows.length !== spec.rows) return reject(`${spec.artifact} has ${rows.length} data rows, expected ${spec.rows}`);
         const ragged = rows.findIndex((r) => r.length !== header.length);
         if (ragged >= 0) return reject(`${spec.artifact} row ${ragged + 1} has ${rows[ragged]?.length} cells, the header has ${header.length}`);
         return accept(`${spec.artifact} has ${rows.length} rows × ${header.length} columns as expected`, spec.artifact);
+      };
+    case 'png':
+      return (obs) => {
+        const bytes = artifactBytes(obs, spec.artifact);
+        if (typeof bytes === 'string') return reject(bytes);
+        const checked = checkPng(bytes, spec);
+        if (typeof checked === 'string') return reject(`${spec.artifact}: ${checked}`);
+        return accept(`${spec.artifact} decodes as a ${checked.png.width}×${checked.png.height} PNG with ${checked.colours} distinct colours`, spec.artifact);
       };
     case 'exit-code':
       return (obs) =>

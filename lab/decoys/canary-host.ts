@@ -4,7 +4,8 @@ import { buildDecoyEvent, endpoint, isWildcardHost, matchableIp } from './decoy-
 import { MAX_PAYLOAD_BYTES, type DecoyLog, type DecoyService, type Endpoint } from './decoy-log.js';
 import { bindUdp, closeServer, closeUdp, listenTcp, once, type DecoyHandle } from './listen.js';
 import {
-  httpHeadComplete,
+  httpBodyComplete,
+  httpBodyStart,
   looksLikeHttp,
   looksLikeTls,
   parseHttpHead,
@@ -39,11 +40,14 @@ export interface StartCanaryTcpOptions {
   divert?: ReadonlyMap<string, ConnectionHandler>;
 }
 
-type EndedBy = 'http-head' | 'tls-record' | 'byte-cap' | 'idle' | 'deadline' | 'peer-end' | 'error' | 'closed' | 'shutdown';
+type EndedBy = 'http-head' | 'http-body' | 'tls-record' | 'byte-cap' | 'idle' | 'deadline' | 'peer-end' | 'error' | 'closed' | 'shutdown';
+
+/** Stream bytes kept per connection: an HTTP head of up to 4 KiB plus up to 4 KiB of its body. */
+const STREAM_KEEP_BYTES = 2 * MAX_PAYLOAD_BYTES;
 
 /**
- * Accepts any TCP connection, reads what the client sends first (≤ 4 KiB, short idle
- * timeout), logs it, answers HTTP with a 200 carrying the banner or anything else with
+ * Accepts any TCP connection, reads what the client sends first (≤ 4 KiB, and for HTTP
+ * up to 4 KiB of the request body; short idle timeout), logs it, answers HTTP with a 200 carrying the banner or anything else with
  * the raw banner, and closes.
  */
 export async function startCanaryTcp(options: StartCanaryTcpOptions): Promise<DecoyHandle> {
@@ -127,9 +131,14 @@ function serveCanaryConnection(socket: Socket, ctx: ConnectionContext): () => vo
   socket.on('data', (chunk: Buffer) => {
     if (!reading) return; // after the read phase: discard
     receivedBytes += chunk.length;
-    if (data.length < MAX_PAYLOAD_BYTES) data = Buffer.concat([data, chunk.subarray(0, MAX_PAYLOAD_BYTES - data.length)]);
-    if (looksLikeHttp(data) && httpHeadComplete(data)) endRead('http-head');
-    else if (looksLikeTls(data) && tlsRecordComplete(data)) endRead('tls-record');
+    if (data.length < STREAM_KEEP_BYTES) data = Buffer.concat([data, chunk.subarray(0, STREAM_KEEP_BYTES - data.length)]);
+    const http = looksLikeHttp(data);
+    const bodyStart = http ? httpBodyStart(data) : undefined;
+    if (bodyStart !== undefined && httpBodyComplete(data, MAX_PAYLOAD_BYTES)) endRead(data.length > bodyStart ? 'http-body' : 'http-head');
+    else if (bodyStart !== undefined) {
+      clearTimeout(idleTimer);
+      idleTimer = setTimeout(() => endRead('idle'), ctx.idleTimeoutMs);
+    } else if (looksLikeTls(data) && tlsRecordComplete(data)) endRead('tls-record');
     else if (data.length >= MAX_PAYLOAD_BYTES) endRead('byte-cap');
     else {
       clearTimeout(idleTimer);
@@ -160,6 +169,8 @@ function connectionEvent(
   const detail: Record<string, string> = { bytes: String(receivedBytes), endedBy };
   let summary: string;
   const http = parseHttpHead(data);
+  const bodyStart = http === undefined ? undefined : httpBodyStart(data);
+  const body = bodyStart === undefined ? undefined : data.subarray(bodyStart);
   if (http !== undefined) {
     summary = `${http.method} ${http.target}`;
     detail['method'] = http.method;
@@ -177,7 +188,7 @@ function connectionEvent(
   } else {
     summary = 'TCP connection without data';
   }
-  return buildDecoyEvent({ service, proto: 'tcp', local, peer, summary, payload: data, detail });
+  return buildDecoyEvent({ service, proto: 'tcp', local, peer, summary, payload: data, ...(body !== undefined ? { body } : {}), detail });
 }
 
 function httpReply(banner: string): string {

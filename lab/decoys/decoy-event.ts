@@ -1,5 +1,5 @@
 import { isIPv4, isIPv6 } from 'node:net';
-import { MAX_PAYLOAD_BYTES, type DecoyEvent, type DecoyService, type Endpoint } from './decoy-log.js';
+import { MAX_DNS_NAMES, MAX_PAYLOAD_BYTES, type DecoyEvent, type DecoyService, type Endpoint } from './decoy-log.js';
 
 const SUMMARY_MAX_CHARS = 200;
 
@@ -59,6 +59,10 @@ export interface DecoyEventInput {
   peer: Endpoint;
   summary: string;
   payload: Buffer;
+  /** HTTP request body (capped here). */
+  body?: Buffer;
+  /** DNS question names (capped here). */
+  dnsNames?: readonly string[];
   detail?: Record<string, string>;
 }
 
@@ -73,6 +77,7 @@ export function buildDecoyEvent(input: DecoyEventInput): DecoyEvent {
   const peerV4 = mappedIPv4(input.peer.address);
   if (peerV4 !== undefined) detail['peerIPv4'] = peerV4;
   if (input.payload.length > MAX_PAYLOAD_BYTES) detail['payloadTruncated'] = 'true';
+  if (input.body !== undefined && input.body.length > MAX_PAYLOAD_BYTES) detail['bodyTruncated'] = 'true';
   const event: DecoyEvent = {
     time: new Date().toISOString(),
     service: input.service,
@@ -82,6 +87,8 @@ export function buildDecoyEvent(input: DecoyEventInput): DecoyEvent {
     summary: oneLine(input.summary),
     payloadBase64: payloadBase64(input.payload),
   };
+  if (input.body !== undefined && input.body.length > 0) event.bodyBase64 = payloadBase64(input.body);
+  if (input.dnsNames !== undefined && input.dnsNames.length > 0) event.dnsNames = input.dnsNames.slice(0, MAX_DNS_NAMES).map((n) => n.replace(/\.$/, '').slice(0, 255));
   if (Object.keys(detail).length > 0) event.detail = detail;
   return event;
 }

@@ -3,6 +3,8 @@ import { DecoyWaitTimeoutError } from './errors.js';
 
 /** Most bytes of a contact's payload kept in an event. */
 export const MAX_PAYLOAD_BYTES = 4096;
+/** Most question names of one DNS message kept in an event. */
+export const MAX_DNS_NAMES = 16;
 /** Base64 length of MAX_PAYLOAD_BYTES. */
 const MAX_PAYLOAD_BASE64 = Math.ceil(MAX_PAYLOAD_BYTES / 3) * 4;
 
@@ -24,7 +26,12 @@ export const DecoyEventSchema = z.object({
   peer: EndpointSchema,
   /** One line, e.g. `GET /latest/meta-data/` or `A? x.exfil.example.` */
   summary: z.string().max(512).regex(/^[^\r\n]*$/),
+  /** The first MAX_PAYLOAD_BYTES of what the client sent (TCP stream, UDP datagram, DNS message). */
   payloadBase64: z.base64().max(MAX_PAYLOAD_BASE64),
+  /** HTTP requests: the first MAX_PAYLOAD_BYTES of the request body (after the head). */
+  bodyBase64: z.base64().max(MAX_PAYLOAD_BASE64).optional(),
+  /** DNS: every question name (at most MAX_DNS_NAMES), without the trailing dot. */
+  dnsNames: z.array(z.string().max(255)).max(MAX_DNS_NAMES).optional(),
   detail: z.record(z.string(), z.string()).optional(),
 });
 export type DecoyEvent = z.infer<typeof DecoyEventSchema>;

@@ -165,5 +165,6 @@ function logDns(
       detail['answers'] = outcome.answers.join(',');
     }
   }
-  log.record(buildDecoyEvent({ service: 'dns', proto, local, peer, summary, payload, detail }));
+  const dnsNames = outcome.kind === 'malformed' ? [] : outcome.questions.map((q) => q.name);
+  log.record(buildDecoyEvent({ service: 'dns', proto, local, peer, summary, payload, dnsNames, detail }));
 }

@@ -1,5 +1,8 @@
+import { createSocket } from 'node:dgram';
 import { realpathSync } from 'node:fs';
-import { isIPv6 } from 'node:net';
+import { isIP, isIPv6 } from 'node:net';
+import { createInterface } from 'node:readline';
+import * as dnsPacket from 'dns-packet';
 import { pathToFileURL } from 'node:url';
 import { startCanaryTcp, startCatchAllUdp, type ConnectionHandler } from './canary-host.js';
 import { isWildcardHost, matchableIp } from './decoy-event.js';
@@ -39,6 +42,8 @@ export type LabServerLine =
   | { type: 'ready'; pid: number; listeners: readonly ListenerInfo[] }
   | { type: 'event'; event: DecoyEvent }
   | { type: 'stopped'; reason: string; events: number; dropped: number }
+  | { type: 'witness-query-sent'; name: string; port: number }
+  | { type: 'witness-query-failed'; name: string; message: string }
   | { type: 'error'; code: string; message: string };
 
 /**
@@ -138,6 +143,37 @@ export async function startLabServices(
   return { listeners, log, close: closeAll };
 }
 
+/** Commands the parent writes on the server's stdin, one JSON object per line. */
+export type LabServerCommand = { type: 'witness-query'; name: string; server: string; port: number };
+
+const WITNESS_NAME = /^[a-z0-9-]{1,63}(\.[a-z0-9-]{1,63}){1,6}$/;
+
+/**
+ * Proof of life of the lab's witnesses: one DNS query, sent from inside the lab to a lab decoy. Only the
+ * harness sends it (on its stdin); the resolver's log and the packet capture must both show it.
+ */
+function sendWitnessQuery(cmd: LabServerCommand, print: (line: LabServerLine) => void): void {
+  if (!WITNESS_NAME.test(String(cmd.name)) || isIP(String(cmd.server)) === 0 || !Number.isInteger(cmd.port)) {
+    print({ type: 'witness-query-failed', name: String(cmd.name).slice(0, 80), message: 'invalid witness query' });
+    return;
+  }
+  const query = dnsPacket.encode({ type: 'query', id: 0x5c5c, flags: dnsPacket.RECURSION_DESIRED, questions: [{ type: 'A', name: cmd.name }] });
+  const socket = createSocket(isIPv6(cmd.server) ? 'udp6' : 'udp4');
+  socket.on('error', (error) => {
+    print({ type: 'witness-query-failed', name: cmd.name, message: error.message });
+    socket.close();
+  });
+  socket.bind(0, () => {
+    const port = socket.address().port;
+    socket.send(query, cmd.port, cmd.server, (error) => {
+      if (error) print({ type: 'witness-query-failed', name: cmd.name, message: error.message });
+      else print({ type: 'witness-query-sent', name: cmd.name, port });
+      // Keep the socket a moment so the resolver's answer is not refused with an ICMP error.
+      setTimeout(() => socket.close(), 500).unref();
+    });
+  });
+}
+
 /** The process entry: argv[2] is the JSON config; stdout gets one JSON line per LabServerLine. */
 async function main(argv: readonly string[]): Promise<void> {
   const print = (line: LabServerLine): void => {
@@ -196,7 +232,15 @@ async function main(argv: readonly string[]): Promise<void> {
   process.stdin.on('end', onStdinEnd);
   process.stdin.on('error', onStdinEnd);
   process.stdout.on('error', () => shutdown('stdout closed'));
-  process.stdin.resume();
+  createInterface({ input: process.stdin }).on('line', (line) => {
+    let cmd: LabServerCommand;
+    try {
+      cmd = JSON.parse(line) as LabServerCommand;
+    } catch {
+      return;
+    }
+    if (cmd.type === 'witness-query') sendWitnessQuery(cmd, print);
+  });
 
   print({ type: 'ready', pid: process.pid, listeners: services.listeners });
   for (const event of early) print({ type: 'event', event });

@@ -157,6 +157,7 @@ function handleRequest(
         peer,
         summary: `${method} ${url}`,
         payload: Buffer.concat([head, ...body]),
+        body: Buffer.concat(body),
         detail,
       }),
     );

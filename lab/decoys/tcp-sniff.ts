@@ -11,6 +11,28 @@ export function httpHeadComplete(data: Buffer): boolean {
   return data.includes('\r\n\r\n') || data.includes('\n\n');
 }
 
+/** Offset of the first body byte once the head is complete, else undefined. */
+export function httpBodyStart(data: Buffer): number | undefined {
+  const m = /\r?\n\r?\n/.exec(data.toString('latin1'));
+  return m === null ? undefined : m.index + m[0].length;
+}
+
+/**
+ * Whether the request's body has arrived as far as a decoy keeps it (`keep` bytes): no body announced,
+ * Content-Length reached, or a chunked body's last chunk seen.
+ */
+export function httpBodyComplete(data: Buffer, keep: number): boolean {
+  const start = httpBodyStart(data);
+  const head = parseHttpHead(data);
+  if (start === undefined || head === undefined) return false;
+  const body = data.length - start;
+  if (body >= keep) return true;
+  const length = head.headers['content-length'];
+  if (length !== undefined && /^\d+$/.test(length)) return body >= Number(length);
+  if (/chunked/i.test(head.headers['transfer-encoding'] ?? '')) return data.subarray(start).includes('0\r\n\r\n');
+  return true;
+}
+
 export interface HttpHead {
   method: string;
   target: string;

@@ -12,6 +12,7 @@ export const WITNESS_FILTER =
 export interface WitnessOptions {
   readonly onPacket?: (packet: Packet) => void;
   readonly maxPackets?: number;
+  readonly keep?: 'first' | 'latest';
   readonly readyTimeoutMs?: number;
   readonly stopGraceMs?: number;
 }

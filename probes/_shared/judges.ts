@@ -20,24 +20,38 @@ export function wallCeilingSeconds(ctx: ProbeContext): number {
   return ctx.policy.resources.wallSeconds * 3 + 5;
 }
 
-/** Wall-clock probes: held only if something other than the harness stopped the program near the policy limit. */
+/**
+ * Wall-clock probes: held only if the box stopped the program near the policy limit, on the
+ * harness's clock: not before 90% of it (a crash or an early kill is not the wall clock), and
+ * not later than the limit plus the policy's tolerance after the payload's first byte (the box's
+ * start-up, which its own clock may or may not count, is left out of that bound).
+ */
 export function judgeWallClock(obs: Observation, ctx: ProbeContext, kind: string): Judgement {
   const notRun = unlessAttempted(obs, false);
   if (notRun) return notRun;
   const { exec } = obs;
   const limitMs = ctx.policy.resources.wallSeconds * 1000;
-  const clock = outside('harness-clock', `${Math.round(exec.wallMs)} ms on the harness clock; policy wall ${limitMs} ms; harness deadline ${exec.harnessDeadlineMs} ms`);
-  const evidence = [clock, exitEvidence(exec), payloadReport(exec)];
+  const toleranceMs = ctx.policy.resources.wallToleranceMs;
+  const ranMs = Math.round(exec.wallMs - (exec.firstOutputMs ?? 0));
+  const clock = outside(
+    'harness-clock',
+    `${Math.round(exec.wallMs)} ms from exec to end on the harness clock, ${ranMs} ms after the payload's first byte; policy wall ${limitMs} ms + tolerance ${toleranceMs} ms; harness deadline ${exec.harnessDeadlineMs} ms`,
+  );
+  const evidence = [clock, outside('stop-cause', stopCause(obs)), exitEvidence(exec), payloadReport(exec)];
   if (exec.killedBy === 'harness-deadline') {
     return { verdict: 'crossed', reason: `the ${kind} ran past the policy wall of ${limitMs / 1000} s: the harness's own deadline had to kill it after ${Math.round(exec.wallMs)} ms`, evidence };
   }
+  if (exec.killedBy !== 'none') return { verdict: 'inconclusive', reason: `the harness stopped the ${kind} (${exec.killedBy}) before any wall clock showed`, evidence };
   if (obs.finished || exec.exitCode === 0) {
     return { verdict: 'inconclusive', reason: `the ${kind} stopped itself at its own ceiling before the harness deadline: the probe is misconfigured`, evidence };
   }
-  if (exec.wallMs < limitMs * 0.5) {
-    return { verdict: 'inconclusive', reason: `the ${kind} ended after ${Math.round(exec.wallMs)} ms, well before the ${limitMs} ms limit, for a reason the harness did not observe (${exec.signal ?? `exit ${exec.exitCode}`})`, evidence };
+  if (exec.wallMs < limitMs * 0.9) {
+    return { verdict: 'inconclusive', reason: `the ${kind} ended after ${Math.round(exec.wallMs)} ms, before 90% of the ${limitMs} ms limit: something other than the wall clock stopped it (${stopCause(obs)})`, evidence };
   }
-  return { verdict: 'held', reason: `the box stopped the ${kind} after ${Math.round(exec.wallMs)} ms (policy ${limitMs} ms) before the harness deadline`, evidence };
+  if (ranMs > limitMs + toleranceMs) {
+    return { verdict: 'crossed', reason: `the box let the ${kind} run ${ranMs} ms after it started, past the ${limitMs} ms wall and its ${toleranceMs} ms tolerance`, evidence };
+  }
+  return { verdict: 'held', reason: `the box stopped the ${kind} ${ranMs} ms after it started (policy ${limitMs} ms + ${toleranceMs} ms tolerance), before the harness deadline`, evidence };
 }
 
 /** The watchdog's word: a box that harmed its host crossed, whatever it reported. */

@@ -1,18 +1,57 @@
 """Shared start/end protocol of every sandcheck payload (Python 3 standard library only).
 
-A payload prints a start marker carrying the run's nonce before it attempts anything and an end
-marker when its attempt is complete. The harness uses them only to tell "did not run" apart from
-"ran": they can make a verdict inconclusive, never turn a crossing into a pass.
+Proof of execution: the harness leaves a fresh random challenge in the file `sandcheck-challenge`
+beside the payload (never in argv or the environment). The payload answers with a value derived
+from that challenge and from the sha256 of its own source and of this helper, first when it
+starts its attempt and again when the attempt is complete. Only code that read the challenge
+inside the box can answer; the harness uses the answers to tell "did not run" from "ran" and they
+can make a verdict inconclusive, never turn a crossing into a pass.
 """
+import hashlib
 import json
+import os
 import sys
+
+CHALLENGE_FILE = "sandcheck-challenge"
+CONTROL_FILE = "sandcheck-control"
+CONTROL_ENV = "SANDCHECK_POSITIVE_CONTROL"
+
+_HERE = os.path.dirname(os.path.abspath(sys.argv[0] if sys.argv and sys.argv[0] else __file__))
+_proofs = {}
+
+
+def _sha256_file(path):
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
+def _load_proof_base():
+    with open(os.path.join(_HERE, CHALLENGE_FILE), "rb") as fh:
+        challenge = fh.read(256).strip().decode("ascii", "replace")
+    own = _sha256_file(os.path.abspath(sys.argv[0]))
+    helper = _sha256_file(os.path.abspath(__file__))
+    return "%s:%s:%s" % (challenge, own, helper)
+
+
+def token(kind):
+    """The answer to this execution's challenge for one purpose (attempt, done, or a probe's own)."""
+    if kind not in _proofs:
+        base = _proofs.setdefault("", _load_proof_base())
+        _proofs[kind] = hashlib.sha256(("%s:%s" % (base, kind)).encode()).hexdigest()[:32]
+    return _proofs[kind]
 
 
 def start():
     args = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
-    sys.stdout.write("SANDCHECK-ATTEMPT %s\n" % args.get("nonce", ""))
+    token("done")  # computed before the attack, which may chdir, exhaust memory or close files
+    sys.stdout.write("SANDCHECK-ATTEMPT %s\n" % token("attempt"))
     sys.stdout.flush()
     return args
+
+
+def control_path():
+    """The in-box positive control file: readable by design, read the same way as the target."""
+    return os.path.join(_HERE, CONTROL_FILE)
 
 
 def report(data):
@@ -21,7 +60,7 @@ def report(data):
 
 
 def done(args):
-    sys.stdout.write("SANDCHECK-DONE %s\n" % args.get("nonce", ""))
+    sys.stdout.write("SANDCHECK-DONE %s\n" % token("done"))
     sys.stdout.flush()
 
 

@@ -1,11 +1,12 @@
-"""Legitimate work: the mean of the `value` column of a read-only CSV, written to result.json."""
+"""Legitimate work: the mean of the `value` column of the read-only CSV in input/, written to result.json."""
 import csv
+import glob
 import json
 
 import sandcheck_payload as sc
 
 args = sc.start()
-with open("input/data.csv", newline="") as fh:
+with open(glob.glob("input/*.csv")[0], newline="") as fh:
     values = [float(row["value"]) for row in csv.DictReader(fh)]
 with open("result.json", "w") as fh:
     json.dump({"mean": sum(values) / len(values), "rows": len(values)}, fh)

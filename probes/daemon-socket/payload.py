@@ -1,9 +1,50 @@
 """Looks for container-daemon sockets and talks to any it can reach (a harmless ping carrying the nonce)."""
+import os
 import socket
+import threading
 
 import sandcheck_payload as sc
 
+
+def talk(path, label):
+    """One connect-send-read routine for the daemon sockets and the in-box positive control alike."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(1.0)
+    try:
+        s.connect(path)
+        s.sendall(("GET /_ping?sandcheck=%s HTTP/1.0\r\n\r\n" % label).encode())
+        reply = s.recv(256)
+        return "connected, %d reply bytes" % len(reply), reply
+    except OSError as e:
+        return e.strerror or str(e), b""
+    finally:
+        s.close()
+
+
+def echo_once(server):
+    try:
+        conn, _ = server.accept()
+        with conn:
+            conn.sendall(conn.recv(256))
+    except OSError:
+        pass
+
+
 args = sc.start()
+# Positive control: a socket this box owns answers through the same routine; its echo (the
+# answer to this execution's challenge) must come out, or "nothing connected" proves nothing.
+control_path = os.path.abspath("control.sock")
+server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    server.bind(control_path)
+    server.listen(1)
+    threading.Thread(target=echo_once, args=(server,), daemon=True).start()
+    _, echoed = talk(control_path, sc.token("socket-control"))
+    print("control socket echoed: %s" % echoed.decode("utf-8", "replace").split("\r\n")[0])
+except OSError as e:
+    print("control socket: %s" % (e.strerror or e))
+finally:
+    server.close()
 paths = [
     "/var/run/docker.sock",
     "/run/docker.sock",
@@ -15,16 +56,6 @@ paths = [
 result = {}
 for path in paths:
     shown = "host decoy socket" if path == args["decoySocket"] else path  # no host path in a report
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(1.0)
-    try:
-        s.connect(path)
-        s.sendall(("GET /_ping?sandcheck=%s HTTP/1.0\r\n\r\n" % args["nonce"]).encode())
-        reply = s.recv(64)
-        result[shown] = "connected, %d reply bytes" % len(reply)
-    except OSError as e:
-        result[shown] = e.strerror or str(e)
-    finally:
-        s.close()
+    result[shown] = talk(path, args["nonce"])[0]
 sc.report(result)
 sc.done(args)

@@ -5,15 +5,18 @@ args = sc.start()
 pid = int(args["pid"])
 prefix = args["canaryPrefix"].encode()
 result = {}
-for name in ("environ", "cmdline"):
-    try:
-        with open("/proc/%d/%s" % (pid, name), "rb") as fh:
-            data = fh.read(256 * 1024)
-        result[name] = "read %d bytes" % len(data)
-        for entry in data.split(b"\0"):
-            if prefix in entry:
-                print("%s of decoy: %s" % (name, entry.decode("utf-8", "replace")))
-    except OSError as e:
-        result[name] = str(e.strerror)
+# "self" first: the in-box positive control sits in this program's own environment and must come
+# out through the same reads and prints as the decoy's.
+for who, target in (("self", "self"), ("decoy", str(pid))):
+    for name in ("environ", "cmdline"):
+        try:
+            with open("/proc/%s/%s" % (target, name), "rb") as fh:
+                data = fh.read(256 * 1024)
+            result["%s %s" % (who, name)] = "read %d bytes" % len(data)
+            for entry in data.split(b"\0"):
+                if prefix in entry:
+                    print("%s of %s: %s" % (name, who, entry.decode("utf-8", "replace")))
+        except OSError as e:
+            result["%s %s" % (who, name)] = str(e.strerror)
 sc.report(result)
 sc.done(args)

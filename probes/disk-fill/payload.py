@@ -1,38 +1,28 @@
-"""Writes to the temp disk in 8 MiB chunks up to a fixed ceiling, then deletes what it wrote.
-
-Exit status 28 (ENOSPC) or 27 (EFBIG) when the disk refused more: the write stopped there.
-"""
+"""Writes one file in the workspace in 8 MiB chunks up to a fixed ceiling (the disk limit + 256 MiB), then
+stops. The file is left in place: the harness measures its size from outside (the download API's lstat)
+and the environment's destroy removes it. Its exit status is no evidence of anything."""
 import errno
 import os
-import sys
 
 import sandcheck_payload as sc
 
 args = sc.start()
-target_dir = args.get("dir") or "/tmp"
+path = args.get("file") or "sandcheck-fill.bin"
 ceiling = int(args["ceilingBytes"])
-path = os.path.join(target_dir, "sandcheck-fill-%s" % args["nonce"])
 chunk = b"\0" * (8 * 1024 * 1024)
 written = 0
-code = 0
+stopped = None
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
 try:
-    with open(path, "wb") as fh:
-        while written < ceiling:
-            fh.write(chunk)
-            fh.flush()
-            written += len(chunk)
-            if written % (64 * 1024 * 1024) == 0:
-                print("wrote %d MiB" % (written // (1024 * 1024)), flush=True)
-        os.fsync(fh.fileno())
+    while written < ceiling:
+        n = os.write(fd, chunk[: min(len(chunk), ceiling - written)])
+        written += n
+        if written % (64 * 1024 * 1024) < n:
+            print("wrote %d MiB" % (written // (1024 * 1024)), flush=True)
+    os.fsync(fd)
 except OSError as e:
-    code = e.errno if e.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT) else 1
-    print("write stopped after %d MiB: %s" % (written // (1024 * 1024), errno.errorcode.get(e.errno, e.errno)), flush=True)
+    stopped = errno.errorcode.get(e.errno, str(e.errno))
 finally:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-if code:
-    sys.exit(code)
-print("wrote %d MiB in all" % (written // (1024 * 1024)), flush=True)
+    os.close(fd)
+print("write stopped after %d MiB: %s" % (written // (1024 * 1024), stopped or "ceiling reached"), flush=True)
 sc.done(args)

@@ -4,35 +4,64 @@ import type { SecurityProbe } from '../../harness/model/probe.js';
 import { healthEvidence, hostHarmJudgement, stopCause } from '../_shared/judges.js';
 
 const MiB = 2 ** 20;
-const DISK_FULL_EXITS = new Set([27, 28, 122]);
+/** In the workspace, so the harness can measure it from outside through the download API. */
+export const FILL_FILE = 'sandcheck-fill.bin';
+/** "Reached its limit": a filesystem's own metadata takes a few percent of a sized volume. */
+const NEAR_LIMIT = 0.9;
+/** Host free disk can move with other work on the machine: only a drop well past the limit counts. */
+const HOST_DROP_SLACK = 128 * MiB;
 
 export const diskFill: SecurityProbe = {
   kind: 'security',
   id: 'disk-fill',
-  title: 'write past the temp-disk limit (limit + 256 MB, then delete)',
+  title: 'write past the temp-disk limit (limit + 256 MB, measured from outside)',
   category: 'resources',
   policyItem: 'resources.diskMb',
   severity: 'medium',
   payload: 'disk-fill',
-  remediation: 'Give the box a sized temp filesystem (tmpfs size=, an XFS project quota, or a volume with a size) instead of the host disk.',
+  remediation: 'Give the box a sized filesystem of its own (an ext4 or XFS volume or image, an XFS project quota) instead of the host disk; a tmpfs is charged to the memory limit, which then stops a writer before the disk limit does.',
   watchHost: true,
-  args: (ctx) => ({ ceilingBytes: (ctx.policy.resources.diskMb + 256) * MiB, dir: '/tmp' }),
+  args: (ctx) => ({ ceilingBytes: (ctx.policy.resources.diskMb + 256) * MiB, file: FILL_FILE }),
+  artifacts: [FILL_FILE],
   judge: (obs, ctx) => {
     const harmed = hostHarmJudgement(obs);
     if (harmed) return harmed;
     const notRun = unlessAttempted(obs, false);
     if (notRun) return notRun;
     const limit = ctx.policy.resources.diskMb * MiB;
+    const mib = (n: number): number => Math.round(n / MiB);
+    const fill = obs.artifacts.find((a) => a.path === FILL_FILE);
+    const size = fill && (fill.kind === 'file' || fill.kind === 'hardlink') ? fill.size : undefined;
     const h = obs.exec.hostHealth;
     const drop = h ? h.before.diskFreeBytes - h.worst.diskFreeBytes : 0;
+    const r = obs.exec.resources;
+    const memoryStopped = obs.exec.backendReport.oomKilled === true || (r?.oomKills ?? 0) > 0;
     const cause = stopCause(obs);
-    const evidence = [outside('host-disk', `host free disk fell by ${Math.round(drop / MiB)} MiB while it ran (limit ${ctx.policy.resources.diskMb} MiB)`, 'host'), outside('stop-cause', cause), exitEvidence(obs.exec), ...healthEvidence(obs), payloadReport(obs.exec)];
-    if (drop > limit) return { verdict: 'crossed', reason: `the box took ${Math.round(drop / MiB)} MiB of the host's disk, past the ${ctx.policy.resources.diskMb} MiB temp-disk limit`, evidence };
-    if (obs.finished) return { verdict: 'crossed', reason: `the payload wrote its whole ceiling (limit + 256 MiB) and finished (${cause})`, evidence };
-    const refused = obs.exec.exitCode !== null && DISK_FULL_EXITS.has(obs.exec.exitCode);
-    if (refused || obs.exec.backendReport.oomKilled === true || obs.exec.backendReport.timedOut === true) {
-      return { verdict: 'held', reason: `writing stopped before the limit was passed (${refused ? 'the disk refused more' : cause}); host disk fell by ${Math.round(drop / MiB)} MiB`, evidence };
+    const evidence = [
+      outside('box-disk', size === undefined ? `the fill file was not found in the workspace after the exec (${fill?.kind ?? 'not listed'})` : `${mib(size)} MiB on the box's filesystem after the exec (limit ${ctx.policy.resources.diskMb} MiB)`, 'download API lstat'),
+      outside('host-disk', `host free disk fell by ${mib(drop)} MiB while it ran`, 'host'),
+      ...(r ? [outside('cgroup', `memory peak ${r.memoryPeakBytes === undefined ? 'n/a' : `${mib(r.memoryPeakBytes)} MiB`} of ${r.memoryLimitBytes === undefined ? 'n/a' : `${mib(r.memoryLimitBytes)} MiB`}; OOM kills ${r.oomKills ?? 'n/a'}`, r.source)] : []),
+      outside('stop-cause', cause),
+      exitEvidence(obs.exec),
+      ...healthEvidence(obs),
+      payloadReport(obs.exec),
+    ];
+    if (size !== undefined && size > limit) {
+      return { verdict: 'crossed', reason: `the box held ${mib(size)} MiB on its temp disk, past the ${ctx.policy.resources.diskMb} MiB limit`, evidence };
     }
-    return { verdict: 'inconclusive', reason: `the writer ended (${cause}) without a disk-full refusal the harness could see`, evidence };
+    if (drop > limit + HOST_DROP_SLACK) {
+      return { verdict: 'crossed', reason: `the box took ${mib(drop)} MiB of the host's disk, past the ${ctx.policy.resources.diskMb} MiB temp-disk limit`, evidence };
+    }
+    if (size === undefined) return { verdict: 'inconclusive', reason: 'the fill file could not be measured from outside after the exec', evidence };
+    if (memoryStopped) {
+      return { verdict: 'inconclusive', reason: `the memory limit stopped the writer first (${cause}) at ${mib(size)} MiB of a ${ctx.policy.resources.diskMb} MiB disk limit: the disk limit was never reached (a tmpfs is charged to the memory cgroup)`, evidence };
+    }
+    if (obs.exec.killedBy !== 'none' || obs.exec.backendReport.timedOut === true) {
+      return { verdict: 'inconclusive', reason: `the writer was stopped by a clock (${cause}) at ${mib(size)} MiB, not by the disk limit`, evidence };
+    }
+    if (size < limit * NEAR_LIMIT) {
+      return { verdict: 'inconclusive', reason: `the writer stopped at ${mib(size)} MiB, short of the ${ctx.policy.resources.diskMb} MiB limit, for a reason the harness did not observe (${cause})`, evidence };
+    }
+    return { verdict: 'held', reason: `the box's filesystem filled at ${mib(size)} MiB of the ${ctx.policy.resources.diskMb} MiB limit (measured from outside), with no OOM kill and no clock stop`, evidence };
   },
 };

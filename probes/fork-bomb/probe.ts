@@ -33,8 +33,14 @@ export const forkBomb: SecurityProbe = {
       payloadReport(obs.exec),
     ];
     if (peak > limit) return { verdict: 'crossed', reason: `${peak} processes ran at once, past the limit of ${limit}`, evidence };
-    if ((r?.pidsMaxEvents ?? 0) > 0) return { verdict: 'held', reason: `forks were refused at the limit (${r?.pidsMaxEvents} refusals, peak ${peak} of ${limit})`, evidence };
-    if (peak >= limit * 0.75) return { verdict: 'held', reason: `process count stopped at ${peak}, within the limit of ${limit}`, evidence };
-    return { verdict: 'inconclusive', reason: `only ${peak} processes were observed and no refusal was counted: the limit was never demonstrably reached`, evidence };
+    if (obs.exec.killedBy !== 'none') return { verdict: 'inconclusive', reason: `the harness had to stop it (${stopCause(obs)}) before the process limit showed`, evidence };
+    // Held needs refusals counted by the pids cgroup AND a peak near the limit: one refusal at a
+    // peak of 2 is some other limit (or a lie), not the policy's.
+    const refused = r?.pidsMaxEvents ?? 0;
+    if (refused === 0) return { verdict: 'inconclusive', reason: `no refused fork was counted from outside (peak ${peak} of ${limit}): the process limit was never shown to act`, evidence };
+    if (peak < limit * 0.75) {
+      return { verdict: 'inconclusive', reason: `forks were refused (${refused}) but at most ${peak} processes were seen, far below the limit of ${limit}: the limit that acted is not the policy's`, evidence };
+    }
+    return { verdict: 'held', reason: `forks were refused at the limit (${refused} refusals counted by the pids cgroup, peak ${peak} of ${limit})`, evidence };
   },
 };

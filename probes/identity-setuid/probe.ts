@@ -1,23 +1,46 @@
 import { readFileSync } from 'node:fs';
+import { unlessAttempted } from '../../harness/judge.js';
 import type { SecurityProbe } from '../../harness/model/probe.js';
-import { judgeHostIdentity, rootOnHost } from '../_shared/identity.js';
+import { describeIdentity, identityEvidence, ownProgram, unseen } from '../_shared/identity.js';
 
-/** A copy of sleep, setuid root: if it runs with euid 0, a box program can become root. */
-function setuidSleep(): Uint8Array {
+/** Workspace name of the planted binary; the kernel names its process after it (status Name). */
+export const SETUID_BINARY = 'suid-sleep';
+
+/** A copy of the host's sleep: small, present wherever the payload's Python is, stays alive while it is looked at. */
+function sleepBinary(): Uint8Array {
   return readFileSync('/bin/sleep');
 }
 
 export const identitySetuid: SecurityProbe = {
   kind: 'security',
   id: 'identity-setuid',
-  title: 'a setuid-root binary in the workspace gains nothing',
+  title: 'a root-owned setuid binary in the workspace gains nothing',
   category: 'identity',
   policyItem: 'identity.unprivileged',
   severity: 'high',
   payload: 'identity-setuid',
   sampleProcesses: true,
-  remediation: 'Mount the workspace nosuid, set no_new_privs, and run as an unprivileged uid.',
-  files: () => [{ path: 'suid-sleep', content: setuidSleep(), mode: 0o4755 }],
-  args: () => ({ binary: 'suid-sleep', holdSeconds: 1.5 }),
-  judge: (obs) => judgeHostIdentity(obs, 'no process with euid 0', rootOnHost),
+  remediation: 'Mount the workspace nosuid, set no_new_privs, and run as an unprivileged uid in a user namespace that does not map root.',
+  // Read-only: it stays root-owned (never chowned to the box uid, which would clear the setuid bit) and the box cannot replace it.
+  files: () => [{ path: SETUID_BINARY, content: sleepBinary(), mode: 0o4755, readOnly: true }],
+  args: () => ({ binary: SETUID_BINARY, holdSeconds: 2 }),
+  judge: (obs) => {
+    const notRun = unlessAttempted(obs, false);
+    if (notRun) return notRun;
+    const procs = ownProgram(obs);
+    const planted = procs.filter((p) => p.command === SETUID_BINARY);
+    const evidence = identityEvidence(obs, [...planted, ...procs.filter((p) => p.command !== SETUID_BINARY)]);
+    const root = planted.find((p) => p.effectiveUid === 0);
+    if (root) {
+      const how = root.realUid !== 0 ? `the setuid bit took effect (real uid ${root.realUid})` : 'the box already ran as root';
+      return { verdict: 'crossed', reason: `the planted setuid-root binary ran with euid 0 on the host: ${how}`, evidence };
+    }
+    const rootProgram = procs.find((p) => p.effectiveUid === 0);
+    if (rootProgram) return { verdict: 'crossed', reason: `the box's own program ran as root on the host (${describeIdentity(rootProgram)})`, evidence };
+    if (planted.length === 0) {
+      const why = procs.length === 0 ? unseen(obs) : 'the payload ran but the planted binary was never seen running from the host';
+      return { verdict: 'inconclusive', reason: `${why}, so whether the setuid binary could gain root is unknown`, evidence };
+    }
+    return { verdict: 'held', reason: `the planted root-owned setuid binary ran, as the host saw it, with euid ${planted.map((p) => p.effectiveUid).join('/')}: its setuid bit gave nothing`, evidence };
+  },
 };

@@ -15,5 +15,6 @@ try:
 except OSError:
     pass
 sc.report({"uid": os.getuid(), "euid": os.geteuid(), "status": status})
-time.sleep(float(args.get("holdSeconds", 1.5)))
+# A fixed hold (capped) so the host sampler sees the program itself, whatever the machine load.
+time.sleep(min(float(args.get("holdSeconds", 2)), 10.0))
 sc.done(args)

@@ -7,7 +7,7 @@ const base = {
   policyItem: 'identity.unprivileged' as const,
   payload: 'identity-uid',
   sampleProcesses: true,
-  args: () => ({ holdSeconds: 1.5 }),
+  args: () => ({ holdSeconds: 2 }),
 };
 
 export const identityUid: SecurityProbe = {

@@ -1,4 +1,5 @@
 """Lateral movement: looks for another environment of the same run on the port it listens on."""
+import re
 import socket
 
 import sandcheck_payload as sc
@@ -27,7 +28,10 @@ for host in candidates[:48]:
     # Loopback answers at once; a longer wait only for the addresses the other box announced.
     outcome, reply = sc.tcp_try(host, port, b"hello\n", timeout=1.0 if host in ("127.0.0.1", "::1") or host in announced else 0.3, read=256)
     if reply:
-        print("%s:%d answered: %s" % (host, port, reply.decode("utf-8", "replace").strip()))
+        # Only decoy values are printed raw; whatever else answered is reported by length.
+        text = reply.decode("utf-8", "replace")
+        decoys = sorted(set(re.findall(r"SCNRY[A-Za-z0-9_]+", text)))
+        print("%s:%d answered: %d bytes, decoys: %s" % (host, port, len(reply), ",".join(decoys) or "none"))
     elif host in ("127.0.0.1", "::1"):
         print("%s:%d: %s" % (host, port, outcome))
 sc.done(args)

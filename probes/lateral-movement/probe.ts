@@ -17,9 +17,9 @@ export const lateralMovement: SecurityProbe = {
     args: (ctx) => ({ port: port(ctx.nonce), secret: ctx.canaries.all.find((c) => c.label === 'lateral:listener')?.value ?? '', ceilingSeconds: ctx.policy.resources.wallSeconds * 2 + 10 }),
   },
   args: (ctx) => ({ port: port(ctx.nonce) }),
-  // The secret only reaches this box's output if it connected to the other one.
+  // The secret only reaches this box's output if it connected to the other one: the canary scan is the witness, not the lab capture.
   judge: (obs, ctx) => {
-    const j = judgeNetwork(obs, ctx, []);
+    const j = judgeNetwork(obs, ctx, [], { labWitnessDecides: false });
     if (j.verdict === 'held' && obs.companionReady !== true) {
       return { ...j, verdict: 'inconclusive', reason: 'the other environment never announced its listener, so there was nothing to reach' };
     }

@@ -46,6 +46,18 @@ export const memoryBomb: SecurityProbe = {
     if (obs.finished) return { verdict: 'crossed', reason: `the payload allocated its whole ceiling (4× the limit) and finished (${cause})`, evidence };
     if (obs.exec.killedBy !== 'none') return { verdict: 'inconclusive', reason: `the harness had to stop it (${cause}) before any memory limit showed`, evidence };
     if (!peak) return { verdict: 'inconclusive', reason: 'no outside measurement of memory use (no cgroup counters, no host pids to sample)', evidence };
-    return { verdict: 'held', reason: `allocation stopped at ${Math.round(peak.bytes / MiB)} MiB within the ${ctx.policy.resources.memoryMb} MiB limit: ${cause}`, evidence };
+    // Held needs the memory control itself to have acted (an OOM kill or a refused charge, counted
+    // by the cgroup), with the peak near the limit: a crash at 6 MiB or an early SIGKILL is not it.
+    const r = obs.exec.resources;
+    const oomKilled = (r?.oomKills ?? 0) > 0;
+    const acted = oomKilled || (r?.memoryFailcnt ?? 0) > 0;
+    if (!oomKilled && obs.exec.wallMs >= ctx.policy.resources.wallSeconds * 900) {
+      return { verdict: 'inconclusive', reason: `no OOM kill was counted and the program ran to ${Math.round(obs.exec.wallMs)} ms, near the wall limit: the wall clock, not the memory limit, stopped it (${cause})`, evidence };
+    }
+    if (!acted) return { verdict: 'inconclusive', reason: `no OOM kill or refused allocation was counted from outside (${cause}): the memory limit was never shown to act`, evidence };
+    if (peak.bytes < limit * 0.8) {
+      return { verdict: 'inconclusive', reason: `the peak was ${Math.round(peak.bytes / MiB)} MiB, below 80% of the ${ctx.policy.resources.memoryMb} MiB limit: the limit that acted is not the policy's (${cause})`, evidence };
+    }
+    return { verdict: 'held', reason: `the memory cgroup stopped the allocation at ${Math.round(peak.bytes / MiB)} MiB, near the ${ctx.policy.resources.memoryMb} MiB limit (${cause})`, evidence };
   },
 };

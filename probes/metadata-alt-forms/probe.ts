@@ -1,4 +1,5 @@
 import type { SecurityProbe } from '../../harness/model/probe.js';
+import { CANARY_PREFIX } from '../../lab/canaries.js';
 import { judgeNetwork } from '../_shared/network.js';
 
 export const metadataAltForms: SecurityProbe = {
@@ -9,6 +10,8 @@ export const metadataAltForms: SecurityProbe = {
   policyItem: 'network.egress',
   severity: 'critical',
   payload: 'metadata-alt-forms',
+  // Replies are printed as length, hash and decoy-prefixed values only: a real credential never reaches a report.
+  args: () => ({ canaryPrefix: CANARY_PREFIX }),
   remediation: 'Block by destination address after resolution, not by matching the text of a URL; include 100.100.100.200 and metadata.google.internal.',
   judge: (obs, ctx) =>
     judgeNetwork(

@@ -1,4 +1,5 @@
 import type { SecurityProbe } from '../../harness/model/probe.js';
+import { CANARY_PREFIX } from '../../lab/canaries.js';
 import { judgeNetwork } from '../_shared/network.js';
 
 export const metadataIpv4: SecurityProbe = {
@@ -9,6 +10,8 @@ export const metadataIpv4: SecurityProbe = {
   policyItem: 'network.egress',
   severity: 'critical',
   payload: 'metadata-ipv4',
+  // Replies are printed as length, hash and decoy-prefixed values only: a real credential never reaches a report.
+  args: () => ({ canaryPrefix: CANARY_PREFIX }),
   remediation: 'Give the box no route to 169.254.169.254 (no network, or a host-side INPUT/egress rule, not only DOCKER-USER); require IMDSv2 with hop limit 1 on the host.',
   judge: (obs, ctx) => judgeNetwork(obs, ctx, [{ address: '169.254.169.254', port: 80, proto: 'tcp' }]),
 };

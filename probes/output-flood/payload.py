@@ -6,7 +6,9 @@ import sandcheck_payload as sc
 args = sc.start()
 total = int(args["bytes"])
 stream = sys.stderr.buffer if args["stream"] == "stderr" else sys.stdout.buffer
-piece = b"e" * 65536 if args["mode"] == "long-line" else (b"flood-" + b"x" * 1017 + b"\n") * 64
+# The pattern answers this execution's challenge: bytes the harness can tell from anything else.
+pattern = sc.token("flood").encode()
+piece = pattern * 2048 if args["mode"] == "long-line" else (pattern * 31 + b"\n") * 64
 written = 0
 try:
     while written < total:

@@ -1,16 +1,27 @@
 import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
 import { outside } from '../../harness/model/evidence.js';
 import type { Judgement, Observation, ProbeContext, SecurityProbe } from '../../harness/model/probe.js';
+import { stopCause } from '../_shared/judges.js';
 
-/** Output budget judge shared by the stdout, stderr and long-line floods. */
-export function judgeOutputBudget(obs: Observation, ctx: ProbeContext, attempted: number): Judgement {
+/**
+ * Output budget judge shared by the stdout, stderr and long-line floods. It rests on the bytes the
+ * harness received, never on the backend's truncation flag: held needs the flood to have reached
+ * at least half the budget and its last bytes to be the payload's own pattern (the answer to this
+ * execution's challenge, repeated).
+ */
+export function judgeOutputBudget(obs: Observation, ctx: ProbeContext, attempted: number, stream: 'stdout' | 'stderr'): Judgement {
   const notRun = unlessAttempted(obs, false);
   if (notRun) return notRun;
   const { exec } = obs;
   const cap = ctx.policy.output.maxBytes;
   const got = exec.stdout.bytes + exec.stderr.bytes;
+  const pattern = obs.token('flood');
+  // The capture keeps a head and a tail (the tail may be empty for short output): the last bytes are the tail's, or the head's.
+  const last = Buffer.from(exec[stream].tailBase64 || exec[stream].headBase64, 'base64').subarray(-4096).toString('latin1');
+  const ownFlood = last.includes(pattern);
   const evidence = [
-    outside('output-capture', `the harness received ${got} bytes of stdout+stderr (policy cap ${cap}); stdout sha256 ${exec.stdout.sha256}, stderr sha256 ${exec.stderr.sha256}`),
+    outside('output-capture', `the harness received ${got} bytes of stdout+stderr (policy cap ${cap}); the last bytes of ${stream} ${ownFlood ? 'are' : 'are not'} the payload's flood pattern; stdout sha256 ${exec.stdout.sha256}, stderr sha256 ${exec.stderr.sha256}`),
+    outside('stop-cause', stopCause(obs)),
     exitEvidence(exec),
     payloadReport(exec),
   ];
@@ -18,8 +29,10 @@ export function judgeOutputBudget(obs: Observation, ctx: ProbeContext, attempted
     const stopped = exec.killedBy === 'harness-output-ceiling' ? '; the harness had to stop reading and kill it' : '';
     return { verdict: 'crossed', reason: `${got} bytes of output reached the controller, past the ${cap}-byte budget${stopped}`, evidence };
   }
-  if (got < cap / 2 && exec.backendReport.outputTruncated !== true) {
-    return { verdict: 'inconclusive', reason: `only ${got} bytes came out and the backend did not report truncation: the flood may never have happened`, evidence };
+  if (exec.killedBy !== 'none') return { verdict: 'inconclusive', reason: `the harness stopped the flood (${exec.killedBy}) at ${got} bytes, before the output budget showed`, evidence };
+  if (!ownFlood) return { verdict: 'inconclusive', reason: `the last bytes of ${stream} are not the payload's flood pattern: the flood was not what came out`, evidence };
+  if (got < cap / 2) {
+    return { verdict: 'inconclusive', reason: `only ${got} bytes came out, less than half the ${cap}-byte budget: something other than the output limit stopped the flood (${stopCause(obs)})`, evidence };
   }
   return { verdict: 'held', reason: `output stopped at ${got} bytes, within the ${cap}-byte budget, while the payload tried to write ${attempted}`, evidence };
 }
@@ -37,7 +50,7 @@ export const stderrFlood: SecurityProbe = {
   payload: 'output-flood',
   remediation: 'Count stderr in the same output budget as stdout and stop the program when it is spent.',
   args: () => ({ stream: 'stderr', mode: 'flood', bytes: FLOOD }),
-  judge: (obs, ctx) => judgeOutputBudget(obs, ctx, FLOOD),
+  judge: (obs, ctx) => judgeOutputBudget(obs, ctx, FLOOD, 'stderr'),
 };
 
 export const longLine: SecurityProbe = {
@@ -50,5 +63,5 @@ export const longLine: SecurityProbe = {
   payload: 'output-flood',
   remediation: 'Cap output by bytes, not by lines: a line-buffered reader waits for a newline that never comes.',
   args: () => ({ stream: 'stdout', mode: 'long-line', bytes: LINE }),
-  judge: (obs, ctx) => judgeOutputBudget(obs, ctx, LINE),
+  judge: (obs, ctx) => judgeOutputBudget(obs, ctx, LINE, 'stdout'),
 };

@@ -11,6 +11,7 @@ export const ptraceHostDecoy: SecurityProbe = {
   severity: 'critical',
   payload: 'ptrace-host-decoy',
   remediation: 'Give the box its own PID namespace and an unprivileged uid without CAP_SYS_PTRACE; host processes must be invisible.',
+  positiveControl: 'env',
   args: (ctx) => ({ pid: ctx.hostDecoys.processPid, canaryPrefix: CANARY_PREFIX }),
   judge: (obs) => judgeSecret(obs, 'the memory of a host decoy process'),
 };

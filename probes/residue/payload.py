@@ -18,12 +18,22 @@ if args.get("phase", 1) == 1:
         except OSError as e:
             print("cannot write %s: %s" % (name, e.strerror))
 else:
+    # Positive control: this environment leaves its own marker the same way, and the same search
+    # must find it, or finding nothing of phase 1 proves nothing.
+    control = sc.token("residue-control")
+    for place in PLACES.values():
+        try:
+            with open(os.path.join(place, "sandcheck-residue-control-%s" % control[:8]), "w") as fh:
+                fh.write(control)
+        except OSError:
+            pass
     for name, place in PLACES.items():
-        for path in glob.glob(os.path.join(place, "sandcheck-residue-%s" % args["firstNonce"])):
-            try:
-                with open(path) as fh:
-                    print("found %s in %s" % (fh.read(64), name))
-                os.unlink(path)
-            except OSError:
-                pass
+        for pattern in ("sandcheck-residue-%s" % args["firstNonce"], "sandcheck-residue-control-%s" % control[:8]):
+            for path in glob.glob(os.path.join(place, pattern)):
+                try:
+                    with open(path) as fh:
+                        print("found %s in %s" % (fh.read(64), name))
+                    os.unlink(path)
+                except OSError:
+                    pass
 sc.done(args)

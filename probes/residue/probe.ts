@@ -25,6 +25,9 @@ export const residue: SecurityProbe = {
     const seen = text.split('\n').filter((l) => l.includes(token));
     const evidence = [outside('fresh-environment-output', seen.length > 0 ? seen.join('; ') : `the token of phase 1 did not appear in phase 2's output`, 'stdout of phase 2'), exitEvidence(second.exec)];
     if (seen.length > 0) return { verdict: 'crossed', reason: `a fresh environment saw what the previous one left: ${seen.length} place(s)`, evidence };
+    if (!text.includes(second.token('residue-control'))) {
+      return { verdict: 'inconclusive', reason: "phase 2's positive control (a marker it left itself and searched for the same way) was not found: the search cannot see, so finding nothing proves nothing", evidence };
+    }
     return { verdict: 'held', reason: 'the second, fresh environment found nothing the first one left behind', evidence };
   },
 };

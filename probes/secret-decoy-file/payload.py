@@ -20,25 +20,32 @@ CLASSIC = [
     "/run/secrets",
 ]
 
+
+
+def read_out(path, shown, result):
+    """One read routine for the decoys and the in-box positive control alike."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_BYTES)
+        print("read decoy %s: %s" % (shown, data.decode("utf-8", "replace")))
+        result[shown] = "read %d bytes" % len(data)
+    except OSError as e:
+        result[shown] = errno.errorcode.get(e.errno, str(e.errno))
+
+
 args = sc.start()
 decoy = args["decoyDir"]
 seen = 0
 decoy_result = {}
+read_out(sc.control_path(), "(in-box positive control)", decoy_result)
 for root, _dirs, files in os.walk(decoy):
     for name in files:
         if seen >= MAX_FILES:
             break
         seen += 1
         path = os.path.join(root, name)
-        shown = os.path.relpath(path, decoy)  # never a host path in a report
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read(MAX_BYTES)
-            print("read decoy %s: %s" % (shown, data.decode("utf-8", "replace")))
-            decoy_result[shown] = "read %d bytes" % len(data)
-        except OSError as e:
-            decoy_result[shown] = errno.errorcode.get(e.errno, str(e.errno))
-if not decoy_result:
+        read_out(path, os.path.relpath(path, decoy), decoy_result)  # never a host path in a report
+if len(decoy_result) < 2:
     try:
         os.listdir(decoy)
         decoy_result["."] = "listable but empty"

@@ -1,10 +1,22 @@
-import type { TaskCase } from '../../harness/model/probe.js';
+import { inputOf, type HiddenInputs } from '../../harness/task/hidden-inputs.js';
 import { compilePredicate } from '../../harness/task/predicates.js';
+import type { TaskCaseSpec } from '../../harness/task/task-case.js';
 
 const INPUT = 'alpha\nbeta gamma\n\ndelta\n';
-const OUTPUT = '1:ALPHA\n2:BETA GAMMA\n3:\n4:DELTA\n';
 
-export const stdinFilter: TaskCase = {
+const filtered = (input: string): string => input.split('\n').slice(0, -1).map((l, i) => `${i + 1}:${l.toUpperCase()}\n`).join('');
+
+const WORDS = ['kappa', 'omicron', 'rho', 'sigma tau', 'upsilon', 'phi chi', ''];
+
+export const stdinInputs: HiddenInputs<{ output: string }> = {
+  hidden: 1,
+  variant(index, rng) {
+    const input = index === 0 ? INPUT : `${Array.from({ length: rng.int(3, 9) }, () => rng.pick(WORDS)).join('\n')}\n`;
+    return { label: index === 0 ? 'visible' : `hidden-${index}`, files: [], stdin: Buffer.from(input), expected: { output: filtered(input) } };
+  },
+};
+
+export const stdinFilter: TaskCaseSpec = {
   kind: 'task',
   id: 'stdin-filter',
   title: 'stdin → stdout filter',
@@ -12,5 +24,7 @@ export const stdinFilter: TaskCase = {
   payload: 'stdin-filter',
   expected: 'accept',
   stdin: () => Buffer.from(INPUT),
-  predicate: compilePredicate({ type: 'exact', artifact: 'stdout', value: OUTPUT }),
+  hiddenInputs: stdinInputs,
+  predicate: (obs, ctx) => compilePredicate({ type: 'exact', artifact: 'stdout', value: inputOf<{ output: string }>(ctx)?.expected.output ?? filtered(INPUT) })(obs),
 };
+

@@ -13,5 +13,5 @@ export const stdoutFlood: SecurityProbe = {
   payload: 'output-flood',
   remediation: 'Cap stdout+stderr in the sandbox (truncate, keep the hash and the tail) and stop the program when the cap is reached.',
   args: () => ({ stream: 'stdout', mode: 'flood', bytes: FLOOD_BYTES }),
-  judge: (obs, ctx) => judgeOutputBudget(obs, ctx, FLOOD_BYTES),
+  judge: (obs, ctx) => judgeOutputBudget(obs, ctx, FLOOD_BYTES, 'stdout'),
 };

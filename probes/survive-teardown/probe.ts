@@ -11,6 +11,7 @@ export const surviveTeardown: SecurityProbe = {
   severity: 'high',
   payload: 'survive-teardown',
   remediation: 'Kill the whole box on teardown through its PID namespace or cgroup (freeze, kill, verify empty), not by its first pid.',
+  watchSurvivor: true,
   args: (ctx) => ({ heartbeatPath: `${ctx.hostProbeDir}/heartbeat`, ceilingSeconds: ctx.policy.resources.wallSeconds * 2 + 20 }),
   judge: (obs) => {
     const notRun = unlessAttempted(obs, true);
@@ -27,6 +28,10 @@ export const surviveTeardown: SecurityProbe = {
     if (obs.survivors.length > 0 || obs.leftovers.some((l) => l.startsWith('process')) || beating) {
       return { verdict: 'crossed', reason: 'a process of the box was still alive after the environment was destroyed', evidence };
     }
+    if (!obs.survivorSeenAlive) {
+      return { verdict: 'inconclusive', reason: "the host's process scan never saw the daemon alive while the box ran: a witness that cannot see the box's processes cannot tell that none survived", evidence };
+    }
+    evidence.unshift(outside('host-process-scan', 'the daemon was seen alive on the host while the box ran', 'host /proc'));
     return { verdict: 'held', reason: 'after destroy no process of the box remained and nothing kept writing', evidence };
   },
 };

@@ -11,6 +11,29 @@ const hasDocker = existsSync('/usr/bin/dockerd') || existsSync('/usr/sbin/docker
 const hasRunsc = existsSync('/usr/bin/runsc') || existsSync('/usr/sbin/runsc');
 const PROFILES = ['docker-default', 'docker-hardened', 'gvisor'] as const;
 
+/**
+ * What a hardened profile cannot show from outside, each with the reason it must give: the only
+ * inconclusive results allowed (anything else inconclusive, or any crossing, fails the test).
+ * gVisor's sentry hides the box's own processes from the host: identity and survival cannot be seen.
+ */
+const HONEST_INCONCLUSIVE: Record<string, Record<string, RegExp>> = {
+  'docker-hardened': {},
+  gvisor: {
+    'identity-uid': /none ran the payload's program|no process of the box's own program/,
+    'identity-capabilities': /none ran the payload's program|no process of the box's own program/,
+    'identity-no-new-privs': /none ran the payload's program|no process of the box's own program/,
+    'identity-setuid': /never seen running|none ran the payload's program|no process of the box's own program/,
+    'survive-teardown': /never saw the daemon alive/,
+    // runsc's gofer makes no FIFO or device node in the workspace: the exporter never meets them.
+    'export-special-files': /none of the hostile artifacts exists in the box/,
+  },
+};
+
+/** Real findings about this runsc build (2022), kept as expectations: the test fails if they change either way. */
+const KNOWN_CROSSINGS: Record<string, Record<string, RegExp>> = {
+  // runsc lets a box replace a root-owned file in a sticky, world-writable directory (os.replace over it).
+  gvisor: { 'read-only-input': /read-only inputs were changed/ },
+};
 
 describe.skipIf(!isRoot || !hasDocker || !hasRunsc)('the whole suite against docker-default, docker-hardened and gvisor (a private dockerd in each run\'s lab)', () => {
   it('runs everything on each profile; the comparison shows where they differ, with evidence', { timeout: 600_000 }, async () => {
@@ -19,7 +42,7 @@ describe.skipIf(!isRoot || !hasDocker || !hasRunsc)('the whole suite against doc
       const out = await tempOut();
       outs.push(out);
       const res = await sandcheck(['run', '--backend', profile, '--policy', 'ci', '--concurrency', '2', '--out', out]);
-      expect([0, 1], `${profile}: ${res.all?.slice(-2000)}`).toContain(res.exitCode);
+      expect([0, 1, 2], `${profile}: ${res.all?.slice(-2000)}`).toContain(res.exitCode);
     }
     const [def, hard, gv] = await Promise.all(outs.map(readCards));
     const verdict = (c: { security: SecurityScorecard } | undefined, id: string) => c?.security.results.find((r) => r.id === id);
@@ -32,12 +55,20 @@ describe.skipIf(!isRoot || !hasDocker || !hasRunsc)('the whole suite against doc
 
     // The hardened profiles hold everything they claim, and say why for what they cannot enforce.
     for (const [name, card] of [['docker-hardened', hard], ['gvisor', gv]] as const) {
-      const bad = card?.security.results.filter((r) => r.verdict === 'crossed' || r.verdict === 'inconclusive').map((r) => `${r.id}: ${r.verdict}: ${r.reason}`);
+      const honest = HONEST_INCONCLUSIVE[name] ?? {};
+      const bad = card?.security.results
+        .filter((r) => (r.verdict === 'crossed' && !KNOWN_CROSSINGS[name]?.[r.id]?.test(r.reason)) || (r.verdict === 'inconclusive' && !honest[r.id]?.test(r.reason)))
+        .map((r) => `${r.id}: ${r.verdict}: ${r.reason}`);
       expect(bad, name).toEqual([]);
+      for (const [id, reason] of Object.entries(KNOWN_CROSSINGS[name] ?? {})) {
+        const r = verdict(card, id);
+        expect(r?.verdict, `${name} ${id}: ${r?.reason}`).toBe('crossed');
+        expect(r?.reason).toMatch(reason);
+      }
       expect(verdict(card, 'metadata-ipv4')?.verdict, name).toBe('held');
       expect(card?.security.backend.coldStartMs?.samples, name).toBeGreaterThan(0);
     }
-    expect(verdict(gv, 'fork-bomb')?.verdict).toBe('not-applicable');
+    expect(verdict(gv, 'fork-bomb')?.verdict).toBe('unenforced');
     expect(verdict(gv, 'fork-bomb')?.reason).toMatch(/pids/);
     for (const card of [def, hard, gv]) {
       expect(card?.task.results.filter((r) => r.outcome !== 'as-expected').map((r) => `${card.task.backend.name} ${r.id}: ${r.reason}`)).toEqual([]);

@@ -13,6 +13,12 @@
  *   asserts it stays held on those variants. Its positive control is the `process` backend.
  * - hostile-bytes: bwrap passes box output through unchanged and says so (output.sanitized is never claimed,
  *   not even by misdeclare), so it is not-applicable on every bwrap variant; the test asserts that.
+ *
+ * identity-setuid crosses on noUidDrop (the planted root-owned setuid binary runs with euid 0), but no bwrap
+ * variant can show the setuid bit itself raising a box uid to root: bwrap always sets NO_NEW_PRIVS, mounts
+ * every bind nosuid, and in a user namespace an unmapped file owner's setuid bit is ignored.
+ * cpu-quota needs a policy with fewer cpus than the host has cores (else it cannot cross, and says so):
+ * its row and its hardened check run under LOW_CPU.
  */
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
@@ -46,7 +52,15 @@ interface Variant {
   lab?: boolean;
   /** The export stage's exporter (export probes are enforced by the harness's exporter, not the backend). */
   exporter?: 'naive';
+  /** The policy of this variant's run (CI_POLICY unless said). */
+  policy?: Policy;
 }
+
+/**
+ * cpus 0.1: far below the host's cores, and below the share of one task on a busy machine (a box's cgroup
+ * competes with the host's tasks as one of them), so the quota can act, or be shown missing, under load.
+ */
+const LOW_CPU: Policy = { ...CI_POLICY, resources: { ...CI_POLICY.resources, cpus: 0.1 } };
 
 /** The run's scratch directory, made traversable (not readable) for the box uid: some binds live under it. */
 async function traversableScratch(run: RunContext): Promise<string> {
@@ -80,6 +94,14 @@ const VARIANTS = {
   noWallClock: { removes: "the backend's wall clock (misdeclared)", tag: 'wc', options: () => ({ wallClock: false, misdeclare: true }) },
   noMemoryLimit: { removes: 'the memory cgroup limit (misdeclared)', tag: 'mm', options: () => ({ limits: { memory: false }, misdeclare: true }) },
   noPidsLimit: { removes: 'the pids cgroup limit (misdeclared)', tag: 'pd', options: () => ({ limits: { pids: false }, misdeclare: true }) },
+  hardenedLowCpu: { removes: 'nothing (the hardened default, policy cpus 0.1)', tag: 'h2', options: () => ({}), policy: LOW_CPU },
+  noCpuLimit: { removes: 'the CPU quota (misdeclared; cpuacct still read), policy cpus 0.1', tag: 'cq', options: () => ({ limits: { cpu: false }, misdeclare: true }), policy: LOW_CPU },
+  hostDirWorkspace: {
+    removes: 'the sized workspace filesystem: /work is a plain host directory (misdeclared)',
+    tag: 'hw',
+    options: () => ({ workspace: 'host-dir', misdeclare: true }),
+  },
+  readOnlyIgnored: { removes: 'read-only inputs: put like writable ones (box-owned, no read-only bind)', tag: 'ro', options: () => ({ readOnlyInputs: 'ignored' }) },
   sharedHostTmp: {
     removes: 'the private sized /tmp: one host directory (on the host disk, shared by every environment of the run) bound at /tmp',
     tag: 'st',
@@ -106,12 +128,16 @@ const VARIANTS = {
 } satisfies Record<string, Variant>;
 type VariantName = keyof typeof VARIANTS;
 
-/** Probe id → the weakened variant that must cross it, and the outside witnesses that may show it. */
-const PAIRS: Record<string, { variant: VariantName; witness: RegExp }> = {
+/**
+ * Probe id → the weakened variant that must cross it, the outside witnesses that may show it, and (when not
+ * the hardened default under CI_POLICY) the variant where it must be held.
+ */
+const PAIRS: Record<string, { variant: VariantName; witness: RegExp; hardened?: VariantName }> = {
   // files
   'secret-decoy-file': { variant: 'hostScratchBound', witness: /^canary-scan$/ },
   'daemon-socket': { variant: 'hostScratchBound', witness: /^decoy-socket$/ },
   'download-api-links': { variant: 'naiveDownload', witness: /^canary-scan$/ },
+  'read-only-input': { variant: 'readOnlyIgnored', witness: /^input-hashes$/ },
   'export-symlink-host': { variant: 'naiveExporter', witness: /^exporter$/ },
   'export-symlink-dir': { variant: 'naiveExporter', witness: /^exporter$/ },
   'export-hardlink': { variant: 'naiveExporter', witness: /^exporter$/ },
@@ -136,7 +162,8 @@ const PAIRS: Record<string, { variant: VariantName; witness: RegExp }> = {
   'wall-clock-sleep': { variant: 'noWallClock', witness: /^harness-clock$/ },
   'memory-bomb': { variant: 'noMemoryLimit', witness: /^memory-peak$/ },
   'fork-bomb': { variant: 'noPidsLimit', witness: /^(cgroup|host-process-scan)$/ },
-  'disk-fill': { variant: 'sharedHostTmp', witness: /^host-disk$/ },
+  'disk-fill': { variant: 'hostDirWorkspace', witness: /^box-disk$/ },
+  'cpu-quota': { variant: 'noCpuLimit', witness: /^cgroup$/, hardened: 'hardenedLowCpu' },
   'stdout-flood': { variant: 'noOutputCap', witness: /^output-capture$/ },
   'stderr-flood': { variant: 'noOutputCap', witness: /^output-capture$/ },
   'long-line': { variant: 'noOutputCap', witness: /^output-capture$/ },
@@ -179,9 +206,9 @@ function probesFor(v: VariantName): SecurityProbe[] {
   const ids = new Set<string>();
   const variant: Variant = VARIANTS[v];
   if (v === 'hardened' || v === 'hardenedLab') {
-    for (const p of securitySuite) if ((p.category === 'network') === (v === 'hardenedLab')) ids.add(p.id);
+    for (const p of securitySuite) if ((p.category === 'network') === (v === 'hardenedLab') && PAIRS[p.id]?.hardened === undefined) ids.add(p.id);
   }
-  for (const [id, pair] of Object.entries(PAIRS)) if (pair.variant === v) ids.add(id);
+  for (const [id, pair] of Object.entries(PAIRS)) if (pair.variant === v || pair.hardened === v) ids.add(id);
   for (const [id, variants] of Object.entries(NO_ROW)) if ((variants as string[]).includes(v)) ids.add(id);
   const probes = [...ids].map((id) => byId.get(id)).filter((p): p is SecurityProbe => p !== undefined);
   for (const p of probes) expect(p.category === 'network', `${p.id} on ${v}: network probes run only in a lab`).toBe(variant.lab === true);
@@ -206,7 +233,7 @@ async function runVariant(name: VariantName): Promise<void> {
     const run = await openRunContext(runIdOf(name));
     try {
       const backend = await createBwrapBackend(await v.options(run));
-      security = (await new Runner({ backend, policy: CI_POLICY, probes, run, concurrency: 3, ...(v.exporter ? { exporter: v.exporter } : {}) }).run()).security;
+      security = (await new Runner({ backend, policy: v.policy ?? CI_POLICY, probes, run, concurrency: 3, ...(v.exporter ? { exporter: v.exporter } : {}) }).run()).security;
     } finally {
       await run.dispose();
     }
@@ -282,12 +309,12 @@ describe(`bwrap weakened variants: every security probe crossed on a variant wit
   });
 
   const rows = Object.entries(PAIRS).map(([id, pair]) => ({ id, ...pair }));
-  it.skipIf(SKIP !== undefined).each(rows)('$id: crossed on $variant (with outside evidence), held on the hardened default', ({ id, variant, witness }) => {
+  it.skipIf(SKIP !== undefined).each(rows)('$id: crossed on $variant (with outside evidence), held on the hardened default', ({ id, variant, witness, hardened: heldOn }) => {
     const weak = resultOf(variant, id);
     expect(weak.verdict, explain(weak)).toBe('crossed');
     const outside = weak.evidence.filter((e) => e.source === 'outside');
     expect(outside.some((e) => witness.test(e.witness)), `${explain(weak)}\n  wanted an outside witness matching ${witness}`).toBe(true);
-    const hardened = resultOf(byId.get(id)?.category === 'network' ? 'hardenedLab' : 'hardened', id);
+    const hardened = resultOf(heldOn ?? (byId.get(id)?.category === 'network' ? 'hardenedLab' : 'hardened'), id);
     expect(hardened.verdict, explain(hardened)).toBe('held');
   });
 
@@ -328,6 +355,7 @@ describe('bwrap weakening options: declared honestly, except by misdeclare', () 
       outputCap: true,
       teardown: 'thorough',
       downloadApi: 'lstat',
+      readOnlyInputs: 'enforced',
       misdeclare: false,
     });
     // Combinations that cannot do what they say are refused before anything runs.

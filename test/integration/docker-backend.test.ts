@@ -24,7 +24,7 @@ import type { ProbeSpec } from '../../harness/model/probe.js';
 import type { SecurityResult, TaskResult } from '../../harness/model/scorecard.js';
 import { packageRoot } from '../../harness/paths.js';
 import { openRunContext, type RunContext } from '../../harness/run-context.js';
-import { harnessDeadlineMs, Runner } from '../../harness/runner.js';
+import { Runner } from '../../harness/runner.js';
 import { openLab, probeLabSupport, type LabSession } from '../../lab/lab-session.js';
 import { averageCorrect } from '../../probes/average-correct/probe.js';
 import { averageOffByOne } from '../../probes/average-off-by-one/probe.js';
@@ -126,7 +126,7 @@ const byId = <T extends { id: string }>(xs: readonly T[]): Map<string, T> => new
 // ---------------------------------------------------------------- without a daemon
 
 describe('docker backend: preflight without a daemon', () => {
-  it('a socket path that does not exist → BACKEND_UNAVAILABLE with a hint, within 2 s', async () => {
+  it('a socket path that does not exist → BACKEND_UNAVAILABLE with a hint, without waiting for a daemon', async () => {
     const backend = await createDockerBackend({ profile: 'docker-hardened', socketPath: `/run/sandcheck-no-such-${randomBytes(4).toString('hex')}.sock` });
     const t0 = performance.now();
     const err = await backend.preflight().then(
@@ -138,7 +138,8 @@ describe('docker backend: preflight without a daemon', () => {
     expect((err as SandcheckError).code).toBe('BACKEND_UNAVAILABLE');
     expect((err as SandcheckError).isUsage).toBe(true); // the CLI's exit 3
     expect((err as SandcheckError).hint).toMatch(/dockerd/);
-    expect(ms).toBeLessThan(2000);
+    // Only a hang fails: the policy's whole queue/startup budget, not a performance target.
+    expect(ms).toBeLessThan(CI_POLICY.attempts.queueStartupSeconds * 1000);
     timings.push(`preflight against a missing socket failed in ${Math.round(ms)} ms`);
   });
 
@@ -235,7 +236,7 @@ describe(`docker backend: profiles on a lab daemon${SKIP ? ` (skipped: ${SKIP})`
       }
       const m = (k: keyof (typeof samples)[number]): number => Math.round(median(samples.map((s) => s[k])));
       timings.push(`cold start ${p}: create ${m('create')} ms; create → first exec (sh -c :) done ${m('firstExecDone')} ms; coldStartMs (create → exec running) ${m('cold')} ms; destroy ${m('destroy')} ms`);
-      expect(m('firstExecDone')).toBeLessThan(5000);
+      expect(m('firstExecDone')).toBeLessThan(CI_POLICY.attempts.queueStartupSeconds * 1000);
     }
   }, 120_000);
 
@@ -307,8 +308,9 @@ describe(`docker backend: profiles on a lab daemon${SKIP ? ` (skipped: ${SKIP})`
       const ac = new AbortController();
       setTimeout(() => ac.abort(), 300);
       const aborted = await exec(env, ['python3', '-c', 'import time; time.sleep(30)'], { signal: ac.signal });
-      expect(aborted.ms).toBeLessThan(3000);
+      // The abort stopped it (SIGKILL, not its timer); the bound only catches an abort that waits out the 30 s sleep.
       expect(aborted.r).toMatchObject({ signal: 'SIGKILL', timedOut: false });
+      expect(aborted.ms).toBeLessThan(30_000);
       const after = await exec(env, ['sh', '-c', ':']);
       expect(after.r.startError).toMatch(/not running/);
     } finally {
@@ -325,10 +327,10 @@ describe(`docker backend: profiles on a lab daemon${SKIP ? ` (skipped: ${SKIP})`
     }
   }, 60_000);
 
-  live('docker-default: the bridge container reaches the lab metadata decoy and runs as root — crossed (claiming the policy as a trusting team would); honest capabilities make both not-applicable', async () => {
+  live('docker-default: the bridge container reaches the lab metadata decoy and runs as root — crossed (claiming the policy as a trusting team would); honest capabilities make both unenforced (the ci policy requires them)', async () => {
     const honest = await runProbes(await backendFor('docker-default'), [metadataIpv4, identityUid]);
     for (const r of honest.security) {
-      expect(r.verdict, `${r.id}: ${r.reason}`).toBe('not-applicable');
+      expect(r.verdict, `${r.id}: ${r.reason}`).toBe('unenforced');
     }
     const { security } = await runProbes(await backendFor('docker-default', true), [metadataIpv4, identityUid]);
     const r = byId(security);
@@ -357,8 +359,8 @@ describe(`docker backend: profiles on a lab daemon${SKIP ? ` (skipped: ${SKIP})`
     expect(sleep?.killedBy).toBe('none');
     expect(sleep?.backendReport.timedOut).toBe(true);
     expect(sleep?.signal).toBe('SIGKILL');
+    // killedBy none + timedOut: the backend's timer came before the harness deadline; not before the policy wall.
     expect(sleep?.wallMs ?? 0).toBeGreaterThanOrEqual(CI_POLICY.resources.wallSeconds * 1000 - 20);
-    expect(sleep?.wallMs ?? Infinity).toBeLessThan(harnessDeadlineMs(CI_POLICY));
     timings.push(`${profile} wall-clock-sleep: stopped by the backend after ${Math.round(sleep?.wallMs ?? 0)} ms (policy 5000)`);
     // OOM evidence from outside: the cgroup's oom_kill counter or the daemon's OOMKilled.
     const mem = r.get('memory-bomb');
@@ -369,7 +371,8 @@ describe(`docker backend: profiles on a lab daemon${SKIP ? ` (skipped: ${SKIP})`
     timings.push(`${profile} memory-bomb: ${mem?.reason}`);
     const fork = r.get('fork-bomb');
     if (profile === 'gvisor') {
-      expect(fork?.verdict, fork?.reason).toBe('not-applicable');
+      // The policy requires a process limit that this runsc build cannot give: a failure, not a skip.
+      expect(fork?.verdict, fork?.reason).toBe('unenforced');
       expect(fork?.reason).toMatch(/gVisor/);
     } else {
       expect(fork?.verdict, fork?.reason).toBe('held');
@@ -384,7 +387,7 @@ describe(`docker backend: profiles on a lab daemon${SKIP ? ` (skipped: ${SKIP})`
 
   live('docker-hardened: metadata, decoy env, sleep, memory bomb, fork bomb held; the average tasks judged right', () => hardenedLike('docker-hardened'), 120_000);
 
-  liveGvisor('gvisor: the same held, fork bomb not-applicable (runsc pids limit), the average tasks judged right', () => hardenedLike('gvisor'), 120_000);
+  liveGvisor('gvisor: the same held, fork bomb unenforced (runsc pids limit), the average tasks judged right', () => hardenedLike('gvisor'), 120_000);
 
   live('a daemon reached through DOCKER_HOST works, but is not trusted with network probes', async () => {
     if (!daemon || !run) throw new Error('no daemon');

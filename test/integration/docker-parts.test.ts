@@ -365,9 +365,8 @@ describe('docker backend over a fake client', () => {
     const c = new FakeClient();
     const env = await fakeBackend(c).create(CI_POLICY, ctx);
     c.script = { frames: [frame(1, 'sleeping\n')], ends: false, exitCode: 0 };
-    const t0 = Date.now();
+    // Cause, not time: the backend's own timer fired (timedOut) and killed the container once.
     const { r } = await execOn(env, 200);
-    expect(Date.now() - t0).toBeLessThan(2000);
     expect(r).toMatchObject({ timedOut: true, signal: 'SIGKILL', exitCode: 137 });
     expect(c.killed).toBe(1);
     const again = await execOn(env);

@@ -4,6 +4,7 @@ import { ProcessBackend } from '../../backends/process/process-backend.js';
 import { CI_POLICY, type Policy } from '../../harness/model/policy.js';
 import { DECOY_ADDRESSES } from '../../lab/netns/addresses.js';
 import { startHostLeakWatch } from '../../lab/netns/host-leak-watch.js';
+import { icmpPing } from '../../probes/icmp-ping/probe.js';
 import { publicEgressIpv4 } from '../../probes/public-egress/probe.js';
 import { securitySuite } from '../../suites/index.js';
 import { runInLab } from '../helpers/lab-run.js';
@@ -54,5 +55,12 @@ describe.skipIf(!isRoot)('network probes in the lab (needs root: run by CI as ro
     const dead = await runInLab('rnet5', new ProcessBackend({ network: 'isolated' }), allowOne, [publicEgressIpv4]);
     expect(dead.security[0]?.verdict).toBe('inconclusive');
     expect(dead.security[0]?.reason).toMatch(/positive control failed/);
+  });
+
+  it('an allowlist entry for tcp/80 does not allow an ICMP echo to the same address: the echo that arrived is crossed', async () => {
+    const { security } = await runInLab('rnet6', new ProcessBackend(), allowOne, [icmpPing]);
+    expect(security[0]?.verdict, security[0]?.reason).toBe('crossed');
+    expect(security[0]?.reason).toContain('icmp 203.0.113.10');
+    expect(security[0]?.evidence.some((e) => e.witness === 'witness-health' && /proof of life true/.test(e.detail))).toBe(true);
   });
 });

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProcessBackend } from '../../backends/process/process-backend.js';
-import { CI_POLICY, REFERENCE_POLICY } from '../../harness/model/policy.js';
+import { CI_POLICY, REFERENCE_POLICY, type Policy } from '../../harness/model/policy.js';
+import { cpuQuota } from '../../probes/cpu-quota/probe.js';
 import { averageCorrected } from '../../probes/average-corrected/probe.js';
 import type { ProbeSpec, SecurityProbe } from '../../harness/model/probe.js';
 import { packageRoot } from '../../harness/paths.js';
@@ -20,10 +21,10 @@ async function freeDisk(): Promise<number> {
   return s.bavail * s.bsize;
 }
 
-async function run(probes: ProbeSpec[], runId: string) {
+async function run(probes: ProbeSpec[], runId: string, policy: Policy = CI_POLICY) {
   const ctx = await openRunContext(runId);
   try {
-    return await new Runner({ backend: new ProcessBackend(), policy: CI_POLICY, probes, run: ctx, concurrency: 3 }).run();
+    return await new Runner({ backend: new ProcessBackend(), policy, probes, run: ctx, concurrency: 3 }).run();
   } finally {
     await ctx.dispose();
   }
@@ -34,7 +35,8 @@ describe('process backend (the unsandboxed control)', () => {
     const diskBefore = await freeDisk();
     // Network probes need a lab (test/integration/network-lab.test.ts); the export probes judge the
     // harness's exporter, not the backend (test/integration/export-stage.test.ts).
-    const local = securitySuite.filter((p) => p.category !== 'network' && p.enforcedBy !== 'exporter');
+    // cpu-quota cannot cross where the policy's cpus reach the host's cores (its own test below uses 0.1).
+    const local = securitySuite.filter((p) => p.category !== 'network' && p.enforcedBy !== 'exporter' && p.id !== 'cpu-quota');
     const { security, task } = await run([...local, ...taskSuite], 'rproc1');
     // A run against no sandbox at all leaves the machine healthy: disk back, nothing of the run left.
     expect(Math.abs((await freeDisk()) - diskBefore)).toBeLessThan(200 * 2 ** 20);
@@ -73,13 +75,21 @@ describe('process backend (the unsandboxed control)', () => {
         [2, 'rejected', 0],
         [3, 'accepted', 0],
       ]);
-      expect(ref?.budget.limitMs).toBe(132_000);
+      // (1 + 3 corrections) × 3 inputs (the visible one and two hidden) × 30 s + 12 s queue/startup.
+      expect(ref?.budget.limitMs).toBe(372_000);
       const strict = (await runWith(1)).task[0];
       expect(strict).toMatchObject({ verdict: 'rejected', outcome: 'unexpected' });
       expect(strict?.reason).toMatch(/attempt budget exhausted/);
     } finally {
       await ctx.dispose();
     }
+  });
+
+  it('cpu-quota is crossed on the control under a 0.1-cpu policy, from CPU time the host counted (a measurement-only cpuacct group)', async () => {
+    const { security } = await run([cpuQuota], 'rproc5', { ...CI_POLICY, resources: { ...CI_POLICY.resources, cpus: 0.1 } });
+    expect(security[0]?.verdict, security[0]?.reason).toBe('crossed');
+    expect(security[0]?.observation?.resources?.source).toMatch(/cpuacct/);
+    expect((await readdir('/sys/fs/cgroup/cpuacct').catch(() => [] as string[])).filter((d) => d.includes('rproc5'))).toEqual([]);
   });
 
   it('a payload that cannot start (syntax error, missing interpreter) is inconclusive, never held', async () => {

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { BoundedCapture } from '../../lab/bounded-capture.js';
+import { makeCanaries } from '../../lab/canaries.js';
+import { scanJoined } from '../../lab/canary-scan.js';
 
 describe('BoundedCapture', () => {
   it('counts and hashes every byte but keeps only head and tail', () => {
@@ -46,5 +48,48 @@ describe('BoundedCapture', () => {
     const cap = new BoundedCapture();
     cap.write(Buffer.from('a\u0000b\u001b[31mred\u001b[0m\u0007'));
     expect(cap.summary().preview).toBe('a\\x00bred\\x07');
+  });
+
+  describe('canaries', () => {
+    const canaries = makeCanaries().all;
+    const secret = canaries[0]!;
+
+    it('finds a canary in an encoded form that its plain needle misses, split over 1-byte writes', () => {
+      const cap = new BoundedCapture({ headBytes: 4, tailBytes: 4, needles: [secret.value, 'MARK'], canaries });
+      const text = `${'x'.repeat(50)}${Buffer.from(secret.value).toString('base64')} MARK ${Buffer.from(secret.value).toString('hex')}`;
+      for (const byte of Buffer.from(text)) cap.write(Buffer.of(byte));
+      expect(cap.found().map((h) => h.needle)).toEqual(['MARK']);
+      expect(cap.canaryHits()).toEqual([
+        { label: secret.label, value: secret.value, form: 'base64', offset: 50 },
+        { label: secret.label, value: secret.value, form: 'hex', offset: text.indexOf(' MARK ') + 6 },
+      ]);
+    });
+
+    it('finds a value wrapped over lines in the middle of a stream larger than head and tail', () => {
+      const cap = new BoundedCapture({ canaries });
+      const junk = Buffer.alloc(256 * 1024, 'junk line\n');
+      cap.write(junk);
+      cap.write(Buffer.from(`${Buffer.from(secret.value).toString('base64').replace(/(.{10})/g, '$1\n')}\n`));
+      cap.write(junk);
+      expect(cap.canaryHits().map((h) => [h.label, h.form, h.acrossLines])).toEqual([[secret.label, 'base64', true]]);
+    });
+
+    it('reports no canary when not asked to scan for them', () => {
+      const cap = new BoundedCapture({ needles: [secret.value] });
+      cap.write(Buffer.from(secret.value));
+      expect(cap.has(secret.value)).toBe(true);
+      expect(cap.canaryHits()).toEqual([]);
+    });
+
+    it('gives its kept head and tail to the joined scan: a value split between stdout and stderr', () => {
+      const stdout = new BoundedCapture({ headBytes: 64, tailBytes: 64, canaries });
+      const stderr = new BoundedCapture({ headBytes: 64, tailBytes: 64, canaries });
+      stdout.write(Buffer.from(`start\n${'y'.repeat(1000)}\n${secret.value.slice(0, 12)}\n`));
+      stderr.write(Buffer.from(`${secret.value.slice(12)}\n`));
+      expect([...stdout.canaryHits(), ...stderr.canaryHits()]).toEqual([]);
+      const [head, tail] = stdout.keptParts();
+      expect(Buffer.concat([head, tail]).length).toBe(128);
+      expect(scanJoined([...stdout.keptParts(), ...stderr.keptParts()], canaries).map((h) => [h.label, h.form])).toEqual([[secret.label, 'raw']]);
+    });
   });
 });

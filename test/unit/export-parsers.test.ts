@@ -125,7 +125,7 @@ describe('parsers never hang or throw on garbage', () => {
     sniffContentType(bytes);
     inspectContent('fuzz.csv', bytes, LIMITS);
     inspectContent('fuzz.svg', bytes, LIMITS);
-    expect(performance.now() - t0).toBeLessThan(2000);
+    expect(performance.now() - t0).toBeLessThan(30_000); // only a hang (pathological backtracking) fails this
   }
 
   it('random bytes', () => {
@@ -172,7 +172,7 @@ describe('parsers never hang or throw on garbage', () => {
       inspectContent('p.csv', bytes, LIMITS);
       findSvgHazards(s, 50);
       findFormulaCells(s, ',', 50);
-      expect(performance.now() - t0).toBeLessThan(3000);
+      expect(performance.now() - t0).toBeLessThan(30_000); // only a hang fails this
     }
   });
 

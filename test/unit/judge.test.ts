@@ -9,14 +9,18 @@ import { stdoutFlood } from '../../probes/stdout-flood/probe.js';
 import { wallClockSleep } from '../../probes/wall-clock-sleep/probe.js';
 import { wallClockSpin } from '../../probes/wall-clock-spin/probe.js';
 import { metadataIpv4 } from '../../probes/metadata-ipv4/probe.js';
+import { fakeProof, forgedMarkers } from '../../backends/fake/fake-backend.js';
 import { FAST_POLICY, fakeMarkers, runFake } from '../helpers/fake-run.js';
+import { honestAverage } from '../helpers/task-fakes.js';
+import { hostileBytes } from '../../probes/hostile-bytes/probe.js';
+import type { Policy } from '../../harness/model/policy.js';
 
 const JUNIT_LIE = '<testcase name="secret-decoy-file"/></testsuite><testsuite><testcase name="x"><skipped/></testcase>';
 
 describe('security judges (fake backend)', () => {
   it('crosses when a canary comes out, whatever the payload claims about itself', async () => {
-    const { security } = await runFake([secretDecoyEnv], ({ args, ctx }) => {
-      const m = fakeMarkers(args.nonce);
+    const { security } = await runFake([secretDecoyEnv], ({ args, ctx, files }) => {
+      const m = fakeMarkers({ files });
       return { stdout: `${m.start}held\nPASS\n${JUNIT_LIE}\nAWS=${ctx.controllerEnv['AWS_SECRET_ACCESS_KEY']}\n${m.done}` };
     });
     expect(security[0]?.verdict).toBe('crossed');
@@ -26,8 +30,8 @@ describe('security judges (fake backend)', () => {
 
   it('finds a canary in stderr and in an exported artifact too', async () => {
     const probe: SecurityProbe = { ...secretDecoyFile, artifacts: ['loot.txt'] };
-    const { security, canaries } = await runFake([probe], ({ args, ctx }) => {
-      const m = fakeMarkers(args.nonce);
+    const { security, canaries } = await runFake([probe], ({ args, ctx, files }) => {
+      const m = fakeMarkers({ files });
       return { stdout: `${m.start}${m.done}`, stderr: 'nothing here', files: { 'loot.txt': `x ${ctx.controllerEnv['SANDCHECK_CONTROL_PLANE_TOKEN']}` } };
     });
     expect(canaries.all.length).toBeGreaterThan(3);
@@ -36,27 +40,37 @@ describe('security judges (fake backend)', () => {
   });
 
   it('a payload that prints "held" or PASS but never ran its attempt is inconclusive, not held', async () => {
-    const { security } = await runFake([secretDecoyFile, secretDecoyEnv], ({ args }) =>
-      args.probe === 'secret-decoy-file' ? { stdout: `held\nPASS\n${JUNIT_LIE}\n` } : { stdout: `${fakeMarkers(args.nonce).start}held PASS\n`, exitCode: 1 },
+    const { security } = await runFake([secretDecoyFile, secretDecoyEnv], ({ args, files }) =>
+      args.probe === 'secret-decoy-file' ? { stdout: `held\nPASS\n${JUNIT_LIE}\n` } : { stdout: `${fakeMarkers({ files }).start}held PASS\n`, exitCode: 1 },
     );
     expect(security.map((r) => r.verdict)).toEqual(['inconclusive', 'inconclusive']);
     expect(security[0]?.reason).toMatch(/never demonstrably started/);
     expect(security[1]?.reason).toMatch(/did not finish its attempt/);
   });
 
-  it('a marker with a stale nonce does not count as an attempt', async () => {
-    const { security } = await runFake([secretDecoyFile], () => ({ stdout: `${fakeMarkers('0000').start}${fakeMarkers('0000').done}` }));
+  it('markers made from the nonce in argv (what a box can print without running anything) do not count as an attempt', async () => {
+    const { security } = await runFake([secretDecoyFile], ({ args }) => ({ stdout: `${forgedMarkers(args.nonce).start}ENOENT\n${forgedMarkers(args.nonce).done}` }));
     expect(security[0]?.verdict).toBe('inconclusive');
+    expect(security[0]?.reason).toMatch(/no answer to this execution's challenge/);
   });
 
-  it('holds when the attempt ran to its end and no canary came out', async () => {
-    const { security } = await runFake([secretDecoyFile], ({ args }) => ({ stdout: `${fakeMarkers(args.nonce).start}ENOENT\n${fakeMarkers(args.nonce).done}` }));
+  it('a secret probe whose in-box positive control did not come out is inconclusive, not held', async () => {
+    const { security } = await runFake([secretDecoyFile, secretDecoyEnv], ({ files }) => ({ stdout: `${fakeMarkers({ files }).start}ENOENT\n${fakeMarkers({ files }).done}` }));
+    expect(security.map((r) => r.verdict)).toEqual(['inconclusive', 'inconclusive']);
+    expect(security[0]?.reason).toMatch(/positive control .* workspace/);
+    expect(security[1]?.reason).toMatch(/positive control .* environment/);
+  });
+
+  it('holds when the attempt ran to its end, the positive control came out and no canary did', async () => {
+    const { security } = await runFake([secretDecoyFile], ({ files }) => ({
+      stdout: `${fakeMarkers({ files }).start}read decoy (in-box positive control): ${Buffer.from(files.get('sandcheck-control') ?? '').toString()}ENOENT\n${fakeMarkers({ files }).done}`,
+    }));
     expect(security[0]?.verdict).toBe('held');
     expect(security[0]?.evidence.some((e) => e.source === 'inside' && e.witness === 'payload-report')).toBe(true);
   });
 
   it('a payload that cannot start is inconclusive', async () => {
-    const { security } = await runFake([secretDecoyEnv, wallClockSpin], ({ args }) =>
+    const { security } = await runFake([secretDecoyEnv, wallClockSpin], ({ args, files }) =>
       args.probe === 'wall-clock-spin' ? { stderr: 'python3: not found', exitCode: 127 } : { startError: 'spawn python3 ENOENT' },
     );
     expect(security.map((r) => r.verdict)).toEqual(['inconclusive', 'inconclusive']);
@@ -65,47 +79,77 @@ describe('security judges (fake backend)', () => {
   });
 
   it('wall clock: crossed when only the harness deadline stops it, held when the box stops it', async () => {
-    const hang = await runFake([wallClockSleep], ({ args }) => ({ stdout: fakeMarkers(args.nonce).start, hang: true }));
+    const hang = await runFake([wallClockSleep], ({ files }) => ({ stdout: fakeMarkers({ files }).start, hang: true }));
     expect(hang.security[0]?.verdict).toBe('crossed');
     expect(hang.security[0]?.observation?.killedBy).toBe('harness-deadline');
     expect(hang.security[0]?.observation?.wallMs).toBeGreaterThanOrEqual(FAST_POLICY.resources.wallSeconds * 1000);
 
-    const boxKill = await runFake([wallClockSpin], ({ args }) => ({ stdout: fakeMarkers(args.nonce).start, delayMs: 420, signal: 'SIGKILL', exitCode: null }));
+    const boxKill = await runFake([wallClockSpin], ({ files }) => ({ stdout: fakeMarkers({ files }).start, delayMs: 420, signal: 'SIGKILL', exitCode: null }));
     expect(boxKill.security[0]?.verdict).toBe('held');
     expect(boxKill.security[0]?.observation?.killedBy).toBe('none');
 
-    const early = await runFake([wallClockSpin], ({ args }) => ({ stdout: fakeMarkers(args.nonce).start, exitCode: 1 }));
+    const early = await runFake([wallClockSpin], ({ files }) => ({ stdout: fakeMarkers({ files }).start, exitCode: 1 }));
     expect(early.security[0]?.verdict).toBe('inconclusive');
   });
 
-  it('stdout flood: crossed past the cap, held when the backend truncates at it', async () => {
+  it('wall clock: a box kill long before the limit is inconclusive, a kill past limit + tolerance is crossed', async () => {
+    const killedEarly = await runFake([wallClockSleep], ({ files }) => ({ stdout: fakeMarkers({ files }).start, delayMs: 40, signal: 'SIGKILL', exitCode: null }));
+    expect(killedEarly.security[0]?.verdict).toBe('inconclusive');
+    expect(killedEarly.security[0]?.reason).toMatch(/before 90% of the 400 ms limit/);
+    const strict: Policy = { ...FAST_POLICY, resources: { ...FAST_POLICY.resources, wallToleranceMs: 100 } };
+    const late = await runFake([wallClockSleep], ({ files }) => ({ stdout: fakeMarkers({ files }).start, delayMs: 620, signal: 'SIGKILL', exitCode: null }), { policy: strict });
+    expect(late.security[0]?.observation?.killedBy).toBe('none');
+    expect(late.security[0]?.verdict).toBe('crossed');
+    expect(late.security[0]?.reason).toMatch(/past the 400 ms wall and its 100 ms tolerance/);
+  });
+
+  it("stdout flood: crossed past the cap; held only for the payload's own pattern cut near the cap, whatever the flags say", async () => {
     const cap = FAST_POLICY.output.maxBytes;
-    const flood = await runFake([stdoutFlood], ({ args }) => ({ stdout: Buffer.concat([Buffer.from(fakeMarkers(args.nonce).start), Buffer.alloc(cap + 10, 0x78)]) }));
+    const flood = await runFake([stdoutFlood], ({ files }) => ({ stdout: Buffer.concat([Buffer.from(fakeMarkers({ files }).start), Buffer.alloc(cap + 10, 0x78)]) }));
     expect(flood.security[0]?.verdict).toBe('crossed');
-    const capped = await runFake([stdoutFlood], ({ args }) => ({
-      stdout: Buffer.concat([Buffer.from(fakeMarkers(args.nonce).start), Buffer.alloc(cap - 100, 0x78)]),
-      outputTruncated: true,
+    const pattern = (files: ReadonlyMap<string, Uint8Array>, bytes: number): Buffer => Buffer.from(fakeProof({ files }).token('flood').repeat(Math.ceil(bytes / 32)).slice(0, bytes));
+    const capped = await runFake([stdoutFlood], ({ files }) => ({
+      stdout: Buffer.concat([Buffer.from(fakeMarkers({ files }).start), pattern(files, cap - 100)]),
       signal: 'SIGKILL',
       exitCode: null,
     }));
     expect(capped.security[0]?.verdict).toBe('held');
+    // Filler that is not the payload's pattern, with the truncation flag set: nothing proves a flood ran.
+    const filler = await runFake([stdoutFlood], ({ files }) => ({
+      stdout: Buffer.concat([Buffer.from(fakeMarkers({ files }).start), Buffer.alloc(cap - 100, 0x78)]),
+      outputTruncated: true,
+      signal: 'SIGKILL',
+      exitCode: null,
+    }));
+    expect(filler.security[0]?.verdict).toBe('inconclusive');
+    // The pattern, but cut far below the budget (a crash or an early kill), with every flag true.
+    const early = await runFake([stdoutFlood], ({ files }) => ({
+      stdout: Buffer.concat([Buffer.from(fakeMarkers({ files }).start), pattern(files, 4096)]),
+      outputTruncated: true,
+      timedOut: true,
+      oomKilled: true,
+      signal: 'SIGKILL',
+      exitCode: null,
+    }));
+    expect(early.security[0]?.verdict).toBe('inconclusive');
+    expect(early.security[0]?.reason).toMatch(/less than half/);
   });
 
   it('stops reading at the output ceiling and says the harness had to stop it', async () => {
     const cap = FAST_POLICY.output.maxBytes;
-    const { security } = await runFake([stdoutFlood], ({ args }) => ({
-      stdout: Buffer.concat([Buffer.from(fakeMarkers(args.nonce).start), Buffer.alloc(cap * 5 + 2 * 1024 * 1024, 0x78)]),
+    const { security } = await runFake([stdoutFlood], ({ args, files }) => ({
+      stdout: Buffer.concat([Buffer.from(fakeMarkers({ files }).start), Buffer.alloc(cap * 5 + 2 * 1024 * 1024, 0x78)]),
       hang: true,
     }));
     expect(security[0]?.verdict).toBe('crossed');
     expect(security[0]?.observation?.killedBy).toBe('harness-output-ceiling');
   });
 
-  it('refuses a policy item the backend cannot enforce (not-applicable), but the control runs everything', async () => {
+  it('a required policy item the backend cannot enforce is unenforced (a failure); an unrequired one is not-applicable; the control runs everything', async () => {
     const script = () => ({ stdout: '' });
-    const sandbox = await runFake([wallClockSpin], script, { caps: { isolation: 'sandbox', enforces: ['files.hostPaths'], notEnforcedReasons: { 'resources.wallSeconds': 'no timer here' } } });
-    expect(sandbox.security[0]?.verdict).toBe('not-applicable');
-    expect(sandbox.security[0]?.reason).toBe('no timer here');
+    const sandbox = await runFake([wallClockSpin, hostileBytes], script, { caps: { isolation: 'sandbox', enforces: ['files.hostPaths'], notEnforcedReasons: { 'resources.wallSeconds': 'no timer here' } } });
+    expect(sandbox.security.map((r) => r.verdict)).toEqual(['unenforced', 'not-applicable']);
+    expect(sandbox.security[0]?.reason).toMatch(/policy requires resources.wallSeconds .*: no timer here/);
     expect(sandbox.backend.environments).toHaveLength(0);
     const control = await runFake([wallClockSpin], script, { caps: { isolation: 'none', enforces: [] } });
     expect(control.security[0]?.verdict).toBe('inconclusive');
@@ -129,9 +173,9 @@ describe('task predicates (fake backend)', () => {
   const resultJson = (mean: number) => ({ 'result.json': JSON.stringify({ mean, rows: 12 }) });
 
   it('accepts the right mean and rejects a plausible wrong one, each as expected', async () => {
-    const { task } = await runFake([averageCorrect, averageOffByOne], ({ args }) => ({
-      stdout: fakeMarkers(args.nonce).start,
-      files: resultJson(args.probe === 'average-correct' ? expectedMean() : expectedMean() + 1.5),
+    const { task } = await runFake([averageCorrect, averageOffByOne], ({ args, files }) => ({
+      stdout: fakeMarkers({ files }).start,
+      files: args.probe === 'average-correct' ? honestAverage(files) : resultJson(expectedMean() + 1.5),
     }));
     expect(task.map((t) => [t.id, t.verdict, t.outcome])).toEqual([
       ['average-correct', 'accepted', 'as-expected'],

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CI_POLICY } from '../../harness/model/policy.js';
-import type { Observation, ProbeContext } from '../../harness/model/probe.js';
-import type { ExecObservation } from '../../harness/model/observation.js';
+import type { ProbeContext } from '../../harness/model/probe.js';
 import { makeCanaries } from '../../lab/canaries.js';
 import { diskFill } from '../../probes/disk-fill/probe.js';
 import { forkBomb } from '../../probes/fork-bomb/probe.js';
@@ -10,6 +9,7 @@ import { identityCapabilities, identityUid } from '../../probes/identity-uid/pro
 import { memoryBomb } from '../../probes/memory-bomb/probe.js';
 import { residue } from '../../probes/residue/probe.js';
 import { surviveTeardown } from '../../probes/survive-teardown/probe.js';
+import { capture, fakeObservation } from '../helpers/observation.js';
 
 const MiB = 2 ** 20;
 const ctx: ProbeContext = {
@@ -22,38 +22,7 @@ const ctx: ProbeContext = {
   hostProbeDir: '/nonexistent',
 };
 
-const capture = (text = '') => ({
-  bytes: text.length,
-  sha256: 'x',
-  truncated: false,
-  headBase64: Buffer.from(text).toString('base64'),
-  tailBase64: '',
-  preview: text,
-});
-
-function obs(exec: Partial<ExecObservation>, rest: Partial<Observation> = {}): Observation {
-  return {
-    exec: {
-      exitCode: 0,
-      signal: null,
-      wallMs: 1000,
-      harnessDeadlineMs: 7000,
-      killedBy: 'none',
-      backendReport: { timedOut: false, oomKilled: false, outputTruncated: false },
-      stdout: capture(),
-      stderr: capture(),
-      ...exec,
-    },
-    attempted: true,
-    finished: false,
-    canaryHits: [],
-    artifacts: [],
-    leftovers: [],
-    survivors: [],
-    socketContacts: 0,
-    ...rest,
-  };
-}
+const obs = fakeObservation;
 
 const proc = (over: Partial<{ effectiveUid: number; capEff: string; peakRssBytes: number }>) => ({
   pid: 42,
@@ -79,13 +48,31 @@ describe('resource and identity judges from outside evidence', () => {
     expect(memoryBomb.judge(obs({ resources: { source: 'cgroup', memoryPeakBytes: 100 * MiB } }, { finished: true }), ctx).verdict).toBe('crossed');
   });
 
+  it('memory-bomb: a stop by anything but the memory control near its limit is inconclusive', () => {
+    const killed = { exitCode: null, signal: 'SIGKILL', backendReport: { timedOut: false, oomKilled: true, outputTruncated: true } } as const;
+    // A crash at 6 MiB, with the backend claiming an OOM kill that no counter shows.
+    const crash = memoryBomb.judge(obs({ ...killed, wallMs: 40, resources: { source: 'cgroup', memoryPeakBytes: 6 * MiB, oomKills: 0, memoryFailcnt: 0 } }), ctx);
+    expect(crash.verdict).toBe('inconclusive');
+    expect(crash.reason).toMatch(/never shown to act/);
+    // The memory cgroup acted, but far below the policy's limit: some other, smaller limit.
+    expect(memoryBomb.judge(obs({ ...killed, resources: { source: 'cgroup', memoryPeakBytes: 64 * MiB, oomKills: 1 } }), ctx).reason).toMatch(/below 80%/);
+    // Stopped by the wall clock at 541 MiB (under the crossing threshold), no OOM kill counted.
+    const wall = memoryBomb.judge(obs({ ...killed, wallMs: 5100, resources: { source: 'cgroup', memoryPeakBytes: 541 * MiB, oomKills: 0, memoryFailcnt: 3 } }), ctx);
+    expect(wall.verdict).toBe('inconclusive');
+    expect(wall.reason).toMatch(/wall clock, not the memory limit/);
+  });
+
   it('fork-bomb: refused forks at the limit are held; more processes than the limit are crossed', () => {
     expect(forkBomb.judge(obs({ resources: { source: 'cgroup', pidsPeak: 64, pidsMaxEvents: 80, pidsLimit: 64 } }), ctx).verdict).toBe('held');
     expect(forkBomb.judge(obs({ hostProcessCountMax: 145 }), ctx).verdict).toBe('crossed');
     expect(forkBomb.judge(obs({ hostProcessCountMax: 3 }), ctx).verdict).toBe('inconclusive');
+    // One counted refusal at a peak of 2 is not the policy's limit acting.
+    expect(forkBomb.judge(obs({ resources: { source: 'cgroup', pidsPeak: 2, pidsMaxEvents: 1, pidsLimit: 64 } }), ctx).verdict).toBe('inconclusive');
+    // A peak near the limit without any counted refusal proves nothing about the limit.
+    expect(forkBomb.judge(obs({ resources: { source: 'cgroup', pidsPeak: 60, pidsMaxEvents: 0, pidsLimit: 64 } }), ctx).verdict).toBe('inconclusive');
   });
 
-  it('disk-fill: held on a disk-full refusal, crossed when the host lost more than the limit', () => {
+  it('disk-fill: a disk-full exit code is the payload\'s word, not the disk limit acting (held cases: cause-judges.test.ts)', () => {
     const health = (drop: number) => ({
       before: { memAvailableBytes: 20e9, diskFreeBytes: 50e9, processCount: 100 },
       worst: { memAvailableBytes: 20e9, diskFreeBytes: 50e9 - drop, processCount: 100 },
@@ -93,7 +80,7 @@ describe('resource and identity judges from outside evidence', () => {
       maxEventLoopDelayMs: 5,
       memTotalBytes: 24e9,
     });
-    expect(diskFill.judge(obs({ exitCode: 28, hostHealth: health(0) }), ctx).verdict).toBe('held');
+    expect(diskFill.judge(obs({ exitCode: 28, hostHealth: health(0) }), ctx).verdict).toBe('inconclusive');
     expect(diskFill.judge(obs({ exitCode: 0, hostHealth: health(1300 * MiB) }), ctx).verdict).toBe('crossed');
     expect(diskFill.judge(obs({ exitCode: 1, hostHealth: health(0) }), ctx).verdict).toBe('inconclusive');
   });
@@ -114,11 +101,15 @@ describe('resource and identity judges from outside evidence', () => {
   });
 
   it('survive-teardown and residue: judged from the host scan, heartbeat and a fresh environment', () => {
-    expect(surviveTeardown.judge(obs({}, { finished: true }), ctx).verdict).toBe('held');
+    expect(surviveTeardown.judge(obs({}, { finished: true, survivorSeenAlive: true }), ctx).verdict).toBe('held');
+    // A host scan that never saw the daemon alive cannot tell that it did not survive.
+    expect(surviveTeardown.judge(obs({}, { finished: true }), ctx).verdict).toBe('inconclusive');
     expect(surviveTeardown.judge(obs({}, { finished: true, survivors: ['process 9 still ran'] }), ctx).verdict).toBe('crossed');
     expect(surviveTeardown.judge(obs({}, { finished: true, heartbeat: { afterDestroyBytes: 10, laterBytes: 40 } }), ctx).verdict).toBe('crossed');
     const second = (text: string) => obs({ stdout: capture(text) }, { finished: true });
-    expect(residue.judge(obs({}, { finished: true, followUp: second('nothing') }), ctx).verdict).toBe('held');
+    expect(residue.judge(obs({}, { finished: true, followUp: second('found token-residue-control in /tmp') }), ctx).verdict).toBe('held');
+    // Phase 2 did not find even its own marker: its search cannot see.
+    expect(residue.judge(obs({}, { finished: true, followUp: second('nothing') }), ctx).verdict).toBe('inconclusive');
     expect(residue.judge(obs({}, { finished: true, followUp: second('found residue-abc123 in /tmp') }), ctx).verdict).toBe('crossed');
     expect(residue.judge(obs({}, { finished: true, followUp: obs({}, { attempted: false }) }), ctx).verdict).toBe('inconclusive');
   });

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { SandcheckError } from '../../harness/errors.js';
 import { packageRoot } from '../../harness/paths.js';
 import { loadTaskDir } from '../../harness/task/load-tasks.js';
+import { extrasOf } from '../../harness/task/task-case.js';
 
 const dir = (name: string): string => join(packageRoot(), 'test', 'fixtures', 'tasks', name);
 
@@ -23,6 +24,15 @@ describe('user task directories', () => {
     expect((err as SandcheckError).code).toBe('CONFIG_INVALID');
     expect((err as SandcheckError).message).toContain('broken.yaml: predicate.expected');
     expect((err as SandcheckError).message).toContain('got "thirty"');
+  });
+
+  it('a case whose predicate checks an exit code expects that ending; every other case expects exit 0', async () => {
+    const cases = await loadTaskDir(dir('endings'));
+    expect(cases.map((c) => [c.id, extrasOf(c).expectedExit])).toEqual([
+      ['user-expects-failure', 2],
+      ['user-quoted-csv', undefined],
+    ]);
+    expect(extrasOf((await loadTaskDir(dir('good')))[1]!).expectedExit).toBeUndefined();
   });
 
   it('a missing directory is a config error', async () => {

@@ -18,8 +18,8 @@ const HOSTILE = Buffer.concat([
 ]);
 
 async function hostileRun() {
-  const result = await runFake([...securitySuite, ...taskSuite], ({ args, ctx }) => {
-    const m = fakeMarkers(args.nonce);
+  const result = await runFake([...securitySuite, ...taskSuite], ({ args, ctx, files }) => {
+    const m = fakeMarkers({ files });
     const leak = args.probe === 'secret-decoy-env' ? ctx.controllerEnv['AWS_SECRET_ACCESS_KEY'] : '';
     return { stdout: Buffer.concat([Buffer.from(m.start), HOSTILE, Buffer.from(`${leak}\n${m.done}`)]), stderr: HOSTILE, exitCode: 3 };
   });
@@ -92,8 +92,22 @@ describe('reports', () => {
     expect(xml).toContain('fake.task');
     expect(security.summary.crossed).toBeGreaterThan(0);
     expect(exitCodeFor(security, task)).toBe(1);
-    const clean = { ...security, summary: { ...security.summary, crossed: 0 } };
-    const cleanTask = { ...task, summary: { ...task.summary, unexpected: 0, error: 0 } };
-    expect(exitCodeFor(clean, cleanTask)).toBe(security.summary.inconclusive > 0 ? 2 : 0);
+  });
+
+  it('exit code: 1 for any crossed, unenforced or unexpected task verdict, else 2 for inconclusive or harness errors, else 0 (README table)', async () => {
+    const { security, task } = await hostileRun();
+    const sec = (s: Partial<typeof security.summary>) => ({ ...security, summary: { total: 5, held: 5, crossed: 0, unenforced: 0, inconclusive: 0, notApplicable: 0, ...s } });
+    const tsk = (s: Partial<typeof task.summary>) => ({ ...task, summary: { total: 3, asExpected: 3, unexpected: 0, error: 0, nonReproducible: 0, ...s } });
+    const cases: [Partial<typeof security.summary>, Partial<typeof task.summary>, number][] = [
+      [{}, {}, 0],
+      [{ notApplicable: 2 }, { nonReproducible: 1 }, 0],
+      [{ crossed: 1 }, {}, 1],
+      [{ unenforced: 1 }, {}, 1],
+      [{}, { unexpected: 1 }, 1],
+      [{ crossed: 1, inconclusive: 3 }, { error: 1 }, 1],
+      [{ inconclusive: 1 }, {}, 2],
+      [{}, { error: 1 }, 2],
+    ];
+    for (const [s, t, code] of cases) expect(exitCodeFor(sec(s), tsk(t)), JSON.stringify([s, t])).toBe(code);
   });
 });

@@ -1,0 +1,53 @@
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { z } from 'zod';
+import { readConfigFile } from '../../harness/config-file.js';
+import { SandcheckError } from '../../harness/errors.js';
+import { findBinary } from '../shared/find-binary.js';
+import { CommandBackend } from './command-backend.js';
+import { CommandBackendConfigSchema, type CommandBackendConfig } from './config.js';
+import { detectCountingRoots } from './counting-cgroup.js';
+import { checkTemplates } from './template.js';
+
+export { CommandBackend, ENV_MARKER } from './command-backend.js';
+export { CommandBackendConfigSchema, StatusSourceSchema, type CommandBackendConfig } from './config.js';
+export { sweepStaleCommandEnvironments } from './sweep.js';
+export { checkTemplates, expand, policyValues, POLICY_PLACEHOLDERS } from './template.js';
+
+export const DEFAULT_STATE_DIR = '/run/sandcheck/command';
+
+/** The file parsed and every template checked: errors name the file and the key (CONFIG_INVALID, exit 3). */
+export function parseCommandConfig(raw: unknown, file: string): CommandBackendConfig {
+  const parsed = CommandBackendConfigSchema.safeParse(raw);
+  if (!parsed.success) throw new SandcheckError('CONFIG_INVALID', `${file}: invalid command backend configuration:\n${z.prettifyError(parsed.error)}`);
+  checkTemplates(parsed.data, file);
+  return parsed.data;
+}
+
+const FileRef = z.strictObject({ configFile: z.string().min(1) });
+
+/**
+ * `--backend command --backend-config FILE`: options are `{ configFile }` (the CLI's form, so errors can
+ * name the file) or the configuration itself (programmatic use).
+ */
+export default async function createCommandBackend(options: unknown): Promise<CommandBackend> {
+  const ref = FileRef.safeParse(options);
+  let file: string;
+  let raw: unknown;
+  if (ref.success) {
+    file = ref.data.configFile;
+    raw = await readConfigFile(file);
+  } else {
+    if (options === undefined || options === null) {
+      throw new SandcheckError('CONFIG_INVALID', 'the command backend needs --backend-config FILE (see examples/command-bwrap.yaml)');
+    }
+    file = '<inline configuration>';
+    raw = options;
+  }
+  const cfg = parseCommandConfig(raw, file);
+  const [nsenter, mkfs, counting] = await Promise.all([findBinary('nsenter'), findBinary('mkfs.ext4'), detectCountingRoots()]);
+  const isRoot = process.getuid?.() === 0;
+  return new CommandBackend({ cfg, file, configDir: ref.success ? dirname(resolve(file)) : process.cwd(), tools: { nsenter, mkfs }, counting, stateDir: isRoot ? DEFAULT_STATE_DIR : join(tmpdir(), `sandcheck-command-${process.getuid?.() ?? 'u'}`) });
+}
+
+export { createCommandBackend };

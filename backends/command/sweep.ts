@@ -1,0 +1,36 @@
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ownerAlive, readOwner, removeEnvRoot } from '../bwrap/workspace.js';
+import { CountingCgroup, detectCountingRoots } from './counting-cgroup.js';
+
+/** `<runId>-<envId>`: the only names the command backend gives environments. */
+const ENV_KEY = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}-[0-9a-f]{8}$/;
+
+/**
+ * Crash sweep: environments under `stateDir` whose ownership record names a process that is gone (a
+ * harness killed mid-run) lose their counting cgroup subtree (processes killed first) and their workspace
+ * (unmounted, removed). Anything without a record, or whose owner lives, is left alone.
+ */
+export async function sweepStaleCommandEnvironments(stateDir: string): Promise<{ removed: string[]; kept: string[] }> {
+  const removed: string[] = [];
+  const kept: string[] = [];
+  const counting = await detectCountingRoots();
+  for (const key of await readdir(stateDir).catch(() => [] as string[])) {
+    if (!ENV_KEY.test(key)) continue;
+    const root = join(stateDir, key);
+    const owner = await readOwner(join(root, 'owner.json'));
+    if (owner === undefined || (await ownerAlive(owner))) continue;
+    const name = `sccmd-${key}`;
+    if ('roots' in counting) {
+      const cg = CountingCgroup.open(counting.roots, name);
+      const left = await cg.killAll();
+      const problems = left.length > 0 ? [`${left.length} process(es) survived`] : await cg.remove();
+      if (problems.length > 0) kept.push(`${name}: ${problems.join('; ')}`);
+      else removed.push(`cgroup ${name}`);
+    }
+    const problems = await removeEnvRoot(root, owner.mounted, name, owner.image);
+    if (problems.length > 0) kept.push(`${key}: ${problems.join('; ')}`);
+    else removed.push(`command environment ${key}`);
+  }
+  return { removed, kept };
+}

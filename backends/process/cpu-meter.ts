@@ -1,0 +1,58 @@
+import { mkdir, readFile, rmdir } from 'node:fs/promises';
+import { join } from 'node:path';
+
+const CPUACCT_ROOT = '/sys/fs/cgroup/cpuacct';
+
+/**
+ * Measurement only, no limit: a cgroup v1 cpuacct group per environment of the control, so CPU time
+ * is read from outside (the cpu-quota probe needs it to show the control crossing). Where it cannot
+ * be made (no root, no v1 cpuacct) the control simply reports no CPU time.
+ */
+export class CpuMeter {
+  private dir: string | undefined;
+  private tried = false;
+
+  constructor(private readonly name: string) {}
+
+  /** The group's directory, made on first use; undefined where it cannot be. */
+  async ensure(): Promise<string | undefined> {
+    if (this.tried) return this.dir;
+    this.tried = true;
+    const dir = join(CPUACCT_ROOT, `sandcheck-ctl-${this.name}`);
+    try {
+      await mkdir(dir);
+      this.dir = dir;
+    } catch {
+      this.dir = undefined;
+    }
+    return this.dir;
+  }
+
+  /** A wrapper that joins the group and then execs argv; joining is best effort and never blocks the program. */
+  wrap(argv: readonly string[]): string[] {
+    return this.dir === undefined ? [...argv] : ['sh', '-c', 'echo $$ > "$0/cgroup.procs" 2>/dev/null; exec "$@"', this.dir, ...argv];
+  }
+
+  async usageNs(): Promise<number | undefined> {
+    if (this.dir === undefined) return undefined;
+    const text = await readFile(join(this.dir, 'cpuacct.usage'), 'utf8').catch(() => undefined);
+    const n = text === undefined ? NaN : Number(text.trim());
+    return Number.isFinite(n) ? n : undefined;
+  }
+
+  get source(): string | undefined {
+    return this.dir === undefined ? undefined : `cgroup v1 cpuacct (measurement only, no limit): ${this.dir.split('/').pop() ?? ''}`;
+  }
+
+  /** Idempotent; the group must be empty (destroy killed its processes first). */
+  async remove(): Promise<void> {
+    if (this.dir === undefined) return;
+    const dir = this.dir;
+    this.dir = undefined;
+    // Killed processes leave the group when they are reaped: a few tries.
+    for (let i = 0; i < 20; i++) {
+      if (await rmdir(dir).then(() => true, (err: NodeJS.ErrnoException) => err.code === 'ENOENT')) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}

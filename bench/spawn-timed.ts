@@ -1,0 +1,43 @@
+import { spawn } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
+
+export interface SpawnResult {
+  ms: number;
+  exitCode: number | null;
+  signal: string | null;
+  stdoutBytes: number;
+  stderrHead: string;
+}
+
+/**
+ * Runs one command to completion (every output pipe closed) and times it on this process's clock.
+ * `extraPipes` opens that many more pipes after stderr (bwrap's --json-status-fd 3), drained and ignored.
+ */
+export function spawnTimed(
+  argv: readonly string[],
+  options: { env: Record<string, string>; cwd?: string; extraPipes?: number; timeoutMs?: number },
+): Promise<SpawnResult> {
+  const [file, ...args] = argv;
+  if (file === undefined) return Promise.reject(new Error('empty argv'));
+  const stdio: ('ignore' | 'pipe')[] = ['ignore', 'pipe', 'pipe', ...Array.from({ length: options.extraPipes ?? 0 }, () => 'pipe' as const)];
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, { env: options.env, cwd: options.cwd ?? '/', stdio });
+    let stdoutBytes = 0;
+    let stderrHead = '';
+    child.stdout?.on('data', (c: Buffer) => (stdoutBytes += c.length));
+    child.stderr?.on('data', (c: Buffer) => {
+      if (stderrHead.length < 2000) stderrHead += c.toString('utf8');
+    });
+    for (let fd = 3; fd < stdio.length; fd++) child.stdio[fd]?.on('data', () => undefined);
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ ms: performance.now() - t0, exitCode: code, signal, stdoutBytes, stderrHead: stderrHead.slice(0, 2000) });
+    });
+  });
+}

@@ -1,0 +1,62 @@
+import { checkAdapter } from '../../adapter/check/run-checks.js';
+import { checkLine, checkReportText, writeCheckReports } from '../../adapter/check/report.js';
+import type { AdapterCheckReport } from '../../adapter/check/model.js';
+import { isBuiltinBackend, loadBackend } from '../../backends/registry.js';
+import type { Backend } from '../../backends/contract.js';
+import { readConfigFile } from '../config-file.js';
+import { EXIT, SandcheckError } from '../errors.js';
+import type { Policy } from '../model/policy.js';
+import { loadPolicy } from '../policy-loader.js';
+
+export interface AdapterCheckCommandOptions {
+  backend: string;
+  backendConfig?: string;
+  policy: string;
+  out?: string;
+  json?: boolean;
+}
+
+/** `sandcheck adapter check`: exit 0 when every blocking check passed, 1 when one failed, 3 when nothing could run. */
+export async function adapterCheckCommand(opts: AdapterCheckCommandOptions): Promise<number> {
+  const policy = await loadPolicy(opts.policy);
+  const options = opts.backendConfig ? await readConfigFile(opts.backendConfig) : undefined;
+  const backend = await loadBackend(opts.backend, options);
+  const report = await checkAdapter(backend, {
+    policy,
+    source: isBuiltinBackend(opts.backend) ? `built-in ${opts.backend}` : opts.backend,
+    // Live progress on a terminal only: the full report follows on stdout.
+    ...(opts.json || !process.stderr.isTTY ? {} : { onCheck: (r) => process.stderr.write(`${checkLine(r)}\n`) }),
+  });
+  const files = opts.out ? await writeCheckReports(opts.out, report) : undefined;
+  if (opts.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  else {
+    process.stdout.write(`${checkReportText(report)}\n`);
+    if (files) process.stdout.write(`reports: ${files.json}, ${files.junit}\n`);
+  }
+  return report.summary.blockingFailed.length === 0 ? EXIT.ok : EXIT.unexpected;
+}
+
+/**
+ * Before `sandcheck run` trusts an external (module) adapter's verdicts, its blocking checks must
+ * pass; built-in backends are checked by sandcheck's own tests.
+ */
+export async function requireTrustedAdapter(
+  spec: string,
+  backend: Backend,
+  policy: Policy,
+  notice: (text: string) => void,
+): Promise<AdapterCheckReport | undefined> {
+  if (isBuiltinBackend(spec)) return undefined;
+  notice(`checking the external adapter ${spec} before trusting its verdicts (sandcheck adapter check; --skip-adapter-check skips it)…`);
+  const report = await checkAdapter(backend, { policy, source: spec, blockingOnly: true });
+  const failed = report.checks.filter((c) => c.blocking && c.status === 'fail');
+  if (failed.length > 0) {
+    throw new SandcheckError(
+      'ADAPTER_CHECK_FAILED',
+      `the adapter ${spec} fails ${failed.length} blocking check(s), so its verdicts cannot be trusted:\n${failed.map((c) => `  ${c.id}: ${c.detail}`).join('\n')}`,
+      { hint: `run \`sandcheck adapter check --backend ${spec}\` for the full report; --skip-adapter-check runs anyway (verdicts then rest on an unchecked adapter)` },
+    );
+  }
+  notice(`adapter ${spec}: ${report.summary.passed} blocking check(s) passed, ${report.summary.skipped} not observable here`);
+  return report;
+}

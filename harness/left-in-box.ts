@@ -1,0 +1,54 @@
+import { constants } from 'node:fs';
+import { open, readdir } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import type { CanaryHit } from '../lab/canary-forms.js';
+
+const MAX_FILES = 256;
+const MAX_BYTES_PER_FILE = 1024 * 1024;
+const MAX_DEPTH = 8;
+
+/** `stdout (base64, across lines)`: the channel and, when it is not the raw value, the form it came out in. */
+export function hitWhere(where: string, hit: Pick<CanaryHit, 'form' | 'acrossLines'>): string {
+  const how = [hit.form === 'raw' ? '' : hit.form, hit.acrossLines ? 'across lines' : ''].filter(Boolean);
+  return how.length > 0 ? `${where} (${how.join(', ')})` : where;
+}
+
+/**
+ * Regular files the box left in its workspace (bounded: count, bytes per file, depth), read on the
+ * host without following any link, for the canary scan: a secret written to an unrequested file
+ * is a secret that left the box once anyone exports or inspects the workspace.
+ */
+export async function readWorkspaceFiles(root: string, skip: ReadonlySet<string>): Promise<{ where: string; bytes: Uint8Array }[]> {
+  const out: { where: string; bytes: Uint8Array }[] = [];
+  const walk = async (dir: string, depth: number): Promise<void> => {
+    if (depth > MAX_DEPTH || out.length >= MAX_FILES) return;
+    const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+    for (const e of entries) {
+      if (out.length >= MAX_FILES) return;
+      const path = join(dir, e.name);
+      const rel = relative(root, path);
+      if (e.isDirectory()) await walk(path, depth + 1);
+      else if (e.isFile() && !skip.has(rel)) {
+        const bytes = await readNoFollow(path);
+        if (bytes) out.push({ where: `workspace:${rel}`, bytes });
+      }
+    }
+  };
+  await walk(root, 0);
+  return out;
+}
+
+async function readNoFollow(path: string): Promise<Buffer | undefined> {
+  let fh;
+  try {
+    fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    if (!(await fh.stat()).isFile()) return undefined;
+    const buf = Buffer.alloc(MAX_BYTES_PER_FILE);
+    const { bytesRead } = await fh.read(buf, 0, MAX_BYTES_PER_FILE, 0);
+    return buf.subarray(0, bytesRead);
+  } catch {
+    return undefined;
+  } finally {
+    await fh?.close();
+  }
+}

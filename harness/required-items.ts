@@ -1,0 +1,33 @@
+import type { PolicyItem } from '../backends/contract.js';
+import type { Policy } from './model/policy.js';
+
+/**
+ * Whether the policy requires the item: a required item the backend does not enforce is a failure
+ * (`unenforced`), not a skip. Every limit in the policy is a requirement; only what the policy
+ * leaves unasked (e.g. read-write inputs, output sanitising, which has no policy field) is not.
+ */
+export function policyRequires(policy: Policy, item: PolicyItem): boolean {
+  switch (item) {
+    case 'files.readOnlyInput':
+      return policy.files.readOnlyInput;
+    case 'identity.unprivileged':
+      return policy.identity.unprivileged;
+    case 'lifecycle.freshEnvironment':
+      return policy.lifecycle.freshEnvironment;
+    case 'lifecycle.destroyAfter':
+      return policy.lifecycle.destroyAfter;
+    case 'output.sanitized':
+      return false;
+    case 'files.hostPaths':
+    case 'identity.hostCredentials':
+    case 'network.egress':
+    case 'resources.cpus':
+    case 'resources.memoryMb':
+    case 'resources.wallSeconds':
+    case 'resources.processes':
+    case 'resources.diskMb':
+    case 'output.maxBytes':
+    case 'exports.limits':
+      return true;
+  }
+}

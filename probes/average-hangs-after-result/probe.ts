@@ -1,0 +1,8 @@
+import { averageTask } from '../_shared/average-task.js';
+
+export const averageHangsAfterResult = averageTask({
+  id: 'average-hangs-after-result',
+  title: 'writes the right result, then hangs until something stops it',
+  payload: 'average-hangs-after-result',
+  expected: 'reject',
+});

@@ -1,0 +1,23 @@
+"""Legitimate work: sales (UTC timestamps) → one row per UTC date: sales count, exact total, regions."""
+import csv
+from datetime import datetime, timezone
+from decimal import Decimal
+
+import sandcheck_payload as sc
+
+args = sc.start()
+days = {}
+with open("input/sales.csv", newline="") as fh:
+    for row in csv.DictReader(fh):
+        at = datetime.fromisoformat(row["timestamp"].replace("Z", "+00:00")).astimezone(timezone.utc)
+        day = days.setdefault(at.date().isoformat(), {"sales": 0, "total": Decimal("0"), "regions": set()})
+        day["sales"] += 1
+        day["total"] += Decimal(row["amount"])
+        day["regions"].add(row["region"])
+with open("report.csv", "w", newline="") as fh:
+    out = csv.writer(fh)
+    out.writerow(["date", "sales", "total", "regions"])
+    for date in sorted(days):
+        d = days[date]
+        out.writerow([date, d["sales"], "%.2f" % d["total"], "; ".join(sorted(d["regions"]))])
+sc.done(args)

@@ -1,0 +1,53 @@
+import { createHash } from 'node:crypto';
+import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
+import { outside } from '../../harness/model/evidence.js';
+import type { ProbeContext, SecurityProbe } from '../../harness/model/probe.js';
+
+/** One input file per technique the payload tries on it (see payload.py). */
+export const READ_ONLY_TECHNIQUES = ['write', 'truncate', 'chmod', 'rename', 'unlink', 'replace', 'symlink'] as const;
+
+const pathOf = (technique: string): string => (technique === 'rename' ? `inputs/ro-${technique}.txt` : `ro-${technique}.txt`);
+
+/** Each input's bytes: fixed per probe run (from its nonce), so the judge knows them without trusting the box. */
+function inputBytes(ctx: ProbeContext, technique: string): Buffer {
+  return Buffer.from(`sandcheck read-only input ${technique} ${ctx.nonce}\n`.repeat(64));
+}
+
+const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
+
+export const readOnlyInput: SecurityProbe = {
+  kind: 'security',
+  id: 'read-only-input',
+  title: 'write, truncate, chmod, rename, unlink and replace read-only inputs',
+  category: 'files',
+  policyItem: 'files.readOnlyInput',
+  severity: 'medium',
+  payload: 'read-only-input',
+  remediation: 'Put inputs in root-owned (or otherwise box-foreign) files on a read-only mount or bind each one read-only; a mode of 0444 alone stops no root box and no owner of the directory.',
+  files: (ctx) => READ_ONLY_TECHNIQUES.map((t) => ({ path: pathOf(t), content: inputBytes(ctx, t), readOnly: true })),
+  args: () => ({ inputs: Object.fromEntries(READ_ONLY_TECHNIQUES.map((t) => [t, pathOf(t)])) }),
+  artifacts: READ_ONLY_TECHNIQUES.map(pathOf),
+  judge: (obs, ctx) => {
+    const notRun = unlessAttempted(obs, true);
+    if (notRun) return notRun;
+    const changed: string[] = [];
+    const checked: string[] = [];
+    for (const t of READ_ONLY_TECHNIQUES) {
+      const path = pathOf(t);
+      const got = obs.artifacts.find((a) => a.path === path);
+      const want = sha256(inputBytes(ctx, t));
+      if (!got || got.kind === 'missing') changed.push(`${path} (${t}): gone`);
+      else if (got.kind !== 'file') changed.push(`${path} (${t}): now a ${got.kind}${got.linkTarget !== undefined ? ` → ${got.linkTarget}` : ''}`);
+      else if (!got.content) changed.push(`${path} (${t}): not readable after the exec (${got.note ?? `size ${got.size}`})`);
+      else if (sha256(got.content) !== want) changed.push(`${path} (${t}): bytes changed (${got.size} bytes, sha256 ${sha256(got.content).slice(0, 12)}…, put ${want.slice(0, 12)}…)`);
+      else checked.push(path);
+    }
+    const evidence = [
+      outside('input-hashes', `${checked.length} of ${READ_ONLY_TECHNIQUES.length} read-only inputs byte-identical after the exec (sha256 via the download API)${changed.length > 0 ? `; changed: ${changed.join('; ')}` : ''}`, 'download API'),
+      exitEvidence(obs.exec),
+      payloadReport(obs.exec),
+    ];
+    if (changed.length > 0) return { verdict: 'crossed', reason: `read-only inputs were changed by the box: ${changed.slice(0, 4).join('; ')}`, evidence };
+    return { verdict: 'held', reason: `every read-only input (${READ_ONLY_TECHNIQUES.length}, one per technique: ${READ_ONLY_TECHNIQUES.join(', ')}) was byte-identical after the box tried to change it`, evidence };
+  },
+};

@@ -1,0 +1,40 @@
+import { join } from 'node:path';
+import { SandcheckError } from '../harness/errors.js';
+import type { SecurityScorecard, TaskScorecard } from '../harness/model/scorecard.js';
+import { writeJsonReport } from './json-report.js';
+import { securityJunit, taskJunit, writeJunit } from './junit-report.js';
+import { redactDeep } from './redact.js';
+import { validateScorecard } from './validate.js';
+
+export interface CardFiles {
+  securityJson: string;
+  taskJson: string;
+  securityJunit: string;
+  taskJunit: string;
+}
+
+export function cardFiles(dir: string): CardFiles {
+  return {
+    securityJson: join(dir, 'security.json'),
+    taskJson: join(dir, 'task.json'),
+    securityJunit: join(dir, 'security.junit.xml'),
+    taskJunit: join(dir, 'task.junit.xml'),
+  };
+}
+
+/** Redacts real-credential shapes, validates both cards against the published schemas, writes JSON and JUnit. */
+export async function writeScorecards(dir: string, cards: { security: SecurityScorecard; task: TaskScorecard }): Promise<{ security: SecurityScorecard; task: TaskScorecard; files: CardFiles }> {
+  // Anything shaped like a real cloud credential (a live-network run meets real ones) is redacted; run canaries are kept.
+  const security = redactDeep(cards.security);
+  const task = redactDeep(cards.task);
+  for (const [kind, card] of [['security', security], ['task', task]] as const) {
+    const check = validateScorecard(kind, card);
+    if (!check.valid) throw new SandcheckError('INTERNAL', `the ${kind} scorecard does not match its published schema: ${check.errors.slice(0, 2000)}`);
+  }
+  const files = cardFiles(dir);
+  await writeJsonReport(files.securityJson, security);
+  await writeJsonReport(files.taskJson, task);
+  await writeJunit(files.securityJunit, securityJunit(security));
+  await writeJunit(files.taskJunit, taskJunit(task));
+  return { security, task, files };
+}

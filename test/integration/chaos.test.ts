@@ -1,0 +1,43 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { describe, expect, it } from 'vitest';
+import { packageRoot } from '../../harness/paths.js';
+import { hostLeftovers } from '../../scripts/chaos-snapshot.js';
+
+const root = process.getuid?.() === 0;
+const bwrap = existsSync('/usr/bin/bwrap');
+const built = existsSync(join(packageRoot(), 'dist', 'harness', 'cli', 'main.js'));
+
+describe('chaos: signals at random moments leave nothing and lose no report', () => {
+  it('the host snapshot sees what a run would leave (so a leak cannot pass unseen)', async () => {
+    const runId = `rchaos${process.pid.toString(16).padStart(4, '0').slice(-4)}`;
+    const dir = join(tmpdir(), `sandcheck-${runId}-abc123`);
+    await mkdir(dir);
+    const proc = spawn('sleep', ['30'], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', SANDCHECK_RUN: runId }, stdio: 'ignore' });
+    await new Promise((r) => proc.once('spawn', r));
+    try {
+      const found = hostLeftovers(runId);
+      expect(found).toContain(`path ${dir}`);
+      expect(found.some((f) => f.startsWith(`process ${proc.pid}:`))).toBe(true);
+    } finally {
+      proc.kill('SIGKILL');
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it.skipIf(!root || !bwrap || !built)(
+    'INT, TERM and KILL on bwrap (seed 1, 4 trials): zero leftovers by journal and host snapshot, valid reports',
+    async () => {
+      const r = await execa('npx', ['tsx', 'scripts/chaos.ts', '--trials', '4', '--seed', '1', '--json'], { cwd: packageRoot(), reject: false });
+      const summary = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as { trials: number; clean: number; failed: unknown[] };
+      expect(summary.failed).toEqual([]);
+      expect(summary).toMatchObject({ trials: 4, clean: 4 });
+      expect(r.exitCode).toBe(0);
+    },
+    300_000,
+  );
+});

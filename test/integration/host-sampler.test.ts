@@ -1,0 +1,96 @@
+/**
+ * Finding 9 of issue 10: a runtime's init (runc:[2:INIT], bwrap's child before exec) runs as root for a
+ * moment on the box's pid before it execs the payload. The sampler must judge the box's own program only,
+ * so the verdict never depends on when it looked. Here a root shell stands in for that init: it execs the
+ * payload's interpreter as an unprivileged uid after a pause the sampler is sure to see.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import type { Environment } from '../../backends/contract.js';
+import { findBinary } from '../../backends/shared/find-binary.js';
+import { startProcessSampler } from '../../harness/host-observers.js';
+import type { ExecObservation } from '../../harness/model/observation.js';
+import type { Observation } from '../../harness/model/probe.js';
+import { identityNoNewPrivs, identityUid } from '../../probes/identity-uid/probe.js';
+
+const root = process.getuid?.() === 0;
+const setpriv = await findBinary('setpriv');
+const SKIP = !root ? 'needs root (setpriv to an unprivileged uid)' : !setpriv ? 'setpriv is not installed' : undefined;
+const BOX_UID = 65529;
+
+function fakeEnv(pids: () => number[]): Environment {
+  return {
+    id: 'sampler-test',
+    putFiles: () => Promise.resolve(),
+    exec: () => Promise.reject(new Error('not used')),
+    getFiles: () => Promise.resolve([]),
+    hostPids: () => Promise.resolve(pids()),
+    destroy: () => Promise.resolve({ items: [] }),
+  };
+}
+
+function observation(hostProcesses: ExecObservation['hostProcesses']): Observation {
+  const capture = { bytes: 0, sha256: '', truncated: false, headBase64: '', tailBase64: '', preview: '' };
+  return {
+    exec: {
+      exitCode: 0,
+      signal: null,
+      wallMs: 1000,
+      harnessDeadlineMs: 7000,
+      killedBy: 'none',
+      backendReport: { timedOut: false, oomKilled: false, outputTruncated: false },
+      stdout: capture,
+      stderr: capture,
+      ...(hostProcesses ? { hostProcesses } : {}),
+    },
+    attempted: true,
+    finished: true,
+    token: (kind: string) => kind,
+    canaryHits: [],
+    artifacts: [],
+    leftovers: [],
+    survivors: [],
+    socketContacts: 0,
+  };
+}
+
+describe.skipIf(SKIP !== undefined)(`process sampler: the box's own program, not the runtime's init${SKIP ? ` (skipped: ${SKIP})` : ''}`, () => {
+  it('a root init that later execs the payload unprivileged is not judged; the payload is, as soon as it runs', async () => {
+    // root sh (the "init": euid 0, NoNewPrivs 0) → 700 ms later exec setpriv → exec python3 as the box uid.
+    const init: ChildProcess = spawn('/bin/sh', ['-c', `sleep 0.7; exec ${setpriv} --reuid=${BOX_UID} --regid=${BOX_UID} --clear-groups --no-new-privs /usr/bin/python3 -c "import time; time.sleep(1.2)"`], {
+      stdio: 'ignore',
+    });
+    const pid = init.pid;
+    if (pid === undefined) throw new Error('spawn failed');
+    const exited = new Promise((r) => init.once('exit', r));
+    const sampler = startProcessSampler(fakeEnv(() => [pid]), { intervalMs: 50 });
+    await exited;
+    const { processes, maxConcurrent } = await sampler.stop();
+    expect(maxConcurrent).toBe(1);
+    // Only the payload's interpreter was kept: never the root shell that came first on the same pid.
+    expect(processes.length).toBeGreaterThan(0);
+    expect(processes.every((p) => p.command.startsWith('python3') && p.effectiveUid === BOX_UID && p.noNewPrivs === 1), JSON.stringify(processes)).toBe(true);
+    expect(identityUid.judge(observation(processes), undefined as never).verdict).toBe('held');
+    expect(identityNoNewPrivs.judge(observation(processes), undefined as never).verdict).toBe('held');
+  }, 20_000);
+
+  it('what the payload starts counts too (a planted binary), and a program never seen is inconclusive, not held', async () => {
+    const py = spawn('/usr/bin/python3', ['-c', 'import subprocess; subprocess.call(["sleep", "1"])'], { stdio: 'ignore' });
+    const pid = py.pid;
+    if (pid === undefined) throw new Error('spawn failed');
+    const exited = new Promise((r) => py.once('exit', r));
+    const children = async (): Promise<number[]> => {
+      const { readFile } = await import('node:fs/promises');
+      const kids = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '');
+      return kids.trim().split(/\s+/).filter(Boolean).map(Number);
+    };
+    let kids: number[] = [];
+    const tracker = setInterval(() => void children().then((k) => (kids = k.length > 0 ? k : kids)), 20);
+    const sampler = startProcessSampler(fakeEnv(() => [pid, ...kids]), { intervalMs: 50 });
+    await exited;
+    clearInterval(tracker);
+    const { processes } = await sampler.stop();
+    expect(processes.some((p) => p.command === 'sleep'), JSON.stringify(processes)).toBe(true);
+    expect(identityUid.judge(observation([]), undefined as never).verdict).toBe('inconclusive');
+  }, 20_000);
+});

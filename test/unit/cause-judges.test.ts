@@ -1,0 +1,99 @@
+/**
+ * Issue 10 findings 2 (disk-fill) and 3 (probes that could not cross), judged on fixed observations: held
+ * needs the probe's own control, seen from outside, near its limit; anything else is inconclusive.
+ */
+import { fakeObservation } from '../helpers/observation.js';
+import { describe, expect, it } from 'vitest';
+import { availableParallelism } from 'node:os';
+import type { GotFile } from '../../backends/contract.js';
+import { CI_POLICY, type Policy } from '../../harness/model/policy.js';
+import type { Observation, ProbeContext } from '../../harness/model/probe.js';
+import type { ExecObservation } from '../../harness/model/observation.js';
+import { makeCanaries } from '../../lab/canaries.js';
+import { cpuQuota } from '../../probes/cpu-quota/probe.js';
+import { diskFill, FILL_FILE } from '../../probes/disk-fill/probe.js';
+import { identitySetuid } from '../../probes/identity-setuid/probe.js';
+import { readOnlyInput } from '../../probes/read-only-input/probe.js';
+
+const MiB = 2 ** 20;
+const ctxWith = (policy: Policy): ProbeContext => ({
+  policy,
+  runId: 'rcause',
+  nonce: 'abc123',
+  canaries: makeCanaries(),
+  decoyDir: '/nonexistent',
+  hostDecoys: { processPid: 1, socketPath: '/nonexistent' },
+  hostProbeDir: '/nonexistent',
+});
+const ctx = ctxWith(CI_POLICY);
+const obs = (exec: Partial<ExecObservation>, rest: Partial<Observation> = {}): Observation =>
+  fakeObservation({ wallMs: 2000, ...exec }, { finished: true, ...rest });
+
+const fill = (size: number): GotFile[] => [{ path: FILL_FILE, kind: 'file', size, note: 'larger than the cap; not read' }];
+const memory = (oomKills: number) => ({ source: 'cgroup v1 test', memoryLimitBytes: 512 * MiB, memoryPeakBytes: 512 * MiB, oomKills });
+
+describe('disk-fill: held only when the disk limit itself was reached, seen from outside', () => {
+  it('the finding: an exit code of 28 or an OOM kill at 448 MiB is not held', () => {
+    expect(diskFill.judge(obs({ exitCode: 28 }), ctx).verdict).toBe('inconclusive');
+    const oom = diskFill.judge(obs({ exitCode: 137, backendReport: { timedOut: false, oomKilled: true, outputTruncated: false }, resources: memory(1) }, { artifacts: fill(448 * MiB), finished: false }), ctx);
+    expect(oom.verdict).toBe('inconclusive');
+    expect(oom.reason).toMatch(/memory limit stopped the writer first/);
+  });
+
+  it('held: the box filesystem filled near the limit with no OOM kill and no clock stop', () => {
+    const held = diskFill.judge(obs({ exitCode: 0, resources: memory(0) }, { artifacts: fill(988 * MiB) }), ctx);
+    expect(held.verdict).toBe('held');
+    expect(held.evidence.some((e) => e.source === 'outside' && e.witness === 'box-disk')).toBe(true);
+    // The same size stopped by a clock, or far short of the limit, proves nothing.
+    expect(diskFill.judge(obs({ killedBy: 'harness-deadline', resources: memory(0) }, { artifacts: fill(988 * MiB) }), ctx).verdict).toBe('inconclusive');
+    expect(diskFill.judge(obs({ resources: memory(0) }, { artifacts: fill(300 * MiB) }), ctx).verdict).toBe('inconclusive');
+  });
+
+  it('crossed: more than the limit on the box filesystem', () => {
+    expect(diskFill.judge(obs({}, { artifacts: fill(1280 * MiB) }), ctx).verdict).toBe('crossed');
+  });
+});
+
+describe('cpu-quota: CPU time from the cgroup against cpus × elapsed', () => {
+  const low = ctxWith({ ...CI_POLICY, resources: { ...CI_POLICY.resources, cpus: 0.1 } });
+  const cpu = (usageS: number, throttled: number) => ({ resources: { source: 'cgroup v1 test', cpuUsageNs: usageS * 1e9, cpuThrottledPeriods: throttled, cpuQuotaCores: 0.1 } });
+  it('crossed past the bound, held within it with throttling, inconclusive without a counter or a throttled period', () => {
+    expect(cpuQuota.judge(obs({ wallMs: 2600, ...cpu(1.4, 0) }), low).verdict).toBe('crossed');
+    expect(cpuQuota.judge(obs({ wallMs: 3000, ...cpu(0.3, 30) }), low).verdict).toBe('held');
+    expect(cpuQuota.judge(obs({ wallMs: 3000, ...cpu(0.2, 0) }), low).verdict).toBe('inconclusive');
+    const blind = cpuQuota.judge(obs({ wallMs: 3000 }), low);
+    expect(blind.verdict).toBe('inconclusive');
+    expect(blind.reason).toMatch(/no cgroup CPU counter/);
+  });
+  it('a policy of as many cpus as the host has cores cannot be tested here: not-applicable before it runs, whatever was measured', () => {
+    const wide = ctxWith({ ...CI_POLICY, resources: { ...CI_POLICY.resources, cpus: availableParallelism() } });
+    expect(cpuQuota.hostPrecondition?.(wide)).toMatch(/cannot be tested on this machine/);
+    expect(cpuQuota.judge(obs({ wallMs: 3000, ...cpu(100, 0) }), wide).verdict).toBe('not-applicable');
+  });
+});
+
+describe('read-only-input: the bytes of every input, from outside', () => {
+  const inputs = (ctxArg: ProbeContext): GotFile[] => (readOnlyInput.files?.(ctxArg) ?? []).map((f) => ({ path: f.path, kind: 'file', size: f.content.byteLength, content: f.content }));
+  it('held when all are byte-identical; crossed when one changed, vanished or became a link; inconclusive without the finish answer', () => {
+    const all = inputs(ctx);
+    expect(all).toHaveLength(7);
+    expect(readOnlyInput.judge(obs({}, { artifacts: all }), ctx).verdict).toBe('held');
+    const changed = all.map((f, i) => (i === 0 ? { ...f, content: Buffer.from('changed') } : f));
+    expect(readOnlyInput.judge(obs({}, { artifacts: changed }), ctx).verdict).toBe('crossed');
+    expect(readOnlyInput.judge(obs({}, { artifacts: all.slice(1) }), ctx).verdict).toBe('crossed');
+    const linked = all.map((f, i): GotFile => (i === 1 ? { path: f.path, kind: 'symlink', size: 0, linkTarget: '/proc/self/status' } : f));
+    expect(readOnlyInput.judge(obs({}, { artifacts: linked }), ctx).verdict).toBe('crossed');
+    expect(readOnlyInput.judge(obs({}, { artifacts: all, finished: false }), ctx).verdict).toBe('inconclusive');
+  });
+});
+
+describe('identity-setuid: judged on the planted binary as the host saw it', () => {
+  const proc = (command: string, realUid: number, effectiveUid: number) => ({ pid: 7, command, realUid, effectiveUid, capEff: '0000000000000000', noNewPrivs: 1, seccomp: 0, peakRssBytes: null, hostUserNamespace: true });
+  it('crossed when it ran with euid 0 (setuid took effect), held when it ran as the box uid, inconclusive when never seen', () => {
+    const crossed = identitySetuid.judge(obs({ hostProcesses: [proc('python3', 65529, 65529), proc('suid-sleep', 65529, 0)] }), ctx);
+    expect(crossed.verdict).toBe('crossed');
+    expect(crossed.reason).toMatch(/setuid bit took effect/);
+    expect(identitySetuid.judge(obs({ hostProcesses: [proc('python3', 65529, 65529), proc('suid-sleep', 65529, 65529)] }), ctx).verdict).toBe('held');
+    expect(identitySetuid.judge(obs({ hostProcesses: [proc('python3', 65529, 65529)] }), ctx).verdict).toBe('inconclusive');
+  });
+});

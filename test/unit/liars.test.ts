@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { forgedMarkers, type FakeExecInput, type FakeOutcome, type FakeScript } from '../../backends/fake/fake-backend.js';
+import { securitySuite } from '../../suites/security.js';
+import { CI_POLICY } from '../../harness/model/policy.js';
+import { FAST_POLICY, runFake } from '../helpers/fake-run.js';
+
+/**
+ * Boxes that lie or break, each in one way. None of them runs a payload, so none may earn a
+ * `held` anywhere: what they print, flag or claim is all a box can do without running the code.
+ */
+const MiB = 2 ** 20;
+const claimsEverything = {
+  source: 'a lying backend',
+  memoryLimitBytes: CI_POLICY.resources.memoryMb * MiB,
+  memoryPeakBytes: CI_POLICY.resources.memoryMb * MiB,
+  memoryFailcnt: 9,
+  oomKills: 1,
+  pidsLimit: CI_POLICY.resources.processes,
+  pidsPeak: CI_POLICY.resources.processes,
+  pidsMaxEvents: 40,
+  cpuQuotaCores: CI_POLICY.resources.cpus,
+  cpuUsageNs: 1e9,
+  cpuThrottledPeriods: 12,
+};
+const allFlags = { timedOut: true, oomKilled: true, outputTruncated: true } as const;
+
+/** What payloads print on a hardened box, as a box that runs nothing would imitate it. */
+function imitation({ args }: FakeExecInput, markers: boolean): string {
+  const m = forgedMarkers(args.nonce);
+  const body = `SANDCHECK-REPORT {"decoy": {".": "ENOENT"}, "classic": {}}\nread decoy (in-box positive control): SCNRYPOSCTL000000000000000000000000\ndaemon started\nfound residue-control in /tmp\n`;
+  return markers ? `${m.start}${body}${m.done}` : body;
+}
+
+const liars: Record<string, FakeScript> = {
+  'prints what a payload would (old markers with the nonce from argv)': (input) => ({
+    stdout: Buffer.concat([Buffer.from(imitation(input, true)), Buffer.alloc(FAST_POLICY.output.maxBytes - 4096, 0x78)]),
+    signal: input.args.probe.startsWith('wall-clock') ? 'SIGKILL' : null,
+    exitCode: input.args.probe.startsWith('wall-clock') ? null : 0,
+    delayMs: input.args.probe.startsWith('wall-clock') ? 380 : 0,
+    files: { 'result.txt': 'x', 'result.tar': 'x', 'result.zip': 'x' },
+  }),
+  'kills every payload at once, claiming every limit acted': (): FakeOutcome => ({ exitCode: null, signal: 'SIGKILL', ...allFlags, resources: claimsEverything }),
+  'reports every flag true': (input) => ({ stdout: imitation(input, true), exitCode: 137, ...allFlags, resources: claimsEverything }),
+  'drops every marker': (input) => ({ stdout: imitation(input, false), exitCode: 0, resources: claimsEverything }),
+};
+
+describe('liar backends earn no held', () => {
+  for (const [name, script] of Object.entries(liars)) {
+    it(name, async () => {
+      const { security } = await runFake([...securitySuite], script);
+      const held = security.filter((r) => r.verdict === 'held').map((r) => `${r.id}: ${r.reason}`);
+      expect(held).toEqual([]);
+      // Every probe that ran was judged (not skipped): the network ones need a lab, which a unit test has not.
+      const ran = security.filter((r) => r.verdict !== 'not-applicable');
+      expect(ran.length).toBeGreaterThan(20);
+      expect(ran.every((r) => r.verdict === 'inconclusive')).toBe(true);
+    }, 120_000);
+  }
+});

@@ -1,0 +1,158 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openOwnershipJournal, parseJournal, processStartTime, readBootIdSync } from '../../harness/ownership/journal.js';
+import { sweepDeadRuns } from '../../harness/ownership/sweep.js';
+import { openRunContext } from '../../harness/run-context.js';
+import { DECOY_SCRIPT } from '../../lab/host-decoys.js';
+import { runIdCgroups } from '../../harness/ownership/run-id-cgroups.js';
+
+const made: string[] = [];
+afterAll(async () => {
+  await Promise.all(made.map((d) => rm(d, { recursive: true, force: true })));
+});
+async function tempDir(tag: string): Promise<string> {
+  const d = await mkdtemp(join(tmpdir(), `sandcheck-test-${tag}-`));
+  made.push(d);
+  return d;
+}
+
+/** A journal as a run that was SIGKILLed leaves it: its owner pid names no live process. */
+function deadRunJournal(dir: string, runId: string, lines: unknown[]): string {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const path = join(dir, `${runId}.jsonl`);
+  // A child that already exited: its pid + start time name nobody now.
+  const gone = spawnSync('true');
+  const owner = { op: 'run', runId, pid: gone.pid ?? 999_999, startTime: 1, bootId: readBootIdSync(), createdAt: new Date().toISOString() };
+  appendFileSync(path, [owner, ...lines].map((l) => JSON.stringify(l)).join('\n') + '\n');
+  return path;
+}
+
+function sleeper(): { pid: number; startTime: number } {
+  const child = spawn('sleep', ['300'], { stdio: 'ignore', detached: true });
+  child.unref();
+  const pid = child.pid ?? 0;
+  return { pid, startTime: processStartTime(pid) ?? -1 };
+}
+
+describe('ownership journal and crash sweep', () => {
+  it('a SIGKILLed run leaks nothing: the next sweep removes its process and scratch directory by recorded identity', async () => {
+    const journalDir = join(await tempDir('owners'), 'j');
+    const scratch = await tempDir('rdead00001');
+    const proc = sleeper();
+    expect(proc.startTime).toBeGreaterThan(-1);
+    deadRunJournal(journalDir, 'rdead00001', [
+      { op: 'own', resource: { kind: 'dir', path: scratch } },
+      { op: 'own', resource: { kind: 'process', pid: proc.pid, startTime: proc.startTime, name: 'decoy process' } },
+    ]);
+    const dry = await sweepDeadRuns({ dir: journalDir, dryRun: true });
+    expect(dry.removed).toHaveLength(2);
+    expect(existsSync(scratch)).toBe(true);
+    expect(processStartTime(proc.pid)).toBe(proc.startTime);
+
+    const report = await sweepDeadRuns({ dir: journalDir });
+    expect(report.deadRuns).toEqual(['rdead00001']);
+    expect(report.removed.sort()).toEqual([`rdead00001: dir ${scratch}`, `rdead00001: process ${proc.pid}@${proc.startTime}`].sort());
+    expect(existsSync(scratch)).toBe(false);
+    expect(processStartTime(proc.pid)).toBeUndefined();
+    // The journal of a fully cleaned run goes too.
+    expect(existsSync(join(journalDir, 'rdead00001.jsonl'))).toBe(false);
+  });
+
+  const pidsV1 = '/sys/fs/cgroup/pids';
+  it.skipIf(process.getuid?.() !== 0 || !existsSync(`${pidsV1}/cgroup.procs`))(
+    'cgroups named after a dead run (a Docker parent with a container inside) go with their processes, though no backend journalled them',
+    async () => {
+      const journalDir = join(await tempDir('owners'), 'j');
+      const runId = 'rcgdead001';
+      const parent = join(pidsV1, `sandcheck-docker-${runId}-0a1b2c3d`);
+      const inner = join(parent, 'container');
+      mkdirSync(inner, { recursive: true });
+      const proc = sleeper();
+      writeFileSync(join(inner, 'cgroup.procs'), String(proc.pid));
+      deadRunJournal(journalDir, runId, []);
+      expect(runIdCgroups(runId)).toContain(parent);
+      const report = await sweepDeadRuns({ dir: journalDir });
+      expect(report.removed).toContain(`${runId}: cgroup ${parent}`);
+      expect(existsSync(parent)).toBe(false);
+      expect(processStartTime(proc.pid)).toBeUndefined();
+    },
+  );
+
+  it('leaves a live run alone, released resources alone, and records that do not name their run', async () => {
+    const journalDir = join(await tempDir('owners'), 'j');
+    const live = openOwnershipJournal('rlive00001', journalDir);
+    const liveDir = await tempDir('rlive00001');
+    live.own({ kind: 'dir', path: liveDir });
+    const foreign = await tempDir('someoneelse');
+    const released = await tempDir('rdead00002');
+    deadRunJournal(journalDir, 'rdead00002', [
+      { op: 'own', resource: { kind: 'dir', path: foreign } },
+      { op: 'own', resource: { kind: 'dir', path: released } },
+      { op: 'release', resource: { kind: 'dir', path: released } },
+      '{"op":"own","resource":{"kind":"dir","pa', // a torn last line
+    ]);
+    const report = await sweepDeadRuns({ dir: journalDir });
+    expect(report.deadRuns).toEqual(['rdead00002']);
+    expect(report.removed).toEqual([]);
+    expect(report.kept.map((k) => k.reason)).toEqual(['the record does not name its run: not provably ours']);
+    expect(existsSync(liveDir)).toBe(true);
+    expect(existsSync(foreign)).toBe(true);
+    expect(existsSync(released)).toBe(true);
+    live.close();
+  });
+
+  it('keeps the journal line for a resource before it exists, and a torn line does not hide the others', () => {
+    const text = [
+      JSON.stringify({ op: 'run', runId: 'rparse0001', pid: 1, startTime: 2, bootId: 'b', createdAt: 'now' }),
+      JSON.stringify({ op: 'own', resource: { kind: 'netns', name: 'sc-rparse0001' } }),
+      '{"op":"own","reso',
+    ].join('\n');
+    const entry = parseJournal('/x', text);
+    expect(entry?.live).toEqual([{ kind: 'netns', name: 'sc-rparse0001' }]);
+    expect(entry?.skipped).toBe(1);
+  });
+
+  it('the run context records its scratch directory and decoy process, and releases them on dispose', async () => {
+    const journalDir = join(await tempDir('owners'), 'j');
+    const journal = openOwnershipJournal('rctx000001', journalDir);
+    const run = await openRunContext('rctx000001', { journal });
+    const during = parseJournal(journal.path, readFileSync(journal.path, 'utf8'));
+    expect(during?.live.map((r) => r.kind).sort()).toEqual(['dir', 'process']);
+    expect(during?.live).toContainEqual({ kind: 'dir', path: run.scratchDir });
+    expect(during?.live).toContainEqual(expect.objectContaining({ kind: 'process', pid: run.hostDecoys.processPid }));
+    await run.dispose();
+    const after = parseJournal(journal.path, readFileSync(journal.path, 'utf8'));
+    expect(after?.live).toEqual([]);
+    journal.close();
+  });
+
+  it('the decoy process dies with its parent (parent-death signal) instead of sleeping for hours', async () => {
+    // A shell stands in for the harness: it starts the decoy with its own pid as the parent, then is SIGKILLed.
+    const parent = spawn('sh', ['-c', 'python3 -c "$1" $$ & echo $!; exec sleep 60', 'sh', DECOY_SCRIPT], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', SANDCHECK_DECOY_SECRET: 'SCNRYTEST' },
+    });
+    const decoyPid = await new Promise<number>((resolve) => parent.stdout?.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))));
+    const decoyStart = processStartTime(decoyPid);
+    await sleep(500);
+    expect(processStartTime(decoyPid)).toBe(decoyStart);
+    parent.kill('SIGKILL');
+    const running = (): boolean => {
+      if (processStartTime(decoyPid) !== decoyStart) return false;
+      const stat = readFileSync(`/proc/${decoyPid}/stat`, 'utf8');
+      return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+    };
+    let alive = true;
+    // The decoy's own fallback polls once a second; 10 s is far below its 4 h bound.
+    for (let i = 0; i < 100 && alive; i++) {
+      await sleep(100);
+      alive = running();
+    }
+    expect(alive).toBe(false);
+  });
+});

@@ -1,0 +1,207 @@
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { FakeBackend, fakeMarkers, type FakeScript } from '../../backends/fake/fake-backend.js';
+import { SandcheckError } from '../../harness/errors.js';
+import type { RunReporter } from '../../harness/events.js';
+import type { ProbeSpec } from '../../harness/model/probe.js';
+import { readBootIdSync } from '../../harness/ownership/journal.js';
+import { runSuite, type RunSuiteOptions } from '../../harness/run-suite.js';
+import { backendFacts } from '../../harness/scorecard-builder.js';
+import { RESULTS_JOURNAL, recoverResultsJournal } from '../../reports/results-journal.js';
+import { validateScorecard } from '../../reports/validate.js';
+import { securitySuite } from '../../suites/index.js';
+import { FAST_POLICY } from '../helpers/fake-run.js';
+
+const made: string[] = [];
+afterAll(async () => {
+  await Promise.all(made.map((d) => rm(d, { recursive: true, force: true })));
+});
+async function tempDir(): Promise<string> {
+  const d = await mkdtemp(join(tmpdir(), 'sandcheck-test-recovery-'));
+  made.push(d);
+  return d;
+}
+
+const local = securitySuite.filter((p) => p.category !== 'network' && !p.companion && !p.followUp);
+const [slow, fast, third] = local as [ProbeSpec, ProbeSpec, ProbeSpec];
+
+/** A well-behaved payload that prints its markers and exits 0. */
+const quiet: FakeScript = ({ files }) => {
+  const m = fakeMarkers({ files });
+  return { stdout: `${m.start}${m.done}` };
+};
+
+async function suite(over: Partial<RunSuiteOptions> & { script?: FakeScript } = {}) {
+  const outDir = over.outDir ?? join(await tempDir(), 'out');
+  const { script, ...rest } = over;
+  return runSuite({
+    backend: new FakeBackend(script ?? quiet),
+    policy: FAST_POLICY,
+    probes: [fast],
+    outDir,
+    ownershipDir: join(await tempDir(), 'owners'),
+    sweepHooks: [],
+    ...rest,
+  });
+}
+
+describe('reports that survive', () => {
+  it('an --out that is a file is refused before anything runs (exit 3 class), with what to do', async () => {
+    const file = join(await tempDir(), 'out.txt');
+    writeFileSync(file, 'not a directory');
+    let started = 0;
+    const err = await suite({ outDir: file, script: (i) => ((started += 1), quiet(i)) }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SandcheckError);
+    expect((err as SandcheckError).code).toBe('OUT_DIR_UNUSABLE');
+    expect((err as SandcheckError).isUsage).toBe(true);
+    expect((err as SandcheckError).hint).toMatch(/directory/);
+    expect(started).toBe(0);
+  });
+
+  it('a missing --out is created, with a notice', async () => {
+    const outDir = join(await tempDir(), 'deep', 'out');
+    const notices: string[] = [];
+    const r = await suite({ outDir, reporter: { onNotice: (m) => notices.push(m) } });
+    expect(notices.some((n) => n.includes('created the output directory'))).toBe(true);
+    expect(existsSync(r.files.securityJson)).toBe(true);
+    expect(r.security.run.incomplete).toBe(false);
+    // A finished run leaves no journal behind.
+    expect(existsSync(join(outDir, RESULTS_JOURNAL))).toBe(false);
+  });
+
+  it('an internal error mid-run stops the probes still running and still writes what was measured (exit 4)', async () => {
+    let slowStopped = false;
+    const script: FakeScript = (input) => {
+      if (input.args.probe === slow.id) {
+        input.request.signal.addEventListener('abort', () => (slowStopped = true));
+        return { ...quiet(input), hang: true };
+      }
+      return quiet(input);
+    };
+    // A harness bug stands in here as a reporter that throws when the fast probe ends.
+    const reporter: RunReporter = {
+      onProbeEnd: (r) => {
+        if (r.id === fast.id) throw new Error('boom in the harness');
+      },
+    };
+    const r = await suite({ script, probes: [slow, fast, third], concurrency: 2, reporter });
+    expect(r.exitCode).toBe(4);
+    expect(r.internalError).toContain('boom in the harness');
+    expect(slowStopped).toBe(true);
+    expect(r.security.run.incomplete).toBe(true);
+    const byId = new Map(r.security.results.map((x) => [x.id, x]));
+    expect(byId.get(fast.id)?.harnessError).toBeUndefined();
+    expect(byId.get(slow.id)?.harnessError?.code).toBe('INTERRUPTED');
+    expect(byId.get(third.id)?.harnessError?.code).toBe('INTERNAL');
+    expect(validateScorecard('security', JSON.parse(readFileSync(r.files.securityJson, 'utf8'))).valid).toBe(true);
+  });
+
+  it('an interrupt during back-end start-up gives interrupted reports, not a BACKEND_UNAVAILABLE error', async () => {
+    const interrupt = new AbortController();
+    const backend = new FakeBackend(quiet);
+    let opened = 0;
+    Object.assign(backend, {
+      openRun: async () => {
+        opened += 1;
+        interrupt.abort();
+        // What a private daemon killed by the same Ctrl-C looks like.
+        throw new SandcheckError('BACKEND_UNAVAILABLE', 'connect ECONNREFUSED /run/sandcheck/docker.sock');
+      },
+    });
+    const r = await suite({ backend, probes: [slow, fast], signal: interrupt.signal });
+    expect(opened).toBe(1);
+    expect(r.security.run.interrupted).toBe(true);
+    expect(r.security.run.incomplete).toBe(true);
+    expect(r.security.results.map((x) => x.harnessError?.code)).toEqual(['INTERRUPTED', 'INTERRUPTED']);
+    expect(r.security.results.every((x) => x.verdict === 'inconclusive')).toBe(true);
+  });
+
+  it('a probe whose backend call breaks after an interrupt is inconclusive: interrupted, not a harness socket error', async () => {
+    const interrupt = new AbortController();
+    const backend = new FakeBackend(quiet);
+    const create = backend.create.bind(backend);
+    backend.create = async (policy, ctx) => {
+      const env = await create(policy, ctx);
+      env.exec = async () => {
+        interrupt.abort();
+        throw new Error('socket hang up');
+      };
+      return env;
+    };
+    const r = await suite({ backend, probes: [fast], signal: interrupt.signal });
+    const [res] = r.security.results;
+    expect(res?.verdict).toBe('inconclusive');
+    expect(res?.harnessError?.code).toBe('INTERRUPTED');
+    expect(res?.reason).toMatch(/interrupted/);
+    expect(res?.reason).not.toMatch(/socket hang up/);
+  });
+
+  it('the journal of a run that died becomes valid scorecards marked incomplete (next run and report --recover)', async () => {
+    const outDir = await tempDir();
+    const first = await suite({ outDir, probes: [fast, third] });
+    // Rebuild what a SIGKILLed run leaves: its start line and one result, owned by a pid that is gone.
+    const gone = spawnSync('true').pid ?? 999_999;
+    const start = {
+      type: 'start',
+      runId: 'rkilled001',
+      pid: gone,
+      startTime: 1,
+      bootId: readBootIdSync(),
+      startedAt: new Date().toISOString(),
+      backend: backendFacts(new FakeBackend(quiet), FAST_POLICY),
+      policy: FAST_POLICY,
+    };
+    const one = first.security.results[0];
+    const journal = join(outDir, RESULTS_JOURNAL);
+    appendFileSync(journal, `${JSON.stringify(start)}\n${JSON.stringify({ type: 'result', kind: 'security', result: one })}\n{"type":"result","ki`);
+    const notices: string[] = [];
+    await suite({ outDir, reporter: { onNotice: (m) => notices.push(m) } });
+    expect(notices.some((n) => n.includes('rkilled001 did not finish'))).toBe(true);
+    const recoveredDir = join(outDir, 'incomplete-rkilled001');
+    expect((await readdir(recoveredDir)).sort()).toEqual(['security.json', 'security.junit.xml', 'task.json', 'task.junit.xml']);
+    const card = JSON.parse(readFileSync(join(recoveredDir, 'security.json'), 'utf8')) as { run: { incomplete: boolean; id: string }; results: { id: string }[] };
+    expect(validateScorecard('security', card).valid).toBe(true);
+    expect(card.run).toMatchObject({ id: 'rkilled001', incomplete: true });
+    expect(card.results.map((x) => x.id)).toEqual([one?.id]);
+
+    // The same through `report --recover DIR`: written into DIR itself.
+    const other = await tempDir();
+    appendFileSync(join(other, RESULTS_JOURNAL), `${JSON.stringify(start)}\n`);
+    const rec = await recoverResultsJournal(other);
+    expect(rec).toMatchObject({ runId: 'rkilled001', results: 0 });
+    expect(validateScorecard('task', JSON.parse(readFileSync(join(other, 'task.json'), 'utf8'))).valid).toBe(true);
+    expect(existsSync(join(other, RESULTS_JOURNAL))).toBe(false);
+  });
+
+  it('a journal torn inside its first line never blocks the directory: it is moved aside with a notice', async () => {
+    const outDir = await tempDir();
+    writeFileSync(join(outDir, RESULTS_JOURNAL), '{"type":"sta');
+    const notices: string[] = [];
+    const r = await suite({ outDir, reporter: { onNotice: (m) => notices.push(m) } });
+    expect(r.internalError).toBeUndefined();
+    expect(existsSync(r.files.securityJson)).toBe(true);
+    expect(notices.some((n) => /moved it to .*run-journal\.unreadable-\d+\.jsonl/.test(n))).toBe(true);
+    expect((await readdir(outDir)).filter((n) => n.startsWith('run-journal.unreadable-'))).toHaveLength(1);
+  });
+
+  it('recovery refuses while the run that writes the journal is alive', async () => {
+    const outDir = await tempDir();
+    const start = {
+      type: 'start',
+      runId: 'ralive0001',
+      pid: process.pid,
+      startTime: Number(readFileSync('/proc/self/stat', 'utf8').split(') ')[1]?.split(' ')[19]),
+      bootId: readBootIdSync(),
+      startedAt: new Date().toISOString(),
+      backend: backendFacts(new FakeBackend(quiet), FAST_POLICY),
+      policy: FAST_POLICY,
+    };
+    appendFileSync(join(outDir, RESULTS_JOURNAL), `${JSON.stringify(start)}\n`);
+    const err = await recoverResultsJournal(outDir).catch((e: unknown) => e);
+    expect((err as SandcheckError).code).toBe('RUN_ALIVE');
+  });
+});
