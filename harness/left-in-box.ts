@@ -42,10 +42,12 @@ async function readNoFollow(path: string): Promise<Buffer | undefined> {
   let fh;
   try {
     fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-    if (!(await fh.stat()).isFile()) return undefined;
-    const buf = Buffer.alloc(MAX_BYTES_PER_FILE);
-    const { bytesRead } = await fh.read(buf, 0, MAX_BYTES_PER_FILE, 0);
-    return buf.subarray(0, bytesRead);
+    const st = await fh.stat();
+    if (!st.isFile()) return undefined;
+    const size = Math.min(st.size, MAX_BYTES_PER_FILE);
+    const buf = Buffer.alloc(size);
+    const { bytesRead } = await fh.read(buf, 0, size, 0);
+    return bytesRead === size ? buf : Buffer.from(buf.subarray(0, bytesRead));
   } catch {
     return undefined;
   } finally {
