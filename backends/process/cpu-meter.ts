@@ -1,7 +1,8 @@
-import { mkdir, readFile, rmdir } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rmdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 
 const CPUACCT_ROOT = '/sys/fs/cgroup/cpuacct';
+const PREFIX = 'sandcheck-ctl-';
 
 /**
  * Measurement only, no limit: a cgroup v1 cpuacct group per environment of the control, so CPU time
@@ -18,7 +19,7 @@ export class CpuMeter {
   async ensure(): Promise<string | undefined> {
     if (this.tried) return this.dir;
     this.tried = true;
-    const dir = join(CPUACCT_ROOT, `sandcheck-ctl-${this.name}`);
+    const dir = join(CPUACCT_ROOT, `${PREFIX}${this.name}`);
     try {
       await mkdir(dir);
       this.dir = dir;
@@ -49,10 +50,39 @@ export class CpuMeter {
     if (this.dir === undefined) return;
     const dir = this.dir;
     this.dir = undefined;
-    // Killed processes leave the group when they are reaped: a few tries.
-    for (let i = 0; i < 20; i++) {
+    // Whatever is still inside is this environment's own (it joined through wrap()); killed processes leave when reaped.
+    for (const pid of await groupPids(dir)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    for (let i = 0; i < 40; i++) {
       if (await rmdir(dir).then(() => true, (err: NodeJS.ErrnoException) => err.code === 'ENOENT')) return;
       await new Promise((r) => setTimeout(r, 50));
     }
   }
+}
+
+async function groupPids(dir: string): Promise<number[]> {
+  const text = await readFile(join(dir, 'cgroup.procs'), 'utf8').catch(() => '');
+  return text.split('\n').filter((l) => /^\d+$/.test(l)).map(Number);
+}
+
+/**
+ * Crash recovery for the control's measurement groups: an empty `sandcheck-ctl-*` group older than
+ * `maxAgeMs` (each lives for one environment, seconds) is removed. An empty group holds nothing to
+ * kill, so only emptiness and age are needed, never a name pattern alone.
+ */
+export async function sweepEmptyCpuMeters(maxAgeMs = 10 * 60_000): Promise<string[]> {
+  const removed: string[] = [];
+  for (const name of await readdir(CPUACCT_ROOT).catch(() => [] as string[])) {
+    if (!name.startsWith(PREFIX)) continue;
+    const dir = join(CPUACCT_ROOT, name);
+    const st = await stat(dir).catch(() => undefined);
+    if (!st || Date.now() - st.mtimeMs < maxAgeMs || (await groupPids(dir)).length > 0) continue;
+    if (await rmdir(dir).then(() => true, () => false)) removed.push(`cgroup v1 cpuacct ${name}`);
+  }
+  return removed;
 }

@@ -35,6 +35,13 @@ export function defaultSweepHooks(): SweepHook[] {
       },
     },
     {
+      name: 'process control cpu groups',
+      async sweep() {
+        const { sweepEmptyCpuMeters } = await import('../../backends/process/cpu-meter.js');
+        return { removed: await sweepEmptyCpuMeters() };
+      },
+    },
+    {
       name: 'docker disk workspaces',
       async sweep() {
         if (!existsSync(DOCKER_DISK_ROOT)) return { removed: [] };
