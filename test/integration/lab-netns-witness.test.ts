@@ -87,8 +87,9 @@ describe.skipIf(!support.available)(`lab witnesses: proof of life, saturation, m
     await sleep(300);
     await lab.proveWitness();
     const flooded = lab.trafficBetween(from, Date.now());
-    expect(flooded.witness.saturated, JSON.stringify(flooded.witness)).toBe(true);
-    expect(flooded.witness.notes.join(" ")).toMatch(/decoy log was full|packet capture was full/);
+    // The flood blinds its own window one way or the other: records past the bounds, or packets the kernel dropped.
+    expect(flooded.witness.saturated || flooded.witness.dropped > 0, JSON.stringify(flooded.witness)).toBe(true);
+    expect(flooded.witness.notes.join(' ')).toMatch(/decoy log was full|packet capture was full|packets lost/);
 
     await sleep(50);
     const next = Date.now();
