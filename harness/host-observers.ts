@@ -1,5 +1,5 @@
 import { readFile, readlink, stat } from 'node:fs/promises';
-import type { Environment, GotFile } from '../backends/contract.js';
+import type { Environment } from '../backends/contract.js';
 import type { Observation } from './model/probe.js';
 import { readProcessIdentity, type ProcessIdentity } from '../lab/host-process.js';
 
@@ -111,14 +111,4 @@ export async function watchHeartbeat(path: string): Promise<Observation['heartbe
   if (afterDestroyBytes < 0) return undefined;
   await new Promise((r) => setTimeout(r, 1200));
   return { afterDestroyBytes, laterBytes: await size() };
-}
-
-export function scanArtifacts(files: readonly GotFile[], values: readonly string[]): { path: string; value: string }[] {
-  const hits: { path: string; value: string }[] = [];
-  for (const f of files) {
-    if (!f.content) continue;
-    const buf = Buffer.from(f.content);
-    for (const v of values) if (buf.includes(v)) hits.push({ path: f.path, value: v });
-  }
-  return hits;
 }

@@ -12,6 +12,7 @@ import { startProcessSampler } from '../../harness/host-observers.js';
 import type { ExecObservation } from '../../harness/model/observation.js';
 import type { Observation } from '../../harness/model/probe.js';
 import { identityNoNewPrivs, identityUid } from '../../probes/identity-uid/probe.js';
+import { fakeObservation } from '../helpers/observation.js';
 
 const root = process.getuid?.() === 0;
 const setpriv = await findBinary('setpriv');
@@ -29,29 +30,9 @@ function fakeEnv(pids: () => number[]): Environment {
   };
 }
 
+/** What the sampler recorded, as a judge sees it: a payload that answered its challenge and finished. */
 function observation(hostProcesses: ExecObservation['hostProcesses']): Observation {
-  const capture = { bytes: 0, sha256: '', truncated: false, headBase64: '', tailBase64: '', preview: '' };
-  return {
-    exec: {
-      exitCode: 0,
-      signal: null,
-      wallMs: 1000,
-      harnessDeadlineMs: 7000,
-      killedBy: 'none',
-      backendReport: { timedOut: false, oomKilled: false, outputTruncated: false },
-      stdout: capture,
-      stderr: capture,
-      ...(hostProcesses ? { hostProcesses } : {}),
-    },
-    attempted: true,
-    finished: true,
-    token: (kind: string) => kind,
-    canaryHits: [],
-    artifacts: [],
-    leftovers: [],
-    survivors: [],
-    socketContacts: 0,
-  };
+  return fakeObservation(hostProcesses ? { hostProcesses } : {}, { finished: true });
 }
 
 describe.skipIf(SKIP !== undefined)(`process sampler: the box's own program, not the runtime's init${SKIP ? ` (skipped: ${SKIP})` : ''}`, () => {
