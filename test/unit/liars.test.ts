@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { forgedMarkers, type FakeExecInput, type FakeOutcome, type FakeScript } from '../../backends/fake/fake-backend.js';
+import { fakeMarkers, forgedMarkers, type FakeExecInput, type FakeOutcome, type FakeScript } from '../../backends/fake/fake-backend.js';
 import { securitySuite } from '../../suites/security.js';
 import { CI_POLICY } from '../../harness/model/policy.js';
 import { FAST_POLICY, runFake } from '../helpers/fake-run.js';
@@ -56,4 +56,22 @@ describe('liar backends earn no held', () => {
       expect(ran.every((r) => r.verdict === 'inconclusive')).toBe(true);
     }, 120_000);
   }
+});
+
+describe('a box that answers from a cache earns no held', () => {
+  it('replaying a previous execution\'s output (its challenge answers included) is inconclusive everywhere', async () => {
+    const cache = new Map<string, string>();
+    // First run: output that answers each execution's challenge, as a payload that ran would print it.
+    await runFake([...securitySuite], ({ args, files }) => {
+      const m = fakeMarkers({ files });
+      const control = Buffer.from(files.get('sandcheck-control') ?? '').toString();
+      const out = `${m.start}read decoy (in-box positive control): ${control}\n${m.done}`;
+      cache.set(args.probe, out);
+      return { stdout: out, exitCode: 0 };
+    });
+    // Second run: the cached bytes, whatever this execution's challenge is.
+    const { security } = await runFake([...securitySuite], ({ args }) => ({ stdout: cache.get(args.probe) ?? '', exitCode: 0 }));
+    expect(security.filter((r) => r.verdict === 'held').map((r) => `${r.id}: ${r.reason}`)).toEqual([]);
+    expect(security.filter((r) => r.verdict !== 'not-applicable').every((r) => r.verdict === 'inconclusive')).toBe(true);
+  }, 120_000);
 });
