@@ -76,6 +76,8 @@ function adopt(err: unknown): unknown {
 
 function adopted(b: Backend): Backend {
   const openRun = b.openRun?.bind(b);
+  const prepare = b.prepare?.bind(b);
+  const dispose = b.dispose?.bind(b);
   return {
     name: b.name,
     description: b.description,
@@ -83,5 +85,7 @@ function adopted(b: Backend): Backend {
     preflight: () => Promise.resolve().then(() => b.preflight()).catch((err: unknown) => Promise.reject(adopt(err))),
     create: (policy, ctx) => Promise.resolve().then(() => b.create(policy, ctx)).catch((err: unknown) => Promise.reject(adopt(err))),
     ...(openRun ? { openRun } : {}),
+    ...(prepare ? { prepare: (policy: Parameters<typeof prepare>[0]) => Promise.resolve().then(() => prepare(policy)).catch((err: unknown) => Promise.reject(adopt(err))) } : {}),
+    ...(dispose ? { dispose } : {}),
   };
 }

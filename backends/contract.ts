@@ -150,6 +150,11 @@ export interface Environment {
 export interface Backend {
   readonly name: string;
   readonly description: string;
+  /**
+   * Called with the run's policy before capabilities() (optional): an adapter whose claims must be asked
+   * of something else (an rpc adapter process, a vendor's API) fetches them here. Idempotent.
+   */
+  prepare?(policy: Policy): Promise<void>;
   capabilities(policy: Policy): Capabilities;
   /** Throws SandcheckError('BACKEND_UNAVAILABLE') with a hint when it cannot run here. */
   preflight(): Promise<void>;
@@ -159,6 +164,8 @@ export interface Backend {
    * close() is called after the last environment is destroyed and before the lab goes.
    */
   openRun?(ctx: { runId: string; lab?: LabHandle; controllerEnv?: Readonly<Record<string, string>> }): Promise<{ close(): Promise<Leftovers> }>;
+  /** Called once when the harness is done with the backend (optional): end what load started (an adapter process). */
+  dispose?(): Promise<void>;
 }
 
 export type BackendFactory = () => Promise<Backend>;

@@ -66,10 +66,12 @@ export function isBuiltinBackend(name: string): boolean {
 }
 
 /**
- * A built-in backend by name; any other value is a module path or package name whose default
- * export is the adapter factory (see docs/adapters.md).
+ * A built-in backend by name; `rpc:<command>` an adapter process in any language (docs/rpc-protocol.md);
+ * any other value is a module path or package name whose default export is the adapter factory
+ * (docs/adapters.md).
  */
 export async function loadBackend(name: string, options?: unknown): Promise<Backend> {
+  if (name.startsWith('rpc:')) return (await import('./rpc/index.js')).createRpcBackend(name, options);
   const entry = isBuiltinBackend(name) ? REGISTRY[name] : undefined;
   if (!entry) {
     if (name.trim() === '') throw new SandcheckError('BACKEND_UNKNOWN', 'empty backend name', { hint: `choose one of: ${backendNames().join(', ')}, or a module path` });

@@ -12,6 +12,10 @@ export type SandcheckErrorCode =
   // module adapters (--backend <path or package>)
   | 'ADAPTER_INVALID'
   | 'ADAPTER_CHECK_FAILED'
+  // rpc adapters (--backend rpc:<command>)
+  | 'ADAPTER_UNRESPONSIVE'
+  | 'ADAPTER_PROTOCOL'
+  | 'ADAPTER_ERROR'
   // crash recovery and reports (issue 16)
   | 'OUT_DIR_UNUSABLE'
   | 'INTERNAL'

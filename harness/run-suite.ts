@@ -111,6 +111,8 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
   for (const r of swept.removed) notice(`removed a leftover of a run that died: ${r}`);
   for (const k of swept.kept) notice(`left a leftover of a run that died: ${k.what}: ${k.reason}`);
 
+  // Claims asked of the adapter itself (an rpc process) are fetched before anything reads them.
+  await opts.backend.prepare?.(opts.policy);
   const results = openResultsJournal(opts.outDir, { runId, startedAt, backend: backendFacts(opts.backend, opts.policy), policy: opts.policy });
   // Stops the probes still running when the harness itself fails; an interrupt comes through opts.signal.
   const stop = new AbortController();

@@ -6,6 +6,7 @@ import { AdapterCheckReportSchema } from '../adapter/check/model.js';
 import { commandBackendJsonSchemas } from '../backends/command/json-schema.js';
 import { dockerContainerJsonSchemas } from '../backends/docker/json-schema.js';
 import { exporterJsonSchemas } from '../harness/export/json-schema.js';
+import { rpcProtocolJsonSchemas } from '../backends/rpc/protocol.js';
 
 /** JSON Schemas generated from the zod schemas: the published contract of the JSON reports. */
 export function generatedSchemas(): Record<string, unknown> {
@@ -18,5 +19,6 @@ export function generatedSchemas(): Record<string, unknown> {
     ...commandBackendJsonSchemas(),
     ...dockerContainerJsonSchemas(),
     ...exporterJsonSchemas(),
+    ...rpcProtocolJsonSchemas(),
   };
 }

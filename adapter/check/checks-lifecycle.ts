@@ -100,8 +100,9 @@ print('spawned', flush=True)
 
 export async function destroyLeavesNothing(s: CheckSession): Promise<CheckOutcome> {
   const marker = s.nonce('daemon');
-  const watch = watchForProcess(marker);
   const env = await s.create();
+  // Started once the environment exists: a create() that throws must not leave the watch polling forever.
+  const watch = watchForProcess(marker);
   let r;
   let seen: boolean;
   let aliveBeforeDestroy: boolean;

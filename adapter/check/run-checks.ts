@@ -87,6 +87,7 @@ export async function checkAdapter(backend: Backend, options: AdapterCheckOption
     const t0 = performance.now();
     let preflightError: string | undefined;
     try {
+      await backend.prepare?.(options.policy);
       await backend.preflight();
     } catch (err) {
       preflightError = `preflight() threw: ${errorMessage(err)}`;

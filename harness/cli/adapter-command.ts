@@ -21,12 +21,17 @@ export async function adapterCheckCommand(opts: AdapterCheckCommandOptions): Pro
   const policy = await loadPolicy(opts.policy);
   const options = opts.backendConfig ? await readConfigFile(opts.backendConfig) : undefined;
   const backend = await loadBackend(opts.backend, options);
-  const report = await checkAdapter(backend, {
-    policy,
-    source: isBuiltinBackend(opts.backend) ? `built-in ${opts.backend}` : opts.backend,
-    // Live progress on a terminal only: the full report follows on stdout.
-    ...(opts.json || !process.stderr.isTTY ? {} : { onCheck: (r) => process.stderr.write(`${checkLine(r)}\n`) }),
-  });
+  let report: AdapterCheckReport;
+  try {
+    report = await checkAdapter(backend, {
+      policy,
+      source: isBuiltinBackend(opts.backend) ? `built-in ${opts.backend}` : opts.backend,
+      // Live progress on a terminal only: the full report follows on stdout.
+      ...(opts.json || !process.stderr.isTTY ? {} : { onCheck: (r) => process.stderr.write(`${checkLine(r)}\n`) }),
+    });
+  } finally {
+    await backend.dispose?.();
+  }
   const files = opts.out ? await writeCheckReports(opts.out, report) : undefined;
   if (opts.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   else {

@@ -91,6 +91,7 @@ async function runCommand(opts: {
       backend = chosen.backend;
       if (chosen.fallbackReason) reporter.onNotice?.(`bwrap is not usable here (${chosen.fallbackReason}); falling back to the process control. Run \`sandcheck doctor\` to see what to install.`);
     }
+    await backend.prepare?.(policy);
     await backend.preflight();
     if (opts.backend && opts.skipAdapterCheck) reporter.onNotice?.('WARNING: --skip-adapter-check: the verdicts rest on an adapter whose own conformance was not checked');
     else if (opts.backend) await requireTrustedAdapter(opts.backend, backend, policy, (t) => reporter.onNotice?.(t));
@@ -101,6 +102,7 @@ async function runCommand(opts: {
     // Ctrl-C reaches a daemon being started too: a failure after an interrupt is the interrupt.
     if (!interrupt.signal.aborted || backend === undefined) {
       stopCatching();
+      await backend?.dispose?.().catch(() => undefined);
       if (interrupt.signal.aborted) return EXIT.interrupted;
       throw err;
     }
@@ -127,6 +129,7 @@ async function runCommand(opts: {
     return outcome.security.run.interrupted ? EXIT.interrupted : outcome.exitCode;
   } finally {
     stopCatching();
+    await backend.dispose?.().catch(() => undefined);
   }
 }
 
@@ -186,7 +189,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   program
     .command('run')
     .description('run the security suite and the task suite against a backend and write both scorecards')
-    .addOption(new Option('-b, --backend <name>', `backend to test (${describeBackends().map((b) => b.name).join(', ')}, or a module path / package whose default export is an adapter factory); default: bwrap where it works, else process`))
+    .addOption(new Option('-b, --backend <name>', `backend to test (${describeBackends().map((b) => b.name).join(', ')}, rpc:<command> for an adapter process in any language (docs/rpc-protocol.md), or a module path / package whose default export is an adapter factory); default: bwrap where it works, else process`))
     .option('--backend-config <file>', 'YAML/JSON options for the backend (e.g. bwrap extraBinds, shareNetwork, limits)')
     .option('-p, --policy <preset|file>', 'policy preset (reference, ci) or a YAML/JSON policy file', 'reference')
     .option('-o, --out <dir>', 'directory for security.json, task.json and their JUnit XML', 'out')

@@ -1,0 +1,76 @@
+/**
+ * `--backend rpc:<command>`: the Python reference adapter (examples/rpc-python) passes the adapter's own
+ * checks and carries the whole suite; the same adapter without its network control, and a scripted
+ * adapter that hands the box its own environment, are caught crossing with outside evidence.
+ */
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { packageRoot } from '../../harness/paths.js';
+import { bwrapSkipReason } from '../helpers/bwrap.js';
+import { readCards, sandcheck, tempOut } from '../helpers/cli.js';
+import { writeFile } from 'node:fs/promises';
+
+const PYTHON_ADAPTER = `rpc:python3 ${join(packageRoot(), 'examples', 'rpc-python', 'sandcheck_bwrap_adapter.py')}`;
+const SCRIPTED = `rpc:${process.execPath} ${join(packageRoot(), 'test', 'fixtures', 'rpc', 'scripted-adapter.mjs')}`;
+const skip = await bwrapSkipReason();
+
+/** Whatever the reference adapter makes is named sandcheck-rpcpy-* (cgroups) and lives under /run/sandcheck/rpc-python. */
+async function adapterLeftovers(): Promise<string[]> {
+  const cgroups = (await readdir('/sys/fs/cgroup/memory').catch(() => [])).filter((n) => n.startsWith('sandcheck-rpcpy-'));
+  const state = await readdir('/run/sandcheck/rpc-python').catch(() => []);
+  return [...cgroups, ...state];
+}
+
+describe.skipIf(skip !== undefined)('rpc adapter protocol: the Python reference adapter wrapping the bwrap CLI', () => {
+  it('passes sandcheck adapter check', async () => {
+    const r = await sandcheck(['adapter', 'check', '--backend', PYTHON_ADAPTER, '--policy', 'ci']);
+    expect(r.exitCode, r.all).toBe(0);
+    expect(r.stdout).toMatch(/24 passed, 0 failed, 0 skipped/);
+  }, 120_000);
+
+  it('runs the whole suite: every claim held, disk size unenforced (not claimed), every task case as expected, nothing left', async () => {
+    const out = await tempOut();
+    const r = await sandcheck(['run', '--backend', PYTHON_ADAPTER, '--policy', 'ci', '--out', out]);
+    const { security, task } = await readCards(out);
+    const by = (v: string): string[] => security.results.filter((x) => x.verdict === v).map((x) => x.id).sort();
+    expect(security.backend.name, r.all).toBe('rpc-python-bwrap');
+    expect(by('crossed'), r.all).toEqual([]);
+    expect(by('inconclusive'), r.all).toEqual([]);
+    expect(by('unenforced')).toEqual(['disk-fill']);
+    expect(by('held').length).toBeGreaterThanOrEqual(38);
+    for (const id of ['secret-decoy-env', 'metadata-ipv4', 'memory-bomb', 'fork-bomb', 'wall-clock-spin', 'identity-uid', 'survive-teardown', 'residue']) expect(by('held')).toContain(id);
+    expect(task.summary.unexpected + task.summary.error).toBe(0);
+    expect(r.exitCode).toBe(1);
+    expect(await adapterLeftovers()).toEqual([]);
+  }, 600_000);
+
+  it('without its network control (shareNetwork, egress still claimed) the network probes cross on the lab witness', async () => {
+    const out = await tempOut();
+    const cfg = join(out, 'weak.json');
+    const claims = ['files.hostPaths', 'identity.unprivileged', 'identity.hostCredentials', 'lifecycle.freshEnvironment', 'lifecycle.destroyAfter', 'resources.wallSeconds', 'output.maxBytes', 'network.egress'];
+    await writeFile(cfg, JSON.stringify({ shareNetwork: true, claims }));
+    const r = await sandcheck(['run', '--backend', PYTHON_ADAPTER, '--backend-config', cfg, '--policy', 'ci', '--out', out, '--only', 'metadata-ipv4', 'public-egress-ipv4', 'dns-exfil', 'secret-decoy-env']);
+    const { security } = await readCards(out);
+    const verdict = Object.fromEntries(security.results.map((x) => [x.id, x]));
+    for (const id of ['metadata-ipv4', 'public-egress-ipv4', 'dns-exfil']) {
+      expect(verdict[id]?.verdict, r.all).toBe('crossed');
+      expect(verdict[id]?.evidence.some((e) => e.source === 'outside' && /^(decoy:|packet-witness)/.test(e.witness))).toBe(true);
+    }
+    // Only the network control was removed: the environment's credentials still stay out.
+    expect(verdict['secret-decoy-env']?.verdict).toBe('held');
+    expect(await adapterLeftovers()).toEqual([]);
+  }, 300_000);
+});
+
+describe('rpc adapter protocol: an adapter that hands the box its own environment', () => {
+  it("is caught: the run's decoy credentials, which only the adapter process held, come out of the box", async () => {
+    const out = await tempOut();
+    const cfg = join(out, 'mode.json');
+    await writeFile(cfg, JSON.stringify({ mode: 'leak-env' }));
+    const r = await sandcheck(['run', '--backend', SCRIPTED, '--backend-config', cfg, '--skip-adapter-check', '--policy', 'ci', '--out', out, '--only', 'secret-decoy-env']);
+    const { security } = await readCards(out);
+    expect(security.results[0]?.verdict, r.all).toBe('crossed');
+    expect(security.results[0]?.reason).toMatch(/decoy/);
+  }, 120_000);
+});
