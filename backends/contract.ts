@@ -32,6 +32,12 @@ export interface Capabilities {
    * outside the run's lab, whose boxes must not send network probes): not-applicable with the reason.
    */
   notObservable?: Partial<Record<PolicyItem, string>>;
+  /**
+   * Where the boxes' network is (1.1): `lab` (default) — on this machine, inside the run's lab
+   * (`ctx.lab`); `remote` — elsewhere, so only a `sandcheck witness serve` the boxes can reach judges
+   * the network probes (`--witness`); without one they are not-applicable, never held.
+   */
+  boxNetwork?: 'lab' | 'remote';
 }
 
 /** The run's lab: a network namespace the run created, with decoys on every address. */

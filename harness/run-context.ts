@@ -25,7 +25,7 @@ export interface RunContext {
   hostDecoys: HostDecoys;
   lab?: LabHandle;
   /** What the lab's decoys and packet witness saw in a time window (ms since epoch). */
-  labTraffic?: (fromMs: number, toMs: number) => LabTraffic;
+  labTraffic?: (fromMs: number, toMs: number) => Promise<LabTraffic>;
   /** Sends the witness's proof-of-life into the current window (never throws; a failed proof comes back not ok). */
   proveLabWitness?: () => Promise<WitnessProof>;
   /** Why there is no lab, when there is none: network probes become not-applicable with it. */
@@ -34,9 +34,10 @@ export interface RunContext {
 }
 
 export interface LabForRun {
-  handle: LabHandle;
+  /** Absent for a witness on another machine: there is no namespace here to start boxes in. */
+  handle?: LabHandle;
   canaries: { label: string; value: string }[];
-  trafficBetween(fromMs: number, toMs: number): LabTraffic;
+  trafficBetween(fromMs: number, toMs: number): LabTraffic | Promise<LabTraffic>;
   proveWitness(): Promise<WitnessProof>;
 }
 
@@ -90,8 +91,9 @@ export async function openRunContext(
     canaries,
     controllerEnv: { ...canaries.env, ...marker },
     hostDecoys,
-    ...(options.lab ? { lab: options.lab.handle, labTraffic: (a: number, b: number) => options.lab!.trafficBetween(a, b), proveLabWitness: () => options.lab!.proveWitness() } : {}),
-    ...(options.liveTraffic ? { labTraffic: options.liveTraffic } : {}),
+    ...(options.lab?.handle ? { lab: options.lab.handle } : {}),
+    ...(options.lab ? { labTraffic: async (a: number, b: number) => options.lab!.trafficBetween(a, b), proveLabWitness: () => options.lab!.proveWitness() } : {}),
+    ...(options.liveTraffic ? { labTraffic: async (a: number, b: number) => options.liveTraffic!(a, b) } : {}),
     ...(options.liveProve ? { proveLabWitness: options.liveProve } : {}),
     ...(options.noLabReason ? { noLabReason: options.noLabReason } : {}),
     async dispose() {

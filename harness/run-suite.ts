@@ -9,6 +9,7 @@ import { visibleLine, visibleText } from '../reports/clean-text.js';
 import { SandcheckError, errorMessage } from './errors.js';
 import { openLab, probeLabSupport, type LabSession } from '../lab/lab-session.js';
 import { openLiveNetwork } from '../lab/live-network.js';
+import type { RemoteWitness } from '../lab/witness/client.js';
 import { packageRoot } from './paths.js';
 import { multiplex, type AnyResult, type RunReporter } from './events.js';
 import type { Policy } from './model/policy.js';
@@ -19,7 +20,7 @@ import { openOwnershipJournal, type OwnedResource } from './ownership/journal.js
 import { sweepDeadRuns, type OwnershipSweepReport, type SweepHook } from './ownership/sweep.js';
 import { defaultSweepHooks } from './ownership/sweep-hooks.js';
 import { removeCgroupTree, runIdCgroups } from './ownership/run-id-cgroups.js';
-import { newRunId, openRunContext, type RunContext } from './run-context.js';
+import { newRunId, openRunContext, type LabForRun, type RunContext } from './run-context.js';
 import { Runner } from './runner.js';
 import { scrubHostPaths } from './scrub.js';
 import type { ExporterChoice } from './export-stage.js';
@@ -41,6 +42,8 @@ export interface RunSuiteOptions {
   ownershipDir?: string;
   /** Crash sweeps run at the start (default: the lab's and the backends'). */
   sweepHooks?: readonly SweepHook[];
+  /** A `sandcheck witness serve` (connectWitness): the network probes are judged from its records instead of a lab of the run's own. */
+  witness?: RemoteWitness;
 }
 
 export interface RunSuiteOutcome {
@@ -79,6 +82,8 @@ function cleaningReporter(r: RunReporter): RunReporter {
     ...(r.onNotice ? { onNotice: (m: string) => r.onNotice?.(visibleText(m)) } : {}),
   };
 }
+
+const forRun = (lab: { session?: LabSession; remote?: RemoteWitness }): LabForRun | undefined => lab.session ?? lab.remote;
 
 const resultIds = (rs: readonly { id: string }[]): Set<string> => new Set(rs.map((r) => r.id));
 
@@ -123,14 +128,20 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
   const wantsNetwork = opts.probes.some((p) => p.kind === 'security' && p.category === 'network');
   const labNs: OwnedResource = { kind: 'netns', name: `sc-${runId}` };
   let live: Awaited<ReturnType<typeof openLiveNetwork>> | undefined;
-  let lab: { session?: LabSession; noLabReason?: string } = { noLabReason: 'no network probe selected' };
+  let lab: { session?: LabSession; remote?: RemoteWitness; noLabReason?: string } = { noLabReason: 'no network probe selected' };
   let backendRun: { close(): Promise<{ items: string[] }> } | undefined;
   let run: RunContext | undefined;
   let setupError: unknown;
   try {
     live = wantsNetwork && opts.liveNetwork ? await openLiveNetwork() : undefined;
+    const remoteBoxes = opts.backend.capabilities(opts.policy).boxNetwork === 'remote';
     if (live) lab = { noLabReason: 'live network' };
-    else if (wantsNetwork && !interrupted()) {
+    else if (wantsNetwork && opts.witness) {
+      // A witness on another machine cannot see boxes started here; one on this machine is the lab itself.
+      lab = remoteBoxes || opts.witness.handle ? { remote: opts.witness } : { noLabReason: `the witness at ${opts.witness.url} runs on another machine and this backend's boxes run here: no witness sees their network` };
+    } else if (wantsNetwork && remoteBoxes) {
+      lab = { noLabReason: "the backend's boxes run on another machine (boxNetwork: remote) and no witness sees their network: start `sandcheck witness serve` where they can reach it and pass --witness" };
+    } else if (wantsNetwork && !interrupted()) {
       journal.own(labNs);
       lab = await tryOpenLab(runId, opts.reporter);
       if (!lab.session) journal.release(labNs);
@@ -138,11 +149,11 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
     if (!interrupted()) {
       run = await openRunContext(runId, {
         journal,
-        ...(live ? { liveTraffic: (a, b) => live!.trafficBetween(a, b), liveProve: () => live!.proveWitness() } : lab.session ? { lab: lab.session } : { noLabReason: lab.noLabReason ?? 'unknown' }),
+        ...(live ? { liveTraffic: (a, b) => live!.trafficBetween(a, b), liveProve: () => live!.proveWitness() } : forRun(lab) ? { lab: forRun(lab)! } : { noLabReason: lab.noLabReason ?? 'unknown' }),
       });
     }
     // The run's decoy credentials go to the backend's control plane too (e.g. a private dockerd's environment).
-    if (!interrupted() && run) backendRun = await opts.backend.openRun?.({ runId, controllerEnv: run.controllerEnv, ...(lab.session ? { lab: lab.session.handle } : {}) });
+    if (!interrupted() && run) backendRun = await opts.backend.openRun?.({ runId, controllerEnv: run.controllerEnv, ...(run.lab ? { lab: run.lab } : {}) });
   } catch (err) {
     setupError = err;
   }
@@ -233,6 +244,13 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
     interrupted: wasInterrupted,
     incomplete: wasInterrupted || fatal !== undefined || setupError !== undefined,
     exporter: exporterName(opts.exporter ?? 'reference'),
+    network: live
+      ? 'the live network (--live-network): a packet capture on this machine'
+      : lab.session
+        ? `the run's own lab (${lab.session.handle.netnsPath})`
+        : lab.remote
+          ? `the witness ${lab.remote.info.witnessId} at ${lab.remote.url} (sandcheck witness serve)${lab.remote.handle ? `, lab ${lab.remote.handle.netnsPath} on this machine` : ', on another machine'}`
+          : `no witness: ${lab.noLabReason ?? 'unknown'}`,
   };
   const security = collected.flatMap((r) => (r.kind === 'security' ? [withoutKind(r)] : []));
   const task = collected.flatMap((r) => (r.kind === 'task' ? [withoutKind(r)] : []));

@@ -18,6 +18,8 @@ export interface RunMeta {
   incomplete?: boolean;
   /** The exporter the export probes judged. */
   exporter?: string;
+  /** Who judged the network probes, or why none did. */
+  network?: string;
 }
 
 /** What a scorecard says about its backend, before cold-start figures are added. */
@@ -35,6 +37,7 @@ function runInfo(meta: RunMeta): SecurityScorecard['run'] {
     incomplete: meta.incomplete ?? meta.interrupted,
     sandcheckVersion: packageVersion(),
     exporter: meta.exporter ?? 'unknown',
+    ...(meta.network !== undefined ? { network: meta.network } : {}),
     // resourceUsage().maxRSS is in kilobytes.
     harness: { maxRssBytes: process.resourceUsage().maxRSS * 1024 },
   };

@@ -6,8 +6,8 @@ export interface WitnessHealth {
   dropped: number;
   /** The harness's own nonce-labelled query, sent inside the window before it closed, was seen by every witness. */
   proofOfLife: boolean;
-  /** `lab`: decoy logs (resolver included) and the lab's packet capture. `live`: only a capture on this machine's interfaces. */
-  scope: 'lab' | 'live';
+  /** `lab`: decoy logs (resolver included) and the lab's packet capture. `remote`: the same, of a `sandcheck witness serve`. `live`: only a capture on this machine's interfaces. */
+  scope: 'lab' | 'live' | 'remote';
   /** Why each flag is what it is, for the report. */
   notes: string[];
 }

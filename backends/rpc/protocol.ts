@@ -57,6 +57,8 @@ export const CapabilitiesResultSchema = z.strictObject({
   enforces: z.array(PolicyItem),
   notEnforcedReasons: z.partialRecord(PolicyItem, z.string().max(1024)).optional(),
   notObservable: z.partialRecord(PolicyItem, z.string().max(1024)).optional(),
+  /** `remote`: the boxes' network is not on this machine; only a `sandcheck witness serve` they reach judges it. */
+  boxNetwork: z.enum(['lab', 'remote']).optional(),
 });
 
 export const CreateResultSchema = z.strictObject({

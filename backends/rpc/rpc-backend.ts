@@ -68,6 +68,7 @@ export class RpcBackend implements Backend {
       enforces: c.enforces,
       ...(c.notEnforcedReasons ? { notEnforcedReasons: c.notEnforcedReasons } : {}),
       ...(c.notObservable ? { notObservable: c.notObservable } : {}),
+      ...(c.boxNetwork ? { boxNetwork: c.boxNetwork } : {}),
     });
   }
 

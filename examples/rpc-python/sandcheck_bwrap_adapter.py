@@ -29,6 +29,7 @@ STDIO_GRACE_S = 2.0  # after the launcher exited, how long a straggler may hold 
 box_uid = 65529
 share_net = False  # option shareNetwork: the box keeps the lab's network (bwrap --share-net)
 declared_claims = None  # option claims: what to claim instead of what this adapter derives
+box_netns = None  # option netns: the boxes' network namespace is this one, not the run's lab ("remote")
 out_lock, envs_lock = threading.Lock(), threading.Lock()
 envs, execs, early_aborts = {}, {}, set()
 
@@ -197,10 +198,10 @@ def get_env(env_id):
 
 
 def m_hello(p):
-    global box_uid, share_net, declared_claims
+    global box_uid, share_net, declared_claims, box_netns
     opts = p.get("options") or {}
-    if not isinstance(opts, dict) or set(opts) - {"boxUid", "shareNetwork", "claims"}:
-        raise RpcError("CONFIG_INVALID", "the options are boxUid, shareNetwork and claims",
+    if not isinstance(opts, dict) or set(opts) - {"boxUid", "shareNetwork", "claims", "netns"}:
+        raise RpcError("CONFIG_INVALID", "the options are boxUid, shareNetwork, claims and netns",
                        "e.g. a --backend-config file with: boxUid: 65529")
     uid = opts.get("boxUid", box_uid)
     if type(uid) is not int or not 1000 <= uid < 2 ** 31 - 1:
@@ -211,7 +212,10 @@ def m_hello(p):
         raise RpcError("CONFIG_INVALID", "shareNetwork must be true or false")
     if claims is not None and (not isinstance(claims, list) or not all(isinstance(c, str) for c in claims)):
         raise RpcError("CONFIG_INVALID", "claims must be a list of policy items, e.g. [network.egress, resources.memoryMb]")
-    box_uid, share_net, declared_claims = uid, share, claims
+    netns = opts.get("netns")
+    if netns is not None and (not isinstance(netns, str) or not netns.startswith("/")):
+        raise RpcError("CONFIG_INVALID", "netns must be the absolute path of a network namespace, e.g. /run/netns/NAME")
+    box_uid, share_net, declared_claims, box_netns = uid, share, claims, netns
     return {"protocol": 1, "name": NAME, "features": ["hostPids"],
             "description": "bubblewrap CLI: every namespace unshared, setpriv to uid %d without capabilities, read-only /usr, "
                            "plain-directory workspace, cgroup v1 memory/pids/cpu limits" % box_uid}
@@ -239,7 +243,9 @@ def m_capabilities(p):
         # Declared claims are the user's word: sandcheck verifies each of them like any other.
         enforces = list(dict.fromkeys(declared_claims))
         reasons = {k: v for k, v in reasons.items() if k not in enforces}
-    return {"isolation": "sandbox", "enforces": enforces, "notEnforcedReasons": reasons}
+    caps = {"isolation": "sandbox", "enforces": enforces, "notEnforcedReasons": reasons}
+    # Boxes in a namespace of the user's choosing stand for boxes on another machine: only a witness there sees them.
+    return dict(caps, boxNetwork="remote") if box_netns else caps
 
 
 def m_preflight(p):
@@ -247,6 +253,9 @@ def m_preflight(p):
     for name in ("bwrap", "setpriv", "nsenter"):
         if not tool(name):
             raise RpcError("BACKEND_UNAVAILABLE", "%s is not installed" % name, hint)
+    if box_netns and not os.path.exists(box_netns):
+        raise RpcError("BACKEND_UNAVAILABLE", "the network namespace %s (option netns) does not exist" % box_netns,
+                       "start the witness first (sandcheck witness serve prints its namespace)")
     if os.geteuid() != 0:
         raise RpcError("BACKEND_UNAVAILABLE", "dropping to uid %d and creating cgroups needs root" % box_uid, hint)
     if set(NEEDED) - set(ROOTS):
@@ -266,6 +275,8 @@ def m_preflight(p):
 
 def m_create(p):
     run_id, lab, res = p.get("runId"), p.get("lab"), (p.get("policy") or {}).get("resources") or {}
+    if box_netns:
+        lab = {"netnsPath": box_netns}
     if not isinstance(run_id, str) or not SAFE_ID.match(run_id):
         raise RpcError("BAD_REQUEST", "runId %r is not safe in cgroup and directory names" % (run_id,))
     try:
@@ -283,7 +294,7 @@ def m_create(p):
         for d, mode, owner in ((env.work, 0o700, box_uid), (env.tmp, 0o700, box_uid), (env.store, 0o711, 0)):
             os.mkdir(d, mode)
             os.chown(d, owner, owner)
-        if lab:  # a copy the box uid can reach, whatever the lab directory's permissions
+        if lab and lab.get("resolvConfPath"):  # a copy the box uid can reach, whatever the lab directory's permissions
             shutil.copyfile(lab["resolvConfPath"], os.path.join(env.root, "resolv.conf"))
             os.chmod(os.path.join(env.root, "resolv.conf"), 0o644)
         for d in env.cg_dirs():
@@ -426,7 +437,7 @@ def run_box(env, ex, exec_id, argv, env_vars, cwd, stdin, timeout_s, cap):
     before = env.counters()
     procs = [os.path.join(d, "cgroup.procs") for d in env.cg_dirs()]
     status_r, status_w = os.pipe()
-    resolv = os.path.join(env.root, "resolv.conf") if env.lab else None
+    resolv = os.path.join(env.root, "resolv.conf") if env.lab and env.lab.get("resolvConfPath") else None
     cmd = ["/bin/sh", "-c", LAUNCH_SCRIPT, "sandcheck-launch", str(len(procs))] + procs + \
         box_command(argv, env.work, env.tmp, ro_binds, env_vars, cwd, env.lab, status_w, resolv)
     try:

@@ -22,6 +22,8 @@ import type { SecurityScorecard, TaskScorecard } from '../model/scorecard.js';
 import { loadTaskDir } from '../task/load-tasks.js';
 import { progressReporter } from './progress.js';
 import { adapterCheckCommand, requireTrustedAdapter } from './adapter-command.js';
+import { witnessServeCommand } from './witness-command.js';
+import { connectWitness } from '../../lab/witness/client.js';
 import { resolveExporter } from '../export/exporter-choice.js';
 
 function positiveInt(value: string): number {
@@ -55,11 +57,15 @@ async function runCommand(opts: {
   tasks?: string;
   exporter: string;
   liveNetwork?: boolean;
+  witness?: string;
   image?: string;
   dockerSocket?: string;
   skipAdapterCheck?: boolean;
 }): Promise<number> {
   const policy = await loadPolicy(opts.policy);
+  if (opts.witness && opts.liveNetwork) throw new SandcheckError('USAGE', '--witness and --live-network both say who judges the network probes: choose one');
+  // An unreachable witness is a usage error before anything starts.
+  const witness = opts.witness ? await connectWitness(opts.witness) : undefined;
   // The exporter the export probes judge: a bad command file or module is a config error before anything runs.
   const exporter = await resolveExporter(opts.exporter);
   const userTasks = opts.tasks ? await loadTaskDir(opts.tasks) : [];
@@ -122,6 +128,7 @@ async function runCommand(opts: {
       signal: interrupt.signal,
       exporter,
       liveNetwork: opts.liveNetwork === true,
+      ...(witness ? { witness } : {}),
     });
     process.stdout.write(`${summaryText(outcome.security, outcome.task)}\n`);
     process.stdout.write(`reports: ${Object.values(outcome.files).join(', ')}\n`);
@@ -198,6 +205,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('--image <ref>', 'docker backends: an image you already have (needs python3), instead of the offline-built probe image')
     .option('--docker-socket <path>', 'docker backends: an existing daemon instead of a private one started inside the lab (network probes then need --live-network)')
     .option('--live-network', 'no lab: network probes try the real addresses (only inside a disposable cloud machine)')
+    .option('--witness <file|url>', 'judge the network probes from a `sandcheck witness serve` (its --state file, or its URL with SANDCHECK_WITNESS_TOKEN) instead of a lab of the run\'s own')
     .option('--exporter <name>', 'the exporter artifacts pass and the export probes judge: reference, naive (unsafe, positive controls only), command:<file.yaml> or a module path', 'reference')
     .option('-j, --concurrency <n>', 'environments run at once', positiveInt, 2)
     .option('--skip-adapter-check', 'run an external (module) adapter without first passing its blocking `adapter check`')
@@ -242,6 +250,17 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('--json', 'print the report as JSON')
     .action(async (opts) => {
       code = await adapterCheckCommand(opts);
+    });
+
+  program
+    .command('witness')
+    .description('outside witnesses for boxes that run elsewhere')
+    .command('serve')
+    .description("keep a lab (decoys on every address, resolver, packet capture) up for runs whose boxes can reach it; runs judge their network probes from its records (run --witness)")
+    .option('--listen <where>', 'unix:/path/to.sock or http://HOST:PORT (default: a unix socket under /run/sandcheck)')
+    .option('--state <file>', 'write url, token and pid here (mode 0600) for `sandcheck run --witness FILE`')
+    .action(async (opts) => {
+      code = await witnessServeCommand(opts);
     });
 
   program

@@ -22,6 +22,7 @@ const RunInfo = z.strictObject({
   incomplete: z.boolean().describe('the run did not finish (killed, interrupted or an internal error): results are missing'),
   sandcheckVersion: z.string(),
   exporter: Name().describe('the exporter the export probes judged (reference, naive, command:<file> or a module)'),
+  network: z.string().max(1024).optional().describe("who judged the network probes: the run's own lab, a remote witness (sandcheck witness serve), the live network, or why none did"),
   harness: z.strictObject({
     maxRssBytes: z.number().int().nonnegative().describe('peak resident memory of the harness process'),
   }),
