@@ -29,6 +29,7 @@ STDIO_GRACE_S = 2.0  # after the launcher exited, how long a straggler may hold 
 box_uid = 65529
 share_net = False  # option shareNetwork: the box keeps the lab's network (bwrap --share-net)
 declared_claims = None  # option claims: what to claim instead of what this adapter derives
+swept = threading.Event()  # the sweep of dead adapters' environments runs once, before the first create
 box_netns = None  # option netns: the boxes' network namespace is this one, not the run's lab ("remote")
 out_lock, envs_lock = threading.Lock(), threading.Lock()
 envs, execs, early_aborts = {}, {}, set()
@@ -189,6 +190,23 @@ class Env:
                 "cpuUsageNs": read_int(j(a, "cpuacct.usage")), "cpuThrottledPeriods": keyed(j(c, "cpu.stat"), "nr_throttled")}
 
 
+def start_time(pid):
+    stat = read_text("/proc/%d/stat" % pid)
+    return stat and stat[stat.rfind(")") + 2:].split()[19]
+
+
+def sweep_stale():
+    """Environments whose adapter died (SIGKILL) stay behind: remove those whose owner process is gone."""
+    for name in os.listdir(STATE_ROOT) if os.path.isdir(STATE_ROOT) else []:
+        owner = (read_text(os.path.join(STATE_ROOT, name, "owner")) or "").split()
+        if len(owner) != 2 or not SAFE_ID.match(name):
+            continue  # not ours, or being created right now
+        if owner[0].isdigit() and start_time(int(owner[0])) == owner[1]:
+            continue  # its adapter is alive
+        left = teardown(Env(name, None))
+        send({"event": "log", "message": "removed environment %s of a dead adapter (pid %s)%s" % (name, owner[0], "; left: %s" % left if left else "")})
+
+
 def get_env(env_id):
     with envs_lock:
         env = envs.get(env_id)
@@ -287,10 +305,16 @@ def m_create(p):
         raise RpcError("BACKEND_UNAVAILABLE", "cgroup v1 controller(s) not mounted: %s" % ", ".join(sorted(set(NEEDED) - set(ROOTS))))
     if lab and not tool("nsenter"):
         raise RpcError("BACKEND_UNAVAILABLE", "nsenter is needed to start boxes inside the lab", "apt-get install -y util-linux")
+    with envs_lock:
+        if not swept.is_set():
+            swept.set()
+            sweep_stale()
     env = Env("%s-%s" % (run_id, secrets.token_hex(6)), lab)
     try:
         os.makedirs(STATE_ROOT, 0o711, exist_ok=True)
         os.mkdir(env.root, 0o711)  # the box uid must traverse it: bwrap resolves the bind sources as that uid
+        # Who made it (pid and start time): the next adapter's sweep removes it if this one dies unannounced.
+        write(os.path.join(env.root, "owner"), "%d %s" % (os.getpid(), start_time(os.getpid())))
         for d, mode, owner in ((env.work, 0o700, box_uid), (env.tmp, 0o700, box_uid), (env.store, 0o711, 0)):
             os.mkdir(d, mode)
             os.chown(d, owner, owner)

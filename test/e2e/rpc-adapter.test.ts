@@ -3,7 +3,12 @@
  * checks and carries the whole suite; the same adapter without its network control, and a scripted
  * adapter that hands the box its own environment, are caught crossing with outside evidence.
  */
+import { existsSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { z } from 'zod';
+import { RpcConnection } from '../../backends/rpc/connection.js';
+import { CI_POLICY } from '../../harness/model/policy.js';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../../harness/paths.js';
@@ -61,6 +66,37 @@ describe.skipIf(skip !== undefined)('rpc adapter protocol: the Python reference 
     expect(verdict['secret-decoy-env']?.verdict).toBe('held');
     expect(await adapterLeftovers()).toEqual([]);
   }, 300_000);
+});
+
+describe.skipIf(skip !== undefined)('rpc adapter protocol: the Python reference adapter after a SIGKILL', () => {
+  it("the next adapter removes the environments of one that died without destroying them (its boxes died with it)", async () => {
+    const argv = PYTHON_ADAPTER.slice('rpc:'.length).split(' ');
+    const start = async (): Promise<RpcConnection> => {
+      const conn = RpcConnection.start(argv, { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin' }, cwd: packageRoot() });
+      await conn.call('hello', { protocol: 1, options: null }, 30_000, z.unknown());
+      return conn;
+    };
+    const create = async (conn: RpcConnection): Promise<string> =>
+      (await conn.call('create', { policy: CI_POLICY, runId: 'rrpckill', lab: null }, 60_000, z.object({ envId: z.string() }))).envId;
+    const first = await start();
+    const dead = await create(first);
+    expect(existsSync(`/run/sandcheck/rpc-python/${dead}`)).toBe(true);
+    expect(existsSync(`/sys/fs/cgroup/memory/sandcheck-rpcpy-${dead}`)).toBe(true);
+    process.kill(first.pid!, 'SIGKILL');
+    for (let i = 0; i < 50 && existsSync(`/proc/${first.pid}`); i++) await sleep(50);
+    await first.close(1000);
+    expect(existsSync(`/run/sandcheck/rpc-python/${dead}`), 'a SIGKILLed adapter cannot clean up').toBe(true);
+    const second = await start();
+    try {
+      const live = await create(second);
+      expect(existsSync(`/run/sandcheck/rpc-python/${dead}`)).toBe(false);
+      expect(existsSync(`/sys/fs/cgroup/memory/sandcheck-rpcpy-${dead}`)).toBe(false);
+      await second.call('destroy', { envId: live }, 60_000, z.unknown());
+    } finally {
+      await second.close(10_000);
+    }
+    expect(await adapterLeftovers()).toEqual([]);
+  }, 120_000);
 });
 
 describe('rpc adapter protocol: an adapter that hands the box its own environment', () => {
