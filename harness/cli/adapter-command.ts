@@ -42,8 +42,8 @@ export async function adapterCheckCommand(opts: AdapterCheckCommandOptions): Pro
 }
 
 /**
- * Before `sandcheck run` trusts an external (module) adapter's verdicts, its blocking checks must
- * pass; built-in backends are checked by sandcheck's own tests.
+ * Before `sandcheck run` trusts an external adapter's verdicts (a module, an rpc process, a command
+ * backend file), its blocking checks must pass; built-in backends are checked by sandcheck's own tests.
  */
 export async function requireTrustedAdapter(
   spec: string,
@@ -51,7 +51,8 @@ export async function requireTrustedAdapter(
   policy: Policy,
   notice: (text: string) => void,
 ): Promise<AdapterCheckReport | undefined> {
-  if (isBuiltinBackend(spec)) return undefined;
+  // The command backend is built in, but what it runs is the user's file: checked like any external adapter.
+  if (isBuiltinBackend(spec) && spec !== 'command') return undefined;
   notice(`checking the external adapter ${spec} before trusting its verdicts (sandcheck adapter check; --skip-adapter-check skips it)…`);
   const report = await checkAdapter(backend, { policy, source: spec, blockingOnly: true });
   const failed = report.checks.filter((c) => c.blocking && c.status === 'fail');

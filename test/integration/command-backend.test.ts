@@ -17,6 +17,7 @@ import { openRunContext } from '../../harness/run-context.js';
 import { securitySuite } from '../../suites/security.js';
 import { bwrapSkipReason } from '../helpers/bwrap.js';
 import { runInLab } from '../helpers/lab-run.js';
+import { packageRoot } from '../../harness/paths.js';
 
 const temps: string[] = [];
 /** A temporary directory of this file's tests, removed after them. */
@@ -75,6 +76,16 @@ describe('command backend: configuration errors come before anything runs', () =
     expect(r.stderr).toMatch(/CONFIG_INVALID: .*tool\.yaml: exec\.argv\[3\]: unknown placeholder \{nope\}/);
     expect(await readdir(out)).not.toContain('security.json');
   }, 60_000);
+});
+
+describe.skipIf(skip !== undefined)('command backend through the CLI', () => {
+  it("the user's file is checked like an external adapter before its verdicts count", async () => {
+    const out = await tempDir(join(tmpdir(), 'sc-cmdout-'));
+    const r = await execa(process.execPath, [join(packageRoot(), 'dist', 'harness', 'cli', 'main.js'), 'run', '--backend', 'command', '--backend-config', EXAMPLE, '--policy', 'ci', '--out', out, '--only', 'identity-uid'], { reject: false, all: true });
+    expect(r.exitCode, r.all).toBe(0);
+    expect(r.all).toMatch(/checking the external adapter command before trusting its verdicts/);
+    expect(r.all).toMatch(/adapter command: \d+ blocking check\(s\) passed/);
+  }, 120_000);
 });
 
 describe.skipIf(skip !== undefined)('command backend wrapping the bwrap CLI vs the native bwrap backend (ci policy, whole security suite)', () => {
