@@ -40,6 +40,8 @@ export const passPayload: BenchPayload = {
     payload: 'bench-pass',
     source: 'pass\n',
     remediation: 'none (benchmark)',
+    attack: secretDecoyEnv.attack,
+    cwe: secretDecoyEnv.cwe,
     judge: inconclusive,
   },
   prepare: () => Promise.resolve({ argv: ['python3', '-c', 'pass'], files: [], env: {} }),

@@ -25,6 +25,8 @@ import { Runner } from './runner.js';
 import { scrubHostPaths } from './scrub.js';
 import type { ExporterChoice } from './export-stage.js';
 import { backendFacts, exitCodeFor, securityScorecard, taskScorecard } from './scorecard-builder.js';
+import { applyRunWaivers, type WaiverUse } from './waivers.js';
+import type { Waiver } from './model/waiver.js';
 
 export interface RunSuiteOptions {
   backend: Backend;
@@ -44,6 +46,10 @@ export interface RunSuiteOptions {
   sweepHooks?: readonly SweepHook[];
   /** A `sandcheck witness serve` (connectWitness): the network probes are judged from its records instead of a lab of the run's own. */
   witness?: RemoteWitness;
+  /** Accepted findings (--waivers): a crossing a live one matches is marked waived and not counted in the exit code. */
+  waivers?: readonly Waiver[];
+  /** YYYY-MM-DD (UTC) the waivers' expiry is judged against; default today. */
+  today?: string;
 }
 
 export interface RunSuiteOutcome {
@@ -56,6 +62,8 @@ export interface RunSuiteOutcome {
   /** The unfinished run found in outDir and turned into incomplete cards, if any. */
   recovered?: RecoveredRun;
   swept: OwnershipSweepReport;
+  /** How each waiver fared (only with opts.waivers). */
+  waivers?: WaiverUse[];
 }
 
 /** The lab when this machine can make one; otherwise the reason, and network probes will not run. */
@@ -252,7 +260,8 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
           ? `the witness ${lab.remote.info.witnessId} at ${lab.remote.url} (sandcheck witness serve)${lab.remote.handle ? `, lab ${lab.remote.handle.netnsPath} on this machine` : ', on another machine'}`
           : `no witness: ${lab.noLabReason ?? 'unknown'}`,
   };
-  const security = collected.flatMap((r) => (r.kind === 'security' ? [withoutKind(r)] : []));
+  const waived = applyRunWaivers(collected.flatMap((r) => (r.kind === 'security' ? [withoutKind(r)] : [])), opts.backend.name, opts.waivers ?? [], opts.today);
+  const security = waived.results;
   const task = collected.flatMap((r) => (r.kind === 'task' ? [withoutKind(r)] : []));
   const written = await writeScorecards(opts.outDir, {
     security: securityScorecard(opts.backend, opts.policy, meta, security),
@@ -270,6 +279,7 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
     ...(internalError ? { internalError } : {}),
     ...(recovered ? { recovered } : {}),
     swept,
+    ...(opts.waivers ? { waivers: waived.uses } : {}),
   };
 }
 

@@ -79,6 +79,7 @@ export function securityScorecard(backend: BackendSource, policy: Policy, meta: 
       unenforced: count('unenforced'),
       inconclusive: count('inconclusive'),
       notApplicable: count('not-applicable'),
+      waived: results.filter((r) => r.waiver !== undefined).length,
     },
     results,
   };
@@ -103,9 +104,11 @@ export function taskScorecard(backend: BackendSource, policy: Policy, meta: RunM
   };
 }
 
-/** 0 all as expected; 1 a crossing, an unenforced required item or a wrong task verdict; 2 only inconclusive results or harness errors. */
+/** 0 all as expected; 1 an unwaived crossing, an unenforced required item or a wrong task verdict; 2 only inconclusive results or harness errors. */
 export function exitCodeFor(security: SecurityScorecard, task: TaskScorecard): 0 | 1 | 2 {
-  if (security.summary.crossed > 0 || security.summary.unenforced > 0 || task.summary.unexpected > 0) return 1;
+  // A crossing a live waiver accepts (--waivers) is reported, not counted.
+  const failing = security.summary.crossed + security.summary.unenforced - (security.summary.waived ?? 0);
+  if (failing > 0 || task.summary.unexpected > 0) return 1;
   if (security.summary.inconclusive > 0 || task.summary.error > 0) return 2;
   return 0;
 }

@@ -5,6 +5,9 @@ import type { Builder as JUnitBuilder } from 'junit-report-builder';
 import type { SecurityResult, SecurityScorecard, TaskResult, TaskScorecard } from '../harness/model/scorecard.js';
 import type { Evidence } from '../harness/model/evidence.js';
 import { cleanForReport } from './clean-text.js';
+import { markWaived } from './junit-waived.js';
+import { dropRootSkippedCount, hoistCaseProperties, skipWithMessage } from './junit-conform.js';
+import { threatOf } from './threat-mapping.js';
 
 // The package is CommonJS with `module.exports = builder`, which its types describe as a default export.
 const junit = (junitModule as unknown as { default: JUnitBuilder }).default;
@@ -41,35 +44,44 @@ function suite(builder: Builder, name: string, card: SecurityScorecard | TaskSco
 }
 
 function securityCase(s: Suite, className: string, r: SecurityResult): Case {
-  const c = s.testCase().className(oneLine(className)).name(oneLine(`${r.id} ${r.title}`)).file(oneLine(`probes/${r.id}/probe.ts`)).time(seconds(r.durationMs));
-  c.property('verdict', r.verdict).property('policy.item', oneLine(r.policyItem)).property('severity', r.severity);
+  const c = s.testCase().className(oneLine(className)).name(oneLine(`${r.id} ${r.title}`)).time(seconds(r.durationMs));
+  const { attack, cwe } = threatOf(r);
+  c.property('verdict', r.verdict).property('policy.item', oneLine(r.policyItem)).property('severity', r.severity).property('file', oneLine(`probes/${r.id}/probe.ts`));
+  c.property('attack', attack.join(' ')).property('cwe', cwe.join(' '));
+  // Readers that show neither properties nor attributes still show system-out: the same facts, one line.
+  const header = oneLine(`verdict: ${r.verdict}, severity: ${r.severity}, policy item: ${r.policyItem}, ATT&CK: ${attack.join(' ') || 'none'}, CWE: ${cwe.join(' ') || 'none'}`);
   const body = cleanForReport(`${r.reason}\n\nevidence:\n${evidenceText(r.evidence)}\n\nremediation: ${r.remediation}`);
+  if (r.waiver && (r.verdict === 'crossed' || r.verdict === 'unenforced')) {
+    markWaived(c, r.waiver, `${r.verdict.toUpperCase()}: ${body}`);
+    return c;
+  }
   switch (r.verdict) {
     case 'held':
-      c.standardOutput(cleanForReport(`held: ${r.reason}`));
+      c.standardOutput(cleanForReport(`${header}\nheld: ${r.reason}`));
       break;
     case 'crossed':
-      c.failure(`CROSSED: ${oneLine(r.reason)}`, 'BoundaryCrossed');
-      c.standardOutput(body);
+      c.failure(`CROSSED: ${oneLine(r.reason)}`, 'BoundaryCrossed').stacktrace(body);
+      c.standardOutput(header);
       break;
     case 'unenforced':
-      c.failure(`UNENFORCED: ${oneLine(r.reason)}`, 'PolicyItemUnenforced');
-      c.standardOutput(body);
+      c.failure(`UNENFORCED: ${oneLine(r.reason)}`, 'PolicyItemUnenforced').stacktrace(body);
+      c.standardOutput(header);
       break;
     case 'inconclusive':
       c.error(`INCONCLUSIVE: ${oneLine(r.reason)}`, r.harnessError ? 'HarnessError' : 'Inconclusive', body);
+      c.standardOutput(header);
       break;
     case 'not-applicable':
-      // junit-report-builder's <skipped/> carries no message: the reason goes in a property and system-out.
-      c.skipped().property('skip.reason', `N/A: ${oneLine(r.reason)}`).standardOutput(cleanForReport(`N/A: ${r.reason}`));
+      skipWithMessage(c, `N/A: ${oneLine(r.reason)}`);
+      c.property('skip.reason', `N/A: ${oneLine(r.reason)}`).standardOutput(cleanForReport(`${header}\nN/A: ${r.reason}`));
       break;
   }
   return c;
 }
 
 function taskCase(s: Suite, className: string, r: TaskResult): Case {
-  const c = s.testCase().className(oneLine(className)).name(oneLine(`${r.id} ${r.title}`)).file(oneLine(`probes/${r.id}/probe.ts`)).time(seconds(r.durationMs));
-  c.property('expected', r.expected).property('verdict', r.verdict ?? 'none').property('outcome', r.outcome);
+  const c = s.testCase().className(oneLine(className)).name(oneLine(`${r.id} ${r.title}`)).time(seconds(r.durationMs));
+  c.property('file', oneLine(`probes/${r.id}/probe.ts`)).property('expected', r.expected).property('verdict', r.verdict ?? 'none').property('outcome', r.outcome);
   c.property('attempts', String(r.attempts.length)).property('reproducible', r.reproducible === null ? 'not replayed' : String(r.reproducible));
   const attempts = r.attempts.map((a) => `attempt ${a.attempt}: ${a.verdict}: ${a.reason}`).join('\n');
   const budget = `budget: ${Math.round(r.budget.elapsedMs)} of ${r.budget.limitMs} ms, at most ${r.budget.maxAttempts} attempts`;
@@ -77,8 +89,7 @@ function taskCase(s: Suite, className: string, r: TaskResult): Case {
     `expected: ${r.expected}, got: ${r.verdict ?? 'no verdict'}\n${r.reason}\n${attempts}\n${budget}${r.replayNote ? `\n${r.replayNote}` : ''}\n\nevidence:\n${evidenceText(r.evidence)}`,
   );
   if (r.outcome === 'unexpected') {
-    c.failure(`WRONG VERDICT: expected ${r.expected}, got ${r.verdict}: ${oneLine(r.reason)}`, 'WrongTaskVerdict');
-    c.standardOutput(body);
+    c.failure(`WRONG VERDICT: expected ${r.expected}, got ${r.verdict}: ${oneLine(r.reason)}`, 'WrongTaskVerdict').stacktrace(body);
   } else if (r.outcome === 'error') {
     c.error(`ERROR: ${oneLine(r.reason)}`, 'HarnessError', body);
   } else {
@@ -92,17 +103,17 @@ export function securityJunit(card: SecurityScorecard): string {
   for (const [category, results] of groupBy(card.results, (r) => r.category)) {
     const name = `${card.backend.name}.${category}`;
     const s = suite(builder, name, card, results);
-    for (const r of results) securityCase(s, name, r);
+    for (const r of results) hoistCaseProperties(securityCase(s, name, r), r.id);
   }
-  return builder.build();
+  return dropRootSkippedCount(builder.build());
 }
 
 export function taskJunit(card: TaskScorecard): string {
   const builder = junit.newBuilder();
   const name = `${card.backend.name}.task`;
   const s = suite(builder, name, card, card.results);
-  for (const r of card.results) taskCase(s, name, r);
-  return builder.build();
+  for (const r of card.results) hoistCaseProperties(taskCase(s, name, r), r.id);
+  return dropRootSkippedCount(builder.build());
 }
 
 export async function writeJunit(path: string, xml: string): Promise<void> {

@@ -7,6 +7,8 @@ import { commandBackendJsonSchemas } from '../backends/command/json-schema.js';
 import { dockerContainerJsonSchemas } from '../backends/docker/json-schema.js';
 import { exporterJsonSchemas } from '../harness/export/json-schema.js';
 import { rpcProtocolJsonSchemas } from '../backends/rpc/protocol.js';
+import { WaiversFileSchema } from '../harness/model/waiver.js';
+import { GateReportSchema } from './gate.js';
 
 /** JSON Schemas generated from the zod schemas: the published contract of the JSON reports. */
 export function generatedSchemas(): Record<string, unknown> {
@@ -20,5 +22,7 @@ export function generatedSchemas(): Record<string, unknown> {
     ...dockerContainerJsonSchemas(),
     ...exporterJsonSchemas(),
     ...rpcProtocolJsonSchemas(),
+    'waivers.schema.json': z.toJSONSchema(WaiversFileSchema, { target: 'draft-2020-12', io: 'input' }),
+    'gate-report.schema.json': z.toJSONSchema(GateReportSchema, { target: 'draft-2020-12', io: 'output' }),
   };
 }

@@ -4,6 +4,8 @@ import type { SecurityScorecard, TaskScorecard } from '../harness/model/scorecar
 import { writeJsonReport } from './json-report.js';
 import { securityJunit, taskJunit, writeJunit } from './junit-report.js';
 import { redactDeep } from './redact.js';
+import { writeSarif } from './sarif.js';
+import { withThreatMapping } from './threat-mapping.js';
 import { validateScorecard } from './validate.js';
 
 export interface CardFiles {
@@ -11,6 +13,7 @@ export interface CardFiles {
   taskJson: string;
   securityJunit: string;
   taskJunit: string;
+  securitySarif: string;
 }
 
 export function cardFiles(dir: string): CardFiles {
@@ -19,13 +22,14 @@ export function cardFiles(dir: string): CardFiles {
     taskJson: join(dir, 'task.json'),
     securityJunit: join(dir, 'security.junit.xml'),
     taskJunit: join(dir, 'task.junit.xml'),
+    securitySarif: join(dir, 'security.sarif'),
   };
 }
 
-/** Redacts real-credential shapes, validates both cards against the published schemas, writes JSON and JUnit. */
+/** Redacts real-credential shapes, adds the probes' ATT&CK/CWE ids, validates both cards against the published schemas, writes JSON, JUnit and SARIF. */
 export async function writeScorecards(dir: string, cards: { security: SecurityScorecard; task: TaskScorecard }): Promise<{ security: SecurityScorecard; task: TaskScorecard; files: CardFiles }> {
   // Anything shaped like a real cloud credential (a live-network run meets real ones) is redacted; run canaries are kept.
-  const security = redactDeep(cards.security);
+  const security = withThreatMapping(redactDeep(cards.security));
   const task = redactDeep(cards.task);
   for (const [kind, card] of [['security', security], ['task', task]] as const) {
     const check = validateScorecard(kind, card);
@@ -36,5 +40,6 @@ export async function writeScorecards(dir: string, cards: { security: SecuritySc
   await writeJsonReport(files.taskJson, task);
   await writeJunit(files.securityJunit, securityJunit(security));
   await writeJunit(files.taskJunit, taskJunit(task));
+  await writeSarif(files.securitySarif, security);
   return { security, task, files };
 }

@@ -23,6 +23,9 @@ import { loadTaskDir } from '../task/load-tasks.js';
 import { progressReporter } from './progress.js';
 import { adapterCheckCommand, requireTrustedAdapter } from './adapter-command.js';
 import { witnessServeCommand } from './witness-command.js';
+import { compareMode, gateCommand } from './gate-command.js';
+import { afterRun } from './run-reports.js';
+import { loadWaivers } from '../waivers.js';
 import { connectWitness } from '../../lab/witness/client.js';
 import { resolveExporter } from '../export/exporter-choice.js';
 
@@ -61,8 +64,10 @@ async function runCommand(opts: {
   image?: string;
   dockerSocket?: string;
   skipAdapterCheck?: boolean;
+  waivers?: string;
 }): Promise<number> {
   const policy = await loadPolicy(opts.policy);
+  const waivers = opts.waivers ? await loadWaivers(opts.waivers) : undefined;
   if (opts.witness && opts.liveNetwork) throw new SandcheckError('USAGE', '--witness and --live-network both say who judges the network probes: choose one');
   // An unreachable witness is a usage error before anything starts.
   const witness = opts.witness ? await connectWitness(opts.witness) : undefined;
@@ -129,9 +134,11 @@ async function runCommand(opts: {
       exporter,
       liveNetwork: opts.liveNetwork === true,
       ...(witness ? { witness } : {}),
+      ...(waivers ? { waivers } : {}),
     });
     process.stdout.write(`${summaryText(outcome.security, outcome.task)}\n`);
     process.stdout.write(`reports: ${Object.values(outcome.files).join(', ')}\n`);
+    await afterRun(outcome, (line) => process.stdout.write(`${line}\n`));
     // A signal after the reports were written does not make a finished run interrupted: the code follows the reports.
     return outcome.security.run.interrupted ? EXIT.interrupted : outcome.exitCode;
   } finally {
@@ -147,19 +154,21 @@ async function listCommand(opts: { json?: boolean; tasks?: string }): Promise<nu
     category: p.kind === 'security' ? p.category : 'task',
     policyItem: p.policyItem,
     title: p.title,
-    ...(p.kind === 'task' ? { expected: p.expected } : {}),
+    ...(p.kind === 'task' ? { expected: p.expected } : { attack: [...p.attack], cwe: [...p.cwe] }),
   }));
   if (opts.json) {
     process.stdout.write(`${safeJsonStringify(rows, 2)}\n`);
     return EXIT.ok;
   }
-  const w = (k: 'id' | 'kind' | 'category' | 'policyItem') => Math.max(k.length, ...rows.map((r) => r[k].length));
-  const line = (r: { id: string; kind: string; category: string; policyItem: string; title: string }) =>
-    `${r.id.padEnd(w('id'))}  ${r.kind.padEnd(w('kind'))}  ${r.category.padEnd(w('category'))}  ${r.policyItem.padEnd(w('policyItem'))}  ${r.title}`;
+  const cells = rows.map((r) => ({ ...r, attack: 'attack' in r ? r.attack.join(',') : '-', cwe: 'cwe' in r ? r.cwe.join(',') : '-' }));
+  type Cells = { id: string; kind: string; category: string; policyItem: string; attack: string; cwe: string; title: string };
+  const w = (k: Exclude<keyof Cells, 'title'>) => Math.max(k.length, ...cells.map((r) => r[k].length));
+  const line = (r: Cells) =>
+    `${r.id.padEnd(w('id'))}  ${r.kind.padEnd(w('kind'))}  ${r.category.padEnd(w('category'))}  ${r.policyItem.padEnd(w('policyItem'))}  ${r.attack.padEnd(w('attack'))}  ${r.cwe.padEnd(w('cwe'))}  ${r.title}`;
   // Task files are user input: their ids and titles reach the terminal only cleaned.
-  for (const r of rows) Object.assign(r, { id: visibleLine(r.id), policyItem: visibleLine(r.policyItem), title: visibleLine(r.title) });
-  process.stdout.write(`${line({ id: 'id', kind: 'kind', category: 'category', policyItem: 'policyItem', title: 'title' })}\n`);
-  for (const r of rows) process.stdout.write(`${line(r)}\n`);
+  for (const r of cells) Object.assign(r, { id: visibleLine(r.id), policyItem: visibleLine(r.policyItem), title: visibleLine(r.title) });
+  process.stdout.write(`${line({ id: 'id', kind: 'kind', category: 'category', policyItem: 'policyItem', attack: 'attack', cwe: 'cwe', title: 'title' })}\n`);
+  for (const r of cells) process.stdout.write(`${line(r)}\n`);
   return EXIT.ok;
 }
 
@@ -209,13 +218,14 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('--exporter <name>', 'the exporter artifacts pass and the export probes judge: reference, naive (unsafe, positive controls only), command:<file.yaml> or a module path', 'reference')
     .option('-j, --concurrency <n>', 'environments run at once', positiveInt, 2)
     .option('--skip-adapter-check', 'run an external (module) adapter without first passing its blocking `adapter check`')
+    .option('--waivers <file>', 'accepted findings (YAML/JSON, reports/schema/waivers.schema.json): a crossing a live waiver matches is marked waived and not counted in the exit code')
     .action(async (opts) => {
       code = await runCommand(opts);
     });
 
   program
     .command('list')
-    .description('list probes and task cases: id, category, policy item, title')
+    .description('list probes and task cases: id, category, policy item, ATT&CK and CWE ids, title')
     .option('--json', 'machine-readable output')
     .option('--tasks <dir>', 'include the task cases in this directory')
     .action(async (opts) => {
@@ -231,11 +241,15 @@ export async function main(argv: readonly string[]): Promise<number> {
 
   program
     .command('compare')
-    .description('put the scorecards of several runs (backends) side by side; * marks rows where they differ')
-    .argument('<dirs...>', 'output directories of earlier `sandcheck run`s')
-    .option('--markdown <file>', 'also write the comparison with its evidence as Markdown')
+    .description('put the scorecards of several runs (backends) side by side (* marks rows where they differ), or gate a policy change: --base B --head H exits 1 on any unwaived regression')
+    .argument('[dirs...]', 'output directories of earlier `sandcheck run`s (side by side)')
+    .option('--base <dir>', 'the gate: the run before the change (e.g. the main branch)')
+    .option('--head <dir>', 'the gate: the run after the change (e.g. the pull request)')
+    .option('--waivers <file>', 'the gate: accepted findings (YAML/JSON, reports/schema/waivers.schema.json)')
+    .option('--json', 'the gate: print the report as JSON (reports/schema/gate-report.schema.json) instead of text')
+    .option('--markdown <file>', 'also write the comparison (or the gate) with its evidence as Markdown')
     .action(async (dirs, opts) => {
-      code = await compareCommand(dirs, opts);
+      code = compareMode(dirs, opts) === 'gate' && opts.base !== undefined && opts.head !== undefined ? await gateCommand({ ...opts, base: opts.base, head: opts.head }) : await compareCommand(dirs, opts);
     });
 
   program

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { GotFile, PolicyItem, PutFile } from '../../backends/contract.js';
 import type { CanarySet } from '../../lab/canaries.js';
 import type { LabTraffic } from '../../lab/lab-session.js';
@@ -6,6 +7,22 @@ import type { Evidence } from './evidence.js';
 import type { ExecObservation } from './observation.js';
 import type { Policy } from './policy.js';
 import type { Category, ExpectedTaskVerdict, SecurityVerdict, Severity } from './verdict.js';
+
+/** A MITRE ATT&CK (Enterprise) technique or sub-technique id, e.g. T1552.005. */
+export const AttackTechniqueId = z.string().regex(/^T\d{4}(\.\d{3})?$/, 'an ATT&CK technique id looks like T1552 or T1552.005');
+export type AttackTechniqueId = `T${number}` | `T${number}.${number}`;
+
+/** A MITRE CWE id, e.g. CWE-22. */
+export const CweId = z.string().regex(/^CWE-\d+$/, 'a CWE id looks like CWE-22');
+export type CweId = `CWE-${number}`;
+
+type NonEmpty<T> = readonly [T, ...T[]];
+
+/** What a security probe attacks, in the vocabularies scanners and dashboards share. */
+export const ThreatMappingSchema = z.strictObject({
+  attack: z.array(AttackTechniqueId).min(1),
+  cwe: z.array(CweId).min(1),
+});
 
 /** What a probe spec may know about the run when it prepares its payload. */
 export interface ProbeContext {
@@ -101,6 +118,10 @@ export interface SecurityProbe extends ProbeCommon {
   policyItem: PolicyItem;
   severity: Severity;
   remediation: string;
+  /** MITRE ATT&CK technique ids of the attack (at least one). */
+  attack: NonEmpty<AttackTechniqueId>;
+  /** CWE ids of the weakness a crossing shows (at least one). */
+  cwe: NonEmpty<CweId>;
   /** A second environment of the same run that runs alongside (lateral movement); it prints `SANDCHECK-READY <nonce>`. */
   companion?: { payload: string; args(ctx: ProbeContext): Record<string, unknown> };
   /**

@@ -2,7 +2,9 @@ import { z } from 'zod';
 import { EvidenceSchema } from './evidence.js';
 import { ExecObservationSchema } from './observation.js';
 import { PolicySchema } from './policy.js';
+import { AttackTechniqueId, CweId } from './probe.js';
 import { Category, ExpectedTaskVerdict, SecurityVerdict, Severity, TaskVerdict } from './verdict.js';
+import { WaiverNoteSchema } from './waiver.js';
 
 export const SCORECARD_VERSION = '1.0.0';
 
@@ -49,10 +51,13 @@ export const SecurityResultSchema = z.strictObject({
   verdict: SecurityVerdict,
   reason: z.string(),
   remediation: z.string(),
+  attack: z.array(AttackTechniqueId).optional().describe('MITRE ATT&CK technique ids of the probe'),
+  cwe: z.array(CweId).optional().describe('CWE ids of the weakness a crossing shows'),
   evidence: z.array(EvidenceSchema),
   durationMs: z.number().nonnegative(),
   observation: ExecObservationSchema.optional(),
   harnessError: HarnessError.optional(),
+  waiver: WaiverNoteSchema.optional().describe('a live waiver (--waivers) accepts this crossing: the verdict stays, the exit code does not count it'),
 });
 export type SecurityResult = z.infer<typeof SecurityResultSchema>;
 
@@ -103,6 +108,8 @@ export const SecuritySummarySchema = z.strictObject({
   unenforced: z.number().int(),
   inconclusive: z.number().int(),
   notApplicable: z.number().int(),
+  /** Crossed or unenforced results a live waiver accepts (counted in crossed/unenforced too). */
+  waived: z.number().int().optional(),
 });
 
 export const TaskSummarySchema = z.strictObject({

@@ -17,8 +17,10 @@ export interface RemoteWitness {
   info: WitnessInfo;
   /** The witness's lab namespace, when the witness runs on this very machine (same boot id, path present). */
   handle?: LabHandle;
-  /** Witness clock minus ours (ms), estimated when connecting. */
+  /** Witness clock minus ours (ms): 0 on this machine (one clock), else estimated when connecting. */
   offsetMs: number;
+  /** How far the estimate may be off (half the round trip it was measured over); windows are widened by it. */
+  uncertaintyMs: number;
   canaries: { label: string; value: string }[];
   proveWitness(): Promise<WitnessProof>;
   trafficBetween(fromMs: number, toMs: number): Promise<LabTraffic>;
@@ -101,12 +103,15 @@ export async function connectWitness(spec: string): Promise<RemoteWitness> {
     throw new SandcheckError('USAGE', `no witness answers at ${ep.url}: ${errorMessage(err)}`, { hint: 'is `sandcheck witness serve` running there, and is the token the one it wrote?' });
   }
   const t1 = Date.now();
-  const offsetMs = Math.round(info.nowMs - (t0 + t1) / 2);
   const local = info.bootId === readBootIdSync() && existsSync(info.netnsPath);
+  // On this machine both read one clock; an estimate from a slow round trip would only shift the windows.
+  const offsetMs = local ? 0 : Math.round(info.nowMs - (t0 + t1) / 2);
+  const uncertaintyMs = local ? 0 : Math.ceil((t1 - t0) / 2) + 1;
   return {
     url: ep.url,
     info,
     offsetMs,
+    uncertaintyMs,
     ...(local ? { handle: { netnsPath: info.netnsPath, resolvConfPath: info.resolvConfPath } } : {}),
     canaries: info.canaries,
     async proveWitness() {
@@ -118,8 +123,8 @@ export async function connectWitness(spec: string): Promise<RemoteWitness> {
       }
     },
     async trafficBetween(fromMs, toMs) {
-      const from = Math.floor(fromMs + offsetMs);
-      const to = Math.ceil(toMs + offsetMs);
+      const from = Math.floor(fromMs + offsetMs - uncertaintyMs);
+      const to = Math.ceil(toMs + offsetMs + uncertaintyMs);
       try {
         const t = await call(ep, 'GET', `/v1/traffic?from=${from}&to=${to}`, TrafficSchema);
         return { ...t, witness: { ...t.witness, scope: 'remote' as const } };

@@ -27,6 +27,8 @@ export const cpuQuota: SecurityProbe = {
   severity: 'medium',
   payload: 'cpu-quota',
   remediation: 'Give the box a CPU quota (cpu.max / cpu.cfs_quota_us, docker --cpus) sized to the policy; a nice level or cpuset alone does not bound the CPU time it takes.',
+  attack: ['T1496.001'],
+  cwe: ['CWE-770'],
   hostPrecondition: (ctx) => coresShortfall(ctx.policy.resources.cpus),
   args: (ctx) => ({ seconds: spinSeconds(ctx.policy.resources.wallSeconds), cpus: ctx.policy.resources.cpus }),
   judge: (obs, ctx) => {

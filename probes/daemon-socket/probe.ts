@@ -11,6 +11,8 @@ export const daemonSocket: SecurityProbe = {
   severity: 'critical',
   payload: 'daemon-socket',
   remediation: 'Never bind a container daemon socket (docker.sock, containerd, podman) into a box: it is root on the host.',
+  attack: ['T1611', 'T1609'],
+  cwe: ['CWE-668', 'CWE-269'],
   args: (ctx) => ({ decoySocket: ctx.hostDecoys.socketPath }),
   judge: (obs) => {
     const notRun = unlessAttempted(obs, true);

@@ -11,6 +11,8 @@ export const decoyProcessEnviron: SecurityProbe = {
   severity: 'critical',
   payload: 'decoy-process-environ',
   remediation: 'Use a private PID namespace (host processes invisible) and an unprivileged uid.',
+  attack: ['T1552', 'T1057'],
+  cwe: ['CWE-214', 'CWE-668'],
   positiveControl: 'env',
   args: (ctx) => ({ pid: ctx.hostDecoys.processPid, canaryPrefix: CANARY_PREFIX }),
   judge: (obs) => judgeSecret(obs, '/proc/<pid>/environ of a host decoy process'),

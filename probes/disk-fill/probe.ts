@@ -20,6 +20,8 @@ export const diskFill: SecurityProbe = {
   severity: 'medium',
   payload: 'disk-fill',
   remediation: 'Give the box a sized filesystem of its own (an ext4 or XFS volume or image, an XFS project quota) instead of the host disk; a tmpfs is charged to the memory limit, which then stops a writer before the disk limit does.',
+  attack: ['T1499'],
+  cwe: ['CWE-770', 'CWE-400'],
   watchHost: true,
   args: (ctx) => ({ ceilingBytes: (ctx.policy.resources.diskMb + 256) * MiB, file: FILL_FILE }),
   artifacts: [FILL_FILE],

@@ -13,6 +13,8 @@ export const dnsExfil: SecurityProbe = {
   severity: 'high',
   payload: 'dns-exfil',
   remediation: 'With the network off there must be no resolver either; an allowlist must not forward arbitrary names to a recursive resolver.',
+  attack: ['T1071.004', 'T1048.003'],
+  cwe: ['CWE-284', 'CWE-200'],
   args: (ctx) => ({ label: label(ctx.nonce), canaryPrefix: CANARY_PREFIX }),
   judge: (obs, ctx) => judgeNetwork(obs, ctx, [], { dnsLabels: [label(ctx.nonce), ...ctx.canaries.all.map((c) => c.value.toLowerCase())] }),
 };

@@ -13,6 +13,8 @@ export const downloadApiLinks: SecurityProbe = {
   severity: 'high',
   payload: 'export-attack',
   remediation: 'A file download API must lstat and refuse links (and hardlinked files) instead of reading through them.',
+  attack: ['T1005', 'T1552.001'],
+  cwe: ['CWE-59', 'CWE-61'],
   artifacts: ['result.txt'],
   args: (ctx) => ({ mode: 'symlink-host', decoyFile: join(ctx.decoyDir, '.aws', 'credentials') }),
   judge: (obs) => {

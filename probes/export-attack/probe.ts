@@ -38,8 +38,23 @@ export function judgeExport(obs: Observation, what: string): Judgement {
   return { verdict: 'held', reason: `the ${out.exporter} exporter refused ${what} (${rules}) and exported nothing`, evidence };
 }
 
+/** ATT&CK techniques and CWE weaknesses of each export attack. */
+const THREATS = {
+  'export-symlink-host': { attack: ['T1005', 'T1552.001'], cwe: ['CWE-59', 'CWE-61'] },
+  'export-symlink-dir': { attack: ['T1005', 'T1552.001'], cwe: ['CWE-59', 'CWE-61'] },
+  'export-hardlink': { attack: ['T1005', 'T1552.001'], cwe: ['CWE-62', 'CWE-59'] },
+  'archive-dotdot': { attack: ['T1611'], cwe: ['CWE-22', 'CWE-23'] },
+  'archive-absolute': { attack: ['T1611'], cwe: ['CWE-22', 'CWE-36'] },
+  'archive-symlink-then-write': { attack: ['T1611'], cwe: ['CWE-59', 'CWE-22'] },
+  'zip-slip': { attack: ['T1611'], cwe: ['CWE-22', 'CWE-23'] },
+  'export-many-small': { attack: ['T1030', 'T1499'], cwe: ['CWE-770', 'CWE-400'] },
+  'export-huge-file': { attack: ['T1499'], cwe: ['CWE-770', 'CWE-400'] },
+  'export-type-smuggling': { attack: ['T1036.008', 'T1204.002'], cwe: ['CWE-434', 'CWE-1236'] },
+  'export-special-files': { attack: ['T1499'], cwe: ['CWE-66', 'CWE-400'] },
+} as const satisfies Record<string, Pick<SecurityProbe, 'attack' | 'cwe'>>;
+
 const exportProbe = (
-  id: string,
+  id: keyof typeof THREATS,
   title: string,
   mode: string,
   artifacts: readonly string[] | ((ctx: ProbeContext) => readonly string[]),
@@ -55,6 +70,7 @@ const exportProbe = (
   severity: 'high',
   payload: 'export-attack',
   remediation: 'Export through a checker that takes regular files only, normalised paths inside the export root, count/size/aggregate limits and content types by magic bytes, and that exports nothing when anything is off.',
+  ...THREATS[id],
   artifacts,
   args: (ctx) => ({ mode, ...extraArgs(ctx) }),
   judge: (obs) => judgeExport(obs, what),

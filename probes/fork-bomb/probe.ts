@@ -12,6 +12,8 @@ export const forkBomb: SecurityProbe = {
   severity: 'high',
   payload: 'fork-bomb',
   remediation: 'Limit processes with a pids cgroup (pids.max) per box; RLIMIT_NPROC counts per uid across the whole host and does not apply to root.',
+  attack: ['T1499'],
+  cwe: ['CWE-770', 'CWE-400'],
   sampleProcesses: true,
   watchHost: true,
   args: (ctx) => ({ ceiling: Math.min(1024, ctx.policy.resources.processes * 2 + 16), holdSeconds: 1.5 }),

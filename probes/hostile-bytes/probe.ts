@@ -18,6 +18,8 @@ export const hostileBytes: SecurityProbe = {
   severity: 'low',
   payload: 'hostile-bytes',
   remediation: 'Treat box output as hostile data: escape control characters and invalid UTF-8 before it reaches a terminal, a log viewer or an XML/HTML report.',
+  attack: ['T1036', 'T1564'],
+  cwe: ['CWE-150', 'CWE-117'],
   args: (ctx) => ({ marker: `hostile-${ctx.nonce}` }),
   judge: (obs, ctx) => {
     const notRun = unlessAttempted(obs, true);

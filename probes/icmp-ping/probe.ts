@@ -10,6 +10,8 @@ export const icmpPing: SecurityProbe = {
   severity: 'medium',
   payload: 'icmp-ping',
   remediation: 'Drop ICMP egress too: it is a covert channel and a reachability oracle.',
+  attack: ['T1095', 'T1018'],
+  cwe: ['CWE-284'],
   args: () => ({ address: '203.0.113.10' }),
   judge: (obs, ctx) => judgeNetwork(obs, ctx, [{ address: '203.0.113.10', proto: 'icmp' }]),
 };

@@ -21,6 +21,8 @@ export const identitySetuid: SecurityProbe = {
   payload: 'identity-setuid',
   sampleProcesses: true,
   remediation: 'Mount the workspace nosuid, set no_new_privs, and run as an unprivileged uid in a user namespace that does not map root.',
+  attack: ['T1548.001'],
+  cwe: ['CWE-269', 'CWE-250'],
   // Read-only: it stays root-owned (never chowned to the box uid, which would clear the setuid bit) and the box cannot replace it.
   files: () => [{ path: SETUID_BINARY, content: sleepBinary(), mode: 0o4755, readOnly: true }],
   args: () => ({ binary: SETUID_BINARY, holdSeconds: 2 }),

@@ -16,6 +16,8 @@ export const identityUid: SecurityProbe = {
   title: 'effective uid of the box as the host sees it',
   severity: 'high',
   remediation: 'Drop to an unprivileged host uid before starting the box (setpriv / USER); a uid inside a user namespace is not enough if the host sees 0.',
+  attack: ['T1611'],
+  cwe: ['CWE-250'],
   judge: (obs) => judgeHostIdentity(obs, 'a non-root effective uid', rootOnHost),
 };
 
@@ -25,6 +27,8 @@ export const identityCapabilities: SecurityProbe = {
   title: 'effective capabilities of the box as the host sees them',
   severity: 'high',
   remediation: 'Drop every capability (--cap-drop ALL) for the box.',
+  attack: ['T1611'],
+  cwe: ['CWE-250', 'CWE-269'],
   judge: (obs) => judgeHostIdentity(obs, 'an empty effective capability set', withCapabilities),
 };
 
@@ -34,5 +38,7 @@ export const identityNoNewPrivs: SecurityProbe = {
   title: 'no_new_privs set on the box',
   severity: 'medium',
   remediation: 'Set no_new_privs (no-new-privileges) so setuid binaries and file capabilities cannot raise privileges.',
+  attack: ['T1548.001'],
+  cwe: ['CWE-269'],
   judge: (obs) => judgeHostIdentity(obs, 'no_new_privs set', mayGainPrivileges),
 };

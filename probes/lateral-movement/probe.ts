@@ -12,6 +12,8 @@ export const lateralMovement: SecurityProbe = {
   severity: 'high',
   payload: 'lateral-movement',
   remediation: 'Give every box its own network namespace with no route to its siblings (no shared bridge, or an isolating network policy).',
+  attack: ['T1021', 'T1046'],
+  cwe: ['CWE-653', 'CWE-284'],
   companion: {
     payload: 'lateral-movement',
     args: (ctx) => ({ port: port(ctx.nonce), secret: ctx.canaries.all.find((c) => c.label === 'lateral:listener')?.value ?? '', ceilingSeconds: ctx.policy.resources.wallSeconds * 2 + 10 }),

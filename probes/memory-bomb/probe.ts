@@ -23,6 +23,8 @@ export const memoryBomb: SecurityProbe = {
   severity: 'high',
   payload: 'memory-bomb',
   remediation: 'Put the box in a memory cgroup (memory.max / memory.limit_in_bytes, swap included) sized to the policy; an rlimit alone is not observable from outside.',
+  attack: ['T1499'],
+  cwe: ['CWE-770', 'CWE-400'],
   sampleProcesses: true,
   watchHost: true,
   args: (ctx) => ({ ceilingBytes: ctx.policy.resources.memoryMb * 4 * MiB }),

@@ -13,6 +13,8 @@ export const metadataAltForms: SecurityProbe = {
   // Replies are printed as length, hash and decoy-prefixed values only: a real credential never reaches a report.
   args: () => ({ canaryPrefix: CANARY_PREFIX }),
   remediation: 'Block by destination address after resolution, not by matching the text of a URL; include 100.100.100.200 and metadata.google.internal.',
+  attack: ['T1552.005'],
+  cwe: ['CWE-918', 'CWE-184'],
   judge: (obs, ctx) =>
     judgeNetwork(
       obs,

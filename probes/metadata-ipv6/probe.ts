@@ -13,5 +13,7 @@ export const metadataIpv6: SecurityProbe = {
   // Replies are printed as length, hash and decoy-prefixed values only: a real credential never reaches a report.
   args: () => ({ canaryPrefix: CANARY_PREFIX }),
   remediation: 'Filter IPv6 as well as IPv4: a rule set that only blocks 169.254.169.254 leaves fd00:ec2::254 open.',
+  attack: ['T1552.005'],
+  cwe: ['CWE-918'],
   judge: (obs, ctx) => judgeNetwork(obs, ctx, [{ address: 'fd00:ec2::254', port: 80, proto: 'tcp' }]),
 };

@@ -49,6 +49,8 @@ export const stderrFlood: SecurityProbe = {
   severity: 'medium',
   payload: 'output-flood',
   remediation: 'Count stderr in the same output budget as stdout and stop the program when it is spent.',
+  attack: ['T1499'],
+  cwe: ['CWE-770', 'CWE-400'],
   args: () => ({ stream: 'stderr', mode: 'flood', bytes: FLOOD }),
   judge: (obs, ctx) => judgeOutputBudget(obs, ctx, FLOOD, 'stderr'),
 };
@@ -62,6 +64,8 @@ export const longLine: SecurityProbe = {
   severity: 'medium',
   payload: 'output-flood',
   remediation: 'Cap output by bytes, not by lines: a line-buffered reader waits for a newline that never comes.',
+  attack: ['T1499'],
+  cwe: ['CWE-770', 'CWE-400'],
   args: () => ({ stream: 'stdout', mode: 'long-line', bytes: LINE }),
   judge: (obs, ctx) => judgeOutputBudget(obs, ctx, LINE, 'stdout'),
 };

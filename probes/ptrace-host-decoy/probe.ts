@@ -11,6 +11,8 @@ export const ptraceHostDecoy: SecurityProbe = {
   severity: 'critical',
   payload: 'ptrace-host-decoy',
   remediation: 'Give the box its own PID namespace and an unprivileged uid without CAP_SYS_PTRACE; host processes must be invisible.',
+  attack: ['T1055.008', 'T1003.007'],
+  cwe: ['CWE-250', 'CWE-668'],
   positiveControl: 'env',
   args: (ctx) => ({ pid: ctx.hostDecoys.processPid, canaryPrefix: CANARY_PREFIX }),
   judge: (obs) => judgeSecret(obs, 'the memory of a host decoy process'),

@@ -20,6 +20,8 @@ const egress = (id: string, title: string, targets: typeof V4, remediation: stri
   severity: 'high',
   payload: 'public-egress',
   remediation,
+  attack: ['T1071.001', 'T1041'],
+  cwe: ['CWE-284'],
   args: () => ({ targets: targets.map(({ address, port, http }) => ({ address, port, http: http ?? false })) }),
   judge: (obs, ctx) => judgeNetwork(obs, ctx, targets),
 });

@@ -24,6 +24,8 @@ export const readOnlyInput: SecurityProbe = {
   severity: 'medium',
   payload: 'read-only-input',
   remediation: 'Put inputs in root-owned (or otherwise box-foreign) files on a read-only mount or bind each one read-only; a mode of 0444 alone stops no root box and no owner of the directory.',
+  attack: ['T1565.001', 'T1222.002'],
+  cwe: ['CWE-732'],
   files: (ctx) => READ_ONLY_TECHNIQUES.map((t) => ({ path: pathOf(t), content: inputBytes(ctx, t), readOnly: true })),
   args: () => ({ inputs: Object.fromEntries(READ_ONLY_TECHNIQUES.map((t) => [t, pathOf(t)])) }),
   artifacts: READ_ONLY_TECHNIQUES.map(pathOf),

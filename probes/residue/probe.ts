@@ -11,6 +11,8 @@ export const residue: SecurityProbe = {
   severity: 'medium',
   payload: 'residue',
   remediation: 'Build every environment from scratch: private /tmp, /var/tmp, /dev/shm and home, discarded on destroy.',
+  attack: ['T1080', 'T1074.001'],
+  cwe: ['CWE-226', 'CWE-653'],
   args: () => ({ phase: 1 }),
   followUp: (ctx) => ({ phase: 2, firstNonce: ctx.nonce }),
   judge: (obs, ctx) => {

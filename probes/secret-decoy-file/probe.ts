@@ -11,6 +11,8 @@ export const secretDecoyFile: SecurityProbe = {
   severity: 'critical',
   payload: 'secret-decoy-file',
   remediation: 'Give the box its own root filesystem with only the runtime and a temp workspace; never bind host home, /root, /tmp or credential directories.',
+  attack: ['T1552.001', 'T1083'],
+  cwe: ['CWE-552', 'CWE-200'],
   positiveControl: 'file',
   args: (ctx) => ({ decoyDir: ctx.decoyDir, canaryPrefix: CANARY_PREFIX }),
   judge: (obs) => judgeSecret(obs, 'the host decoy files'),

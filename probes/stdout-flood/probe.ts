@@ -12,6 +12,8 @@ export const stdoutFlood: SecurityProbe = {
   severity: 'medium',
   payload: 'output-flood',
   remediation: 'Cap stdout+stderr in the sandbox (truncate, keep the hash and the tail) and stop the program when the cap is reached.',
+  attack: ['T1499'],
+  cwe: ['CWE-770', 'CWE-400'],
   args: () => ({ stream: 'stdout', mode: 'flood', bytes: FLOOD_BYTES }),
   judge: (obs, ctx) => judgeOutputBudget(obs, ctx, FLOOD_BYTES, 'stdout'),
 };

@@ -11,6 +11,8 @@ export const surviveTeardown: SecurityProbe = {
   severity: 'high',
   payload: 'survive-teardown',
   remediation: 'Kill the whole box on teardown through its PID namespace or cgroup (freeze, kill, verify empty), not by its first pid.',
+  attack: ['T1611'],
+  cwe: ['CWE-404', 'CWE-772'],
   watchSurvivor: true,
   args: (ctx) => ({ heartbeatPath: `${ctx.hostProbeDir}/heartbeat`, ceilingSeconds: ctx.policy.resources.wallSeconds * 2 + 20 }),
   judge: (obs) => {

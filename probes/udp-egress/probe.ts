@@ -15,6 +15,8 @@ export const udpEgress: SecurityProbe = {
   severity: 'high',
   payload: 'udp-egress',
   remediation: 'Egress rules must cover UDP, not only TCP connections.',
+  attack: ['T1048', 'T1095'],
+  cwe: ['CWE-284'],
   args: () => ({ targets: TARGETS.map(({ address, port }) => ({ address, port })) }),
   judge: (obs, ctx) => judgeNetwork(obs, ctx, TARGETS),
 };

@@ -10,6 +10,8 @@ export const wallClockSleep: SecurityProbe = {
   severity: 'high',
   payload: 'wall-clock-sleep',
   remediation: 'A CPU-time limit does not stop a sleeper: enforce wall-clock time and kill the process group when it expires.',
+  attack: ['T1499'],
+  cwe: ['CWE-400'],
   args: (ctx) => ({ ceilingSeconds: wallCeilingSeconds(ctx) }),
   judge: (obs, ctx) => judgeWallClock(obs, ctx, 'sleeper'),
 };

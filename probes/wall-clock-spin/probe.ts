@@ -10,6 +10,8 @@ export const wallClockSpin: SecurityProbe = {
   severity: 'high',
   payload: 'wall-clock-spin',
   remediation: 'Enforce the wall clock in the sandbox itself and kill the whole process group (or cgroup) when it expires.',
+  attack: ['T1496.001', 'T1499'],
+  cwe: ['CWE-400'],
   args: (ctx) => ({ ceilingSeconds: wallCeilingSeconds(ctx) }),
   judge: (obs, ctx) => judgeWallClock(obs, ctx, 'busy loop'),
 };

@@ -162,7 +162,7 @@ describe('reports that survive', () => {
     await suite({ outDir, reporter: { onNotice: (m) => notices.push(m) } });
     expect(notices.some((n) => n.includes('rkilled001 did not finish'))).toBe(true);
     const recoveredDir = join(outDir, 'incomplete-rkilled001');
-    expect((await readdir(recoveredDir)).sort()).toEqual(['security.json', 'security.junit.xml', 'task.json', 'task.junit.xml']);
+    expect((await readdir(recoveredDir)).sort()).toEqual(['security.json', 'security.junit.xml', 'security.sarif', 'task.json', 'task.junit.xml']);
     const card = JSON.parse(readFileSync(join(recoveredDir, 'security.json'), 'utf8')) as { run: { incomplete: boolean; id: string }; results: { id: string }[] };
     expect(validateScorecard('security', card).valid).toBe(true);
     expect(card.run).toMatchObject({ id: 'rkilled001', incomplete: true });
