@@ -141,6 +141,8 @@ export interface DaemonInfo {
   DefaultRuntime: string;
   /** The daemon's data-root (volumes live in <root>/volumes/<name>/_data). */
   DockerRootDir: string;
+  /** Podman's Docker-compatible API (its /info has BuildahVersion and Rootless, Docker's does not). */
+  Podman?: boolean;
 }
 
 export interface ImageDetails {

@@ -318,6 +318,9 @@ export class DockerBackend implements Backend {
       const info = await this.info();
       if (info.CgroupDriver !== 'cgroupfs') return `the daemon's cgroup driver is ${info.CgroupDriver || 'unknown'}, not cgroupfs`;
       if (info.CgroupVersion !== '' && info.CgroupVersion !== '1') return `the daemon uses cgroup v${info.CgroupVersion}`;
+      // Podman (cgroupfs) runs every conmon, one per exec, in <CgroupParent>/conmon: the parent's hierarchical
+      // counters (pids peak, memory peak, CPU) would count them, and they outlive the container by 300 s (exit delay).
+      if (info.Podman) return "Podman puts its conmon monitors under the cgroup parent";
       return canUseV1Parents();
     })();
     return this.parentsOk;
@@ -551,6 +554,15 @@ export class DockerEnvironment implements Environment {
       if (!isDirMode(st.mode)) return { path: rel, kind: 'other', size: 0, note: `"${segs[i - 1]}" on the way is not a directory` };
     }
     const abs = `${WORKSPACE}/${segs.join('/')}`;
+    // The last component too: Podman's GET /archive follows a final symlink (it would export the target, read as root).
+    let last: PathStat | undefined;
+    try {
+      last = await this.client.statPath(this.containerId, abs);
+    } catch (err) {
+      return { path: rel, kind: 'other', size: 0, note: `could not stat: ${errorMessage(err)}` };
+    }
+    if (!last) return { path: rel, kind: 'missing', size: 0, ...(gone ? { note: gone.slice(2) } : {}) };
+    if (isSymlinkMode(last.mode)) return { path: rel, kind: 'symlink', size: last.size, linkTarget: last.linkTarget.slice(0, 4096), note: 'links are never followed' };
     let archive;
     try {
       archive = await this.client.getArchive(this.containerId, abs);

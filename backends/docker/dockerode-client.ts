@@ -126,6 +126,7 @@ export function createDockerodeClient(endpoint: DockerEndpoint = {}): DockerClie
         Runtimes: typeof i.Runtimes === 'object' && i.Runtimes !== null ? (i.Runtimes as Record<string, unknown>) : {},
         DefaultRuntime: String(i.DefaultRuntime ?? ''),
         DockerRootDir: String(i.DockerRootDir ?? ''),
+        Podman: 'BuildahVersion' in i,
       } satisfies DaemonInfo;
     },
 
@@ -225,9 +226,17 @@ export function createDockerodeClient(endpoint: DockerEndpoint = {}): DockerClie
     },
     async statPath(id, path) {
       return callOr('stat path', undefined, async (abortSignal) => {
-        const res: unknown = await docker.getContainer(id).infoArchive({ path, abortSignal });
+        // infoArchive's own call, with 404 accepted: Podman answers 404 for a dangling symlink, with the link's stat in the header.
+        const res: unknown = await new Promise((resolve, reject) => {
+          docker.modem.dial(
+            { path: `/containers/${id}/archive?`, method: 'HEAD', abortSignal, isStream: true, statusCodes: { 200: true, 404: true, 400: 'client error, bad parameters', 500: 'server error' }, options: { path } },
+            (err: unknown, data: unknown) => (err ? reject(err) : resolve(data)),
+          );
+        });
         (res as Readable).resume?.();
-        return decodePathStat(headerOf(res));
+        const st = decodePathStat(headerOf(res));
+        if ((res as { statusCode?: number }).statusCode === 404) return st && Math.floor(st.mode / 2 ** 27) % 2 === 1 ? st : undefined;
+        return st;
       });
     },
 
@@ -255,7 +264,8 @@ export function createDockerodeClient(endpoint: DockerEndpoint = {}): DockerClie
       await call(
         'import image',
         async () => {
-          const out = await docker.importImage(rootfsTar, { repo, tag, changes: [...changes] });
+          // The tag inside repo ("name:tag", which the Engine API allows): Podman 4.x's compat import ignores `tag`.
+          const out = await docker.importImage(rootfsTar, { repo: `${repo}:${tag}`, changes: [...changes] });
           // The progress stream reports errors in-band: {"error": "..."}.
           await new Promise<void>((resolve, reject) => {
             let tail = '';

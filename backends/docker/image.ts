@@ -206,7 +206,10 @@ export async function ensureProbeImage(client: DockerClient, options: EnsureImag
     `ENV PATH=${IMAGE_PATH}`,
     'ENV LANG=C.UTF-8',
     'WORKDIR /work',
-    `LABEL ${LABEL_IMAGE}=python${rootfs.pythonVersion} sandcheck.content=${rootfs.hash}${options.runId ? ` sandcheck.run=${options.runId}` : ''}`,
+    // One label per instruction: Podman's compat API reads `LABEL a=1 b=2` as the single label a="1 b=2".
+    `LABEL ${LABEL_IMAGE}=python${rootfs.pythonVersion}`,
+    `LABEL sandcheck.content=${rootfs.hash}`,
+    ...(options.runId ? [`LABEL sandcheck.run=${options.runId}`] : []),
   ];
   try {
     await client.importImage(Readable.from([rootfs.tar]), IMAGE_REPO, tag, changes);

@@ -128,7 +128,9 @@ function workspaceMount(i: HostConfigInput): VolumeMount | UserMount {
 /** Options of the local driver's tmpfs volume that is the workspace: sized, sticky, root-owned. */
 export function workspaceVolumeOptions(policy: Policy): Record<string, string> {
   // mode 1777 + root owner: the box may add files but cannot remove or rename the root-owned inputs.
-  return { type: 'tmpfs', device: 'tmpfs', o: `size=${policy.resources.diskMb}m,mode=1777,nosuid,nodev` };
+  // nr_blocks (4 KiB pages), not size=: Podman's local driver takes `size` for an XFS project quota and refuses it
+  // elsewhere ("Filesystem does not support Project Quota"); both daemons hand nr_blocks to mount(2) unchanged.
+  return { type: 'tmpfs', device: 'tmpfs', o: `nr_blocks=${policy.resources.diskMb * 256},mode=1777,nosuid,nodev` };
 }
 
 export interface DaemonPlacement {

@@ -37,7 +37,7 @@ function positiveInt(value: string): number {
 
 /** --image / --docker-socket / DOCKER_HOST become docker backend options (on top of a --backend-config file). */
 function withDockerFlags(fileOptions: unknown, opts: { backend?: string; image?: string; dockerSocket?: string }): unknown {
-  const isDocker = opts.backend !== undefined && ['docker-default', 'docker-hardened', 'gvisor'].includes(opts.backend);
+  const isDocker = opts.backend !== undefined && ['docker-default', 'docker-hardened', 'gvisor', 'docker'].includes(opts.backend);
   if (!isDocker) {
     if (opts.image || opts.dockerSocket) throw new SandcheckError('USAGE', '--image and --docker-socket are options of the docker backends', { hint: 'add --backend docker-hardened (or docker-default, gvisor)' });
     return fileOptions;
