@@ -42,6 +42,8 @@ export interface SarifResult {
   message: Text;
   locations: { logicalLocations: { name: string; fullyQualifiedName: string; kind: string }[] }[];
   partialFingerprints: Record<string, string>;
+  /** A waived crossing (run --waivers) stays in the log, suppressed with the waiver's word. */
+  suppressions?: { kind: 'external'; status: 'accepted'; justification: string }[];
   properties: PropertyBag;
 }
 
@@ -103,6 +105,7 @@ function result(card: SecurityScorecard, r: SecurityResult, ruleIndex: number): 
     message: { text: message(r) },
     locations: [{ logicalLocations: [{ name: r.policyItem, fullyQualifiedName: `${card.backend.name}/${r.policyItem}`, kind: 'resource' }] }],
     partialFingerprints: { 'sandcheck/v1': `${card.backend.name}/${r.id}` },
+    ...(r.waiver ? { suppressions: [{ kind: 'external' as const, status: 'accepted' as const, justification: clean(`waived: ${r.waiver.reason} (owner ${r.waiver.owner}, expires ${r.waiver.expires})`, 1024) }] } : {}),
     properties: { verdict: r.verdict, severity: r.severity, backend: card.backend.name, ...(r.harnessError ? { harnessError: r.harnessError.code } : {}) },
   };
 }

@@ -84,6 +84,14 @@ describe('security.sarif', () => {
     expect(first.locations[0]?.logicalLocations[0]).toMatchObject({ name: 'files.hostPaths', fullyQualifiedName: 'fake/files.hostPaths' });
   });
 
+  it('a waived crossing stays in the log, suppressed with the waiver (and the log still validates)', () => {
+    const log = sarifOf([result('secret-decoy-file', 'crossed', 'critical', { waiver: { reason: 'vendor fix due', owner: 'ana', expires: '2099-01-01' } }), result('cpu-quota', 'crossed', 'medium')]);
+    expect(validateSarif(log), JSON.stringify(validateSarif.errors)).toBe(true);
+    const [waived, plain] = log.runs[0]!.results;
+    expect(waived?.suppressions).toEqual([{ kind: 'external', status: 'accepted', justification: 'waived: vendor fix due (owner ana, expires 2099-01-01)' }]);
+    expect(plain?.suppressions).toBeUndefined();
+  });
+
   it('control characters in a reason reach the log escaped', () => {
     const run = sarifOf([result('secret-decoy-file', 'crossed', 'critical', { reason: 'x\u001b[2Jy\u202ez' })]).runs[0]!;
     expect(run.results[0]?.message.text).not.toMatch(/[\u001b\u202e]/);
