@@ -4,7 +4,7 @@
  * trial nothing of the signalled run may be left, by its ownership journal and by a host snapshot, and every
  * report must be valid (possibly incomplete).
  *
- *   npx tsx scripts/chaos.ts --trials 20 --seed 1 [--docker] [--json]
+ *   npx tsx scripts/chaos.ts --trials 20 --seed 1 [--docker | --backend docker-hardened] [--json]
  *
  * Needs root, bubblewrap and the built CLI (`npx tsc -p tsconfig.build.json`). Touches only what its own runs made.
  */
@@ -155,7 +155,8 @@ async function trial(n: number, backend: string, rand: () => number, root: strin
 async function main(): Promise<number> {
   const trials = Number(arg('trials', '4'));
   const seed = Number(arg('seed', '1'));
-  const backends = process.argv.includes('--docker') ? ['bwrap', 'docker-hardened'] : ['bwrap'];
+  const only = arg('backend', '');
+  const backends = only !== '' ? [only] : process.argv.includes('--docker') ? ['bwrap', 'docker-hardened'] : ['bwrap'];
   if (!existsSync(CLI)) {
     process.stderr.write(`chaos: ${CLI} is missing: build first (npx tsc -p tsconfig.build.json)\n`);
     return 3;
