@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { XMLParser } from 'fast-xml-parser';
@@ -116,8 +116,12 @@ describe('JUnit that every reader shows', () => {
         return (err as { status?: number }).status ?? 1;
       }
     };
-    expect(lint('security.xml', securityXml())).toBe(0);
-    expect(lint('task.xml', taskXml())).toBe(0);
-    expect(lint('bad.xml', securityXml().replace('<testcase ', '<testcase file="x.ts" '))).not.toBe(0);
+    try {
+      expect(lint('security.xml', securityXml())).toBe(0);
+      expect(lint('task.xml', taskXml())).toBe(0);
+      expect(lint('bad.xml', securityXml().replace('<testcase ', '<testcase file="x.ts" '))).not.toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
