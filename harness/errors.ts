@@ -28,7 +28,9 @@ export type SandcheckErrorCode =
   | 'LAB_SETUP_FAILED'
   | 'LAB_DESTROYED'
   | 'LAB_TEARDOWN_FAILED'
-  | 'WITNESS_FAILED';
+  | 'WITNESS_FAILED'
+  // shards (--shard, sandcheck merge)
+  | 'MERGE_REFUSED';
 
 /** Exit status of the CLI for each class of failure (see README "Exit codes"). */
 export const EXIT = {
@@ -64,7 +66,8 @@ export class SandcheckError extends Error {
       this.code === 'PROBE_UNKNOWN' ||
       this.code === 'OUT_DIR_UNUSABLE' ||
       this.code === 'RECOVER_NOTHING' ||
-      this.code === 'RUN_ALIVE'
+      this.code === 'RUN_ALIVE' ||
+      this.code === 'MERGE_REFUSED'
     );
   }
 

@@ -12,6 +12,8 @@ export interface SweepOptions {
   kill?: boolean;
   /** The cgroup2 parent the backend was told to use, if not the cgroup2 mount itself. */
   v2Parent?: string;
+  /** Only list what would be removed (`sandcheck clean --dry-run`); touch nothing. */
+  dryRun?: boolean;
 }
 
 /** `<runId>-<envId>`: the only names this backend gives environments (envId is 8 hex digits). */
@@ -68,6 +70,10 @@ export async function sweepStaleCgroups(runIdPrefix?: string, options: SweepOpti
         continue;
       }
       const cg = h.open(name);
+      if (options.dryRun) {
+        report.removed.push(`cgroup v${h.version} ${name}`);
+        continue;
+      }
       let pids = await cg.pids();
       if (pids.length > 0 && options.kill) pids = await cg.killAll();
       if (pids.length > 0) {
@@ -86,6 +92,10 @@ export async function sweepStaleCgroups(runIdPrefix?: string, options: SweepOpti
     if (!name.startsWith(prefix) || !ENV_KEY.test(key)) continue;
     if (!(await isStale(key))) continue;
     const root = join(stateDir, key);
+    if (options.dryRun) {
+      report.removed.push(`workspace ${key}`);
+      continue;
+    }
     const mounted = mounts.some((l) => l.split(' ')[1] === join(root, 'fs'));
     const image = (await readOwner(join(root, 'owner.json')))?.image;
     // Only an image file of this backend's own naming is deleted, whatever the record says.

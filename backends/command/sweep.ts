@@ -11,7 +11,7 @@ const ENV_KEY = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}-[0-9a-f]{8}$/;
  * harness killed mid-run) lose their counting cgroup subtree (processes killed first) and their workspace
  * (unmounted, removed). Anything without a record, or whose owner lives, is left alone.
  */
-export async function sweepStaleCommandEnvironments(stateDir: string): Promise<{ removed: string[]; kept: string[] }> {
+export async function sweepStaleCommandEnvironments(stateDir: string, dryRun = false): Promise<{ removed: string[]; kept: string[] }> {
   const removed: string[] = [];
   const kept: string[] = [];
   const counting = await detectCountingRoots();
@@ -21,6 +21,10 @@ export async function sweepStaleCommandEnvironments(stateDir: string): Promise<{
     const owner = await readOwner(join(root, 'owner.json'));
     if (owner === undefined || (await ownerAlive(owner))) continue;
     const name = `sccmd-${key}`;
+    if (dryRun) {
+      removed.push(`command environment ${key}`);
+      continue;
+    }
     if ('roots' in counting) {
       const cg = CountingCgroup.open(counting.roots, name);
       const left = await cg.killAll();

@@ -69,7 +69,7 @@ export interface DiskSweepReport {
  * Crash recovery: removes workspace roots under `stateDir` whose owner record names a dead process (or is
  * missing), with their mount, loop device and image. Call it after the dead run's containers are gone.
  */
-export async function sweepDiskWorkspaces(stateDir = DEFAULT_DISK_STATE_DIR, keepRunId?: string): Promise<DiskSweepReport> {
+export async function sweepDiskWorkspaces(stateDir = DEFAULT_DISK_STATE_DIR, keepRunId?: string, dryRun = false): Promise<DiskSweepReport> {
   const report: DiskSweepReport = { removed: [], kept: [] };
   const mounts = (await readFile('/proc/self/mounts', 'utf8').catch(() => '')).split('\n');
   for (const key of await readdir(stateDir).catch(() => [] as string[])) {
@@ -77,6 +77,10 @@ export async function sweepDiskWorkspaces(stateDir = DEFAULT_DISK_STATE_DIR, kee
     const root = join(stateDir, key);
     const owner = await readOwner(join(root, 'owner.json'));
     if (owner && (await ownerAlive(owner))) continue;
+    if (dryRun) {
+      report.removed.push(`workspace ${key}`);
+      continue;
+    }
     const mounted = mounts.some((l) => l.split(' ')[1] === join(root, 'fs'));
     // Only an image file of this backend's own naming is deleted, whatever the record says.
     const image = owner?.image?.endsWith(`/${diskImageName(key)}`) ? owner.image : undefined;

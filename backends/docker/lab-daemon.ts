@@ -444,7 +444,7 @@ export interface LabDaemonSweepReport {
  * the daemon it left (if it still runs: the pidfile's process must name that directory), kills its shims
  * and runsc processes, unmounts and removes the directory. Directories without a valid record are kept.
  */
-export async function sweepStaleLabDaemons(root: string = DEFAULT_LAB_DAEMON_ROOT): Promise<LabDaemonSweepReport> {
+export async function sweepStaleLabDaemons(root: string = DEFAULT_LAB_DAEMON_ROOT, dryRun = false): Promise<LabDaemonSweepReport> {
   const report: LabDaemonSweepReport = { removed: [], kept: [] };
   for (const name of await readdir(root).catch(() => [] as string[])) {
     const dir = join(root, name);
@@ -458,6 +458,10 @@ export async function sweepStaleLabDaemons(root: string = DEFAULT_LAB_DAEMON_ROO
     }
     if (await ownerAlive({ pid: owner.ownerPid, startTime: owner.ownerStartTime, bootId: owner.bootId })) {
       report.kept.push({ dir, reason: 'its run is alive' });
+      continue;
+    }
+    if (dryRun) {
+      report.removed.push(dir);
       continue;
     }
     const pidText = (await readFile(L.pidfile, 'utf8').catch(() => '')).trim();

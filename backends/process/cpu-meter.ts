@@ -75,14 +75,14 @@ async function groupPids(dir: string): Promise<number[]> {
  * `maxAgeMs` (each lives for one environment, seconds) is removed. An empty group holds nothing to
  * kill, so only emptiness and age are needed, never a name pattern alone.
  */
-export async function sweepEmptyCpuMeters(maxAgeMs = 10 * 60_000): Promise<string[]> {
+export async function sweepEmptyCpuMeters(maxAgeMs = 10 * 60_000, dryRun = false): Promise<string[]> {
   const removed: string[] = [];
   for (const name of await readdir(CPUACCT_ROOT).catch(() => [] as string[])) {
     if (!name.startsWith(PREFIX)) continue;
     const dir = join(CPUACCT_ROOT, name);
     const st = await stat(dir).catch(() => undefined);
     if (!st || Date.now() - st.mtimeMs < maxAgeMs || (await groupPids(dir)).length > 0) continue;
-    if (await rmdir(dir).then(() => true, () => false)) removed.push(`cgroup v1 cpuacct ${name}`);
+    if (dryRun || (await rmdir(dir).then(() => true, () => false))) removed.push(`cgroup v1 cpuacct ${name}`);
   }
   return removed;
 }

@@ -11,9 +11,6 @@ export async function cleanCommand(opts: { dryRun?: boolean }, out: NodeJS.Writa
   const verb = opts.dryRun ? 'would remove' : 'removed';
   for (const r of report.removed) out.write(`${verb}: ${visibleLine(r)}\n`);
   for (const k of report.kept) out.write(`left: ${visibleLine(k.what)}: ${visibleLine(k.reason)}\n`);
-  out.write(
-    `${report.deadRuns.length} run(s) that died (journals in ${dir}); ${report.removed.length} item(s) ${verb}, ${report.kept.length} left` +
-      `${opts.dryRun ? '; the backends\u2019 own sweeps run only without --dry-run' : ''}\n`,
-  );
+  out.write(`${report.deadRuns.length} run(s) that died (journals in ${dir}); ${report.removed.length} item(s) ${verb}, ${report.kept.length} left\n`);
   return report.kept.length > 0 && !opts.dryRun ? EXIT.inconclusive : EXIT.ok;
 }

@@ -13,48 +13,48 @@ export function defaultSweepHooks(): SweepHook[] {
   return [
     {
       name: 'lab',
-      async sweep() {
-        const r = await sweepStaleLabs();
+      async sweep(dryRun) {
+        const r = await sweepStaleLabs({ dryRun });
         return { removed: [...r.removed.map((n) => `namespace ${n}`), ...r.staleRecords.map((n) => `record of ${n}`)] };
       },
     },
     {
       name: 'bwrap',
-      async sweep() {
+      async sweep(dryRun) {
         const { sweepStaleCgroups } = await import('../../backends/bwrap/sweep.js');
         // Stale = its owner record names a process that is gone; only then are the processes inside killed.
-        return { removed: (await sweepStaleCgroups(undefined, { kill: true })).removed };
+        return { removed: (await sweepStaleCgroups(undefined, { kill: true, dryRun })).removed };
       },
     },
     {
       name: 'docker lab daemon',
-      async sweep() {
+      async sweep(dryRun) {
         if (!existsSync(LAB_DAEMON_ROOT)) return { removed: [] };
         const { sweepStaleLabDaemons } = await import('../../backends/docker/lab-daemon.js');
-        return { removed: (await sweepStaleLabDaemons()).removed };
+        return { removed: (await sweepStaleLabDaemons(undefined, dryRun)).removed };
       },
     },
     {
       name: 'process control cpu groups',
-      async sweep() {
+      async sweep(dryRun) {
         const { sweepEmptyCpuMeters } = await import('../../backends/process/cpu-meter.js');
-        return { removed: await sweepEmptyCpuMeters() };
+        return { removed: await sweepEmptyCpuMeters(undefined, dryRun) };
       },
     },
     {
       name: 'docker disk workspaces',
-      async sweep() {
+      async sweep(dryRun) {
         if (!existsSync(DOCKER_DISK_ROOT)) return { removed: [] };
         const { sweepDiskWorkspaces } = await import('../../backends/docker/disk-workspace.js');
-        return { removed: (await sweepDiskWorkspaces(DOCKER_DISK_ROOT)).removed };
+        return { removed: (await sweepDiskWorkspaces(DOCKER_DISK_ROOT, undefined, dryRun)).removed };
       },
     },
     {
       name: 'command backend',
-      async sweep() {
+      async sweep(dryRun) {
         if (!existsSync(COMMAND_STATE_ROOT)) return { removed: [] };
         const { sweepStaleCommandEnvironments } = await import('../../backends/command/sweep.js');
-        return { removed: (await sweepStaleCommandEnvironments(COMMAND_STATE_ROOT)).removed };
+        return { removed: (await sweepStaleCommandEnvironments(COMMAND_STATE_ROOT, dryRun)).removed };
       },
     },
   ];

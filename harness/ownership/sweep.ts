@@ -10,7 +10,8 @@ import { defaultJournalDir, processStartTime, readBootIdSync, readJournals, reso
 /** A backend's own crash sweep (bwrap cgroups and workspaces, a private dockerd, …) run with the journal sweep. */
 export interface SweepHook {
   name: string;
-  sweep(): Promise<{ removed: readonly string[] }>;
+  /** With dryRun: only list what would be removed. */
+  sweep(dryRun: boolean): Promise<{ removed: readonly string[] }>;
 }
 
 export interface OwnershipSweepReport {
@@ -191,14 +192,12 @@ export async function sweepDeadRuns(options: { dir?: string; dryRun?: boolean; h
     }
     if (!options.dryRun && !failed) rmSync(entry.path, { force: true });
   }
-  if (!options.dryRun) {
-    for (const hook of options.hooks ?? []) {
-      try {
-        const r = await hook.sweep();
-        report.removed.push(...r.removed.map((x) => `${hook.name}: ${x}`));
-      } catch (err) {
-        report.kept.push({ what: hook.name, reason: errorMessage(err) });
-      }
+  for (const hook of options.hooks ?? []) {
+    try {
+      const r = await hook.sweep(options.dryRun === true);
+      report.removed.push(...r.removed.map((x) => `${hook.name}: ${x}`));
+    } catch (err) {
+      report.kept.push({ what: hook.name, reason: errorMessage(err) });
     }
   }
   return report;

@@ -29,7 +29,7 @@ async function labNamespaces(): Promise<string[]> {
 }
 
 /** Removes `sc-*` lab namespaces whose owning run is dead; live runs' labs and unrecorded ones are left alone. */
-export async function sweepStaleLabs(options: { stateDir?: string; graceMs?: number } = {}): Promise<SweepReport> {
+export async function sweepStaleLabs(options: { stateDir?: string; graceMs?: number; dryRun?: boolean } = {}): Promise<SweepReport> {
   const stateDir = options.stateDir ?? LAB_STATE_DIR;
   const bootId = await readBootId();
   const report = {
@@ -51,6 +51,10 @@ export async function sweepStaleLabs(options: { stateDir?: string; graceMs?: num
     }
     if (await ownerAlive(record, bootId)) {
       if (exists) report.kept.push(name);
+      continue;
+    }
+    if (options.dryRun) {
+      (exists ? report.removed : report.staleRecords).push(name);
       continue;
     }
     if (!exists) {

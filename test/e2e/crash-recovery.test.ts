@@ -6,6 +6,9 @@ import { describe, expect, it } from 'vitest';
 import { readConfigFile } from '../../harness/config-file.js';
 import { validateScorecard } from '../../reports/validate.js';
 import { sandcheck, tempOut } from '../helpers/cli.js';
+import { bwrapSkipReason } from '../helpers/bwrap.js';
+
+const noBwrap = await bwrapSkipReason();
 
 const RAW_CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
 
@@ -69,4 +72,38 @@ describe('CLI: nothing lost, nothing left', () => {
     // Nothing left to recover the second time.
     expect((await sandcheck(['report', '--recover', out], { env })).exitCode).toBe(3);
   });
+  it.skipIf(noBwrap !== undefined)('a SIGKILLed bwrap run: `clean --dry-run` lists the backend\'s leftovers and touches nothing, `clean` removes them', async () => {
+    const dir = await tempOut();
+    const out = join(dir, 'out');
+    const owners = join(dir, 'owners');
+    const env = { SANDCHECK_OWNERSHIP_DIR: owners };
+    const run = sandcheck(['run', '--backend', 'bwrap', '--policy', 'ci', '--only', 'wall-clock-sleep', '--out', out], { env });
+    // Kill the harness while the box runs: its workspace and cgroups stay behind.
+    let runId = '';
+    for (let i = 0; i < 300 && runId === ''; i++) {
+      await sleep(100);
+      const [owned] = existsSync(owners) ? readdirSync(owners) : [];
+      const id = (owned ?? '').replace('.jsonl', '');
+      const boxCgroups = (): string[] => ['pids', 'memory', 'unified', ''].flatMap((c) => (existsSync(`/sys/fs/cgroup/${c}`) ? readdirSync(`/sys/fs/cgroup/${c}`) : [])).filter((n) => n.startsWith(`sandcheck-${id}-`));
+      if (id && readdirSync('/run/sandcheck/bwrap').some((k) => k.startsWith(`${id}-`)) && boxCgroups().length > 0) runId = id;
+    }
+    expect(runId).not.toBe('');
+    run.kill('SIGKILL');
+    await run.catch(() => undefined);
+    const workspaces = () => readdirSync('/run/sandcheck/bwrap').filter((k) => k.startsWith(`${runId}-`));
+    expect(workspaces().length).toBeGreaterThan(0);
+
+    const dry = await sandcheck(['clean', '--dry-run'], { env });
+    expect(dry.exitCode).toBe(0);
+    expect(dry.stdout).toMatch(new RegExp(`would remove: bwrap: workspace ${runId}-[0-9a-f]{8}`));
+    expect(dry.stdout).toMatch(new RegExp(`would remove: bwrap: cgroup v[12] sandcheck-${runId}-`));
+    expect(workspaces().length).toBeGreaterThan(0);
+    expect(readdirSync(owners).length).toBe(1);
+
+    const clean = await sandcheck(['clean'], { env });
+    expect(clean.exitCode).toBe(0);
+    expect(clean.stdout).toMatch(new RegExp(`removed: bwrap: workspace ${runId}-[0-9a-f]{8}`));
+    expect(workspaces()).toEqual([]);
+    expect(readdirSync(owners)).toEqual([]);
+  }, 60_000);
 });

@@ -1,0 +1,60 @@
+import { z } from 'zod';
+import { SandcheckError } from './errors.js';
+import type { Policy } from './model/policy.js';
+import type { ProbeSpec } from './model/probe.js';
+
+export const ShardSchema = z.strictObject({
+  index: z.number().int().positive().describe('this shard, 1-based'),
+  total: z.number().int().positive().max(1000).describe('how many shards the selection was cut into'),
+});
+export type Shard = z.infer<typeof ShardSchema>;
+
+/** `i/n` with 1 ≤ i ≤ n ≤ 1000. */
+export function parseShard(text: string): Shard {
+  const m = /^(\d{1,4})\/(\d{1,4})$/.exec(text.trim());
+  const parsed = m ? ShardSchema.safeParse({ index: Number(m[1]), total: Number(m[2]) }) : undefined;
+  if (!parsed?.success || parsed.data.index > parsed.data.total) {
+    throw new SandcheckError('USAGE', `--shard ${JSON.stringify(text)}: expected i/n with 1 ≤ i ≤ n ≤ 1000 (e.g. 2/3)`, { hint: 'give each CI job one of 1/n … n/n, then `sandcheck merge` their --out directories' });
+  }
+  return parsed.data;
+}
+
+/** Programs that run until the wall limit stops them (the harness waits the whole limit). */
+const RUNS_TO_THE_WALL = new Set(['wall-clock-spin', 'wall-clock-sleep', 'resource-headroom', 'average-hangs-after-result']);
+
+/**
+ * Expected milliseconds of one probe under a policy: a fixed cost per environment, the whole wall limit for
+ * programs that run until stopped, the identity probes' hold, a second environment for two-phase and
+ * companion probes. Only the balance of the shards depends on it, never which probes run.
+ */
+export function expectedMs(probe: ProbeSpec, policy: Policy): number {
+  const wallMs = policy.resources.wallSeconds * 1000;
+  let ms = 400;
+  if (RUNS_TO_THE_WALL.has(probe.id)) ms += wallMs;
+  if (probe.sampleProcesses) ms += 2000;
+  if (probe.watchSurvivor) ms += 1500;
+  if (probe.kind === 'security' && probe.category === 'network') ms += 600;
+  if (probe.kind === 'security' && probe.companion) ms += 700;
+  if (probe.followUp) ms *= 2;
+  if (probe.kind === 'task' && probe.attempts) ms *= probe.attempts.length;
+  return ms;
+}
+
+/**
+ * The probes of shard `index` of `total`: longest expected first, each to the shard with the least expected
+ * time so far (ties: the lower shard), ids breaking ties in the order. Every shard computes the same
+ * assignment from the same selection and policy, so shards 1..n together run each probe exactly once.
+ * The result keeps the selection's order.
+ */
+export function shardProbes<P extends ProbeSpec>(probes: readonly P[], shard: Shard, policy: Policy): P[] {
+  const order = [...probes].map((p, i) => ({ p, i, ms: expectedMs(p, policy) })).sort((a, b) => b.ms - a.ms || (a.p.id < b.p.id ? -1 : a.p.id > b.p.id ? 1 : 0));
+  const load = new Array<number>(shard.total).fill(0);
+  const mine = new Set<number>();
+  for (const { i, ms } of order) {
+    let best = 0;
+    for (let s = 1; s < shard.total; s++) if ((load[s] ?? 0) < (load[best] ?? 0)) best = s;
+    load[best] = (load[best] ?? 0) + ms;
+    if (best === shard.index - 1) mine.add(i);
+  }
+  return probes.filter((_, i) => mine.has(i));
+}
