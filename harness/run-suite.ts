@@ -27,6 +27,9 @@ import type { ExporterChoice } from './export-stage.js';
 import { backendFacts, exitCodeFor, securityScorecard, taskScorecard } from './scorecard-builder.js';
 import { applyRunWaivers, type WaiverUse } from './waivers.js';
 import type { Waiver } from './model/waiver.js';
+import type { RunEnvironment } from './environment-model.js';
+import { collectEnvironment } from './environment-facts.js';
+import type { Shard } from './shard.js';
 
 export interface RunSuiteOptions {
   backend: Backend;
@@ -50,6 +53,10 @@ export interface RunSuiteOptions {
   waivers?: readonly Waiver[];
   /** YYYY-MM-DD (UTC) the waivers' expiry is judged against; default today. */
   today?: string;
+  /** What the cards record about where they ran (with --label); default: collected here (tool versions, kernel, cgroup mode, policy hash). */
+  environment?: RunEnvironment;
+  /** This run is slice index/total of a selection (--shard): recorded in both cards for `sandcheck merge`. */
+  shard?: Shard;
 }
 
 export interface RunSuiteOutcome {
@@ -106,6 +113,8 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
   const startedAt = new Date();
   const notice = (m: string): void => opts.reporter?.onNotice?.(m);
   await prepareOutDir(opts.outDir, notice);
+  // Asked while the run goes (short-lived `--version` processes); never fails the run.
+  const environment = opts.environment ? Promise.resolve(opts.environment) : collectEnvironment({ policy: opts.policy, backendName: opts.backend.name });
   let recovered: RecoveredRun | undefined;
   if (hasResultsJournal(opts.outDir)) {
     try {
@@ -126,7 +135,8 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
 
   // Claims asked of the adapter itself (an rpc process) are fetched before anything reads them.
   await opts.backend.prepare?.(opts.policy);
-  const results = openResultsJournal(opts.outDir, { runId, startedAt, backend: backendFacts(opts.backend, opts.policy), policy: opts.policy });
+  const runEnvironment = await environment;
+  const results = openResultsJournal(opts.outDir, { runId, startedAt, backend: backendFacts(opts.backend, opts.policy), policy: opts.policy, environment: runEnvironment });
   // Stops the probes still running when the harness itself fails; an interrupt comes through opts.signal.
   const stop = new AbortController();
   const signal = opts.signal ? AbortSignal.any([opts.signal, stop.signal]) : stop.signal;
@@ -247,11 +257,13 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
   opts.reporter?.onRunEnd?.({ interrupted: wasInterrupted });
   const meta = {
     runId,
+    environment: runEnvironment,
     startedAt,
     finishedAt: new Date(),
     interrupted: wasInterrupted,
     incomplete: wasInterrupted || fatal !== undefined || setupError !== undefined,
     exporter: exporterName(opts.exporter ?? 'reference'),
+    ...(opts.shard ? { shard: opts.shard } : {}),
     network: live
       ? 'the live network (--live-network): a packet capture on this machine'
       : lab.session

@@ -26,7 +26,7 @@ import { artifactHashes, compareReplay, endToEndBudgetMs, runCorrectionLoop, typ
 import type { SecurityResult, TaskResult } from './model/scorecard.js';
 import { payloadPath } from './paths.js';
 import { CHALLENGE_FILE, CONTROL_ENV, CONTROL_FILE, makeControlValue, makeProof, type ExecProof } from './proof.js';
-import type { RunContext } from './run-context.js';
+import { readDaemonEvents, type RunContext } from './run-context.js';
 
 export const DEFAULT_GRACE_MS = 2000;
 /** How long a backend may take to stop after the harness aborted an exec before it counts as a harness error. */
@@ -192,7 +192,15 @@ export class Runner {
       nonce,
       canaries: run.canaries,
       decoyDir: run.decoyDir,
-      hostDecoys: { processPid: run.hostDecoys.processPid, socketPath: run.hostDecoys.socketPath },
+      hostDecoys: {
+        processPid: run.hostDecoys.processPid,
+        socketPath: run.hostDecoys.socketPath,
+        agentSocketPath: run.hostDecoys.agentSocketPath,
+        ...(run.hostDecoys.abstractName !== undefined ? { abstractName: run.hostDecoys.abstractName } : {}),
+        ...(run.hostDecoys.abstractUnavailable !== undefined ? { abstractUnavailable: run.hostDecoys.abstractUnavailable } : {}),
+        keyDescriptions: run.hostDecoys.keys.map((k) => k.description),
+        ...(run.hostDecoys.keyringUnavailable !== undefined ? { keyringUnavailable: run.hostDecoys.keyringUnavailable } : {}),
+      },
       hostProbeDir,
     };
   }
@@ -261,7 +269,16 @@ export class Runner {
         release();
       }
     }
-    const first = await this.executeOnce(probe, ctx, { extraArgs: {} });
+    // Two boxes of the run at the same time (a covert channel between them): the other one starts first.
+    const companion = probe.companion ? await this.startCompanion(probe, ctx) : undefined;
+    let first: Observation;
+    try {
+      first = await this.executeOnce(probe, ctx, { extraArgs: companion?.args ?? {} });
+    } finally {
+      await companion?.stop();
+    }
+    if (companion) first.companionReady = companion.ready;
+    if (probe.kind === 'security' && probe.hostCleanup) first.hostResidue = await probe.hostCleanup(ctx);
     if (probe.followUp && first.exec.killedBy !== 'harness-interrupt') {
       const secondCtx = { ...ctx, nonce: randomBytes(8).toString('hex') };
       first.followUp = await this.executeOnce(probe, secondCtx, { extraArgs: probe.followUp(ctx, first) });
@@ -295,8 +312,11 @@ export class Runner {
           signal: abort.signal,
         })
         .catch(() => undefined);
-      const until = Date.now() + 5000;
-      while (!out.has(ready) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+      let ended = false;
+      void running.then(() => (ended = true));
+      // A start on a busy machine (a gVisor sandbox) can take seconds: a slow start must not read as "nothing there".
+      const until = Date.now() + 15_000;
+      while (!out.has(ready) && !ended && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
     } catch (err) {
       abort.abort();
       await env.destroy();
@@ -338,6 +358,7 @@ export class Runner {
     let obs: Observation | undefined;
     const contactsBefore = run.hostDecoys.contacts().length;
     const createdAt = performance.now();
+    const createdWallMs = Date.now();
     try {
       env = await this.createEnvironment();
       const prepared = await payloadFiles(probe, ctx, how.files);
@@ -386,7 +407,15 @@ export class Runner {
         if (obs) obs.leftovers = left.items;
       }
     }
-    obs.socketContacts = run.hostDecoys.contacts().slice(contactsBefore).filter((c) => c.firstBytes.includes(ctx.nonce)).length;
+    const contacts = run.hostDecoys.contacts().slice(contactsBefore).filter((c) => c.firstBytes.includes(ctx.nonce));
+    obs.socketContacts = contacts.filter((c) => c.decoy === 'daemon-socket').length;
+    obs.decoyContacts = {};
+    for (const c of contacts) obs.decoyContacts[c.decoy] = (obs.decoyContacts[c.decoy] ?? 0) + 1;
+    if (run.watchDaemons.length > 0) {
+      // Each watched daemon's own log of this execution (a box's call names the nonce); read only.
+      const until = Date.now();
+      obs.daemonEvents = await Promise.all(run.watchDaemons.map(async (daemon) => ({ daemon, ...(await readDaemonEvents(daemon, createdWallMs - 1000, until, ctx.nonce)) })));
+    }
     obs.heartbeat = await watchHeartbeat(join(ctx.hostProbeDir, 'heartbeat'));
     const survivors = await findProcessesWithCmdline(`sandcheck-survivor-${ctx.nonce}`);
     killPids(survivors.map((p) => p.pid));
@@ -431,7 +460,7 @@ export class Runner {
     this.opts.signal?.addEventListener('abort', onInterrupt, { once: true });
     if (this.opts.signal?.aborted) onInterrupt();
     const args = { nonce: ctx.nonce, probe: probe.id, ...(probe.args?.(ctx) ?? {}), ...how.extraArgs };
-    const program = probe.interpreter ? new RegExp(`^${(probe.interpreter.split('/').pop() ?? '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) : undefined;
+    const program = probe.sampleProgram ?? (probe.interpreter ? new RegExp(`^${(probe.interpreter.split('/').pop() ?? '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) : undefined);
     const sampler = probe.sampleProcesses && env.hostPids ? startProcessSampler(env, program ? { program } : {}) : undefined;
     const health = probe.watchHost ? await startHostHealth(this.opts.run.scratchDir) : undefined;
     const t0 = performance.now();

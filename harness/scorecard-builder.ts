@@ -8,6 +8,8 @@ import {
   type TaskScorecard,
 } from './model/scorecard.js';
 import { packageVersion } from './paths.js';
+import type { RunEnvironment } from './environment-model.js';
+import type { Shard } from './shard.js';
 
 export interface RunMeta {
   runId: string;
@@ -20,6 +22,10 @@ export interface RunMeta {
   exporter?: string;
   /** Who judged the network probes, or why none did. */
   network?: string;
+  /** This run is slice index/total of a selection (--shard). */
+  shard?: Shard;
+  /** Tool versions, kernel, cgroup mode, policy hash, backend configuration (environment-facts collectEnvironment). */
+  environment?: RunEnvironment;
 }
 
 /** What a scorecard says about its backend, before cold-start figures are added. */
@@ -36,6 +42,7 @@ function runInfo(meta: RunMeta): SecurityScorecard['run'] {
     interrupted: meta.interrupted,
     incomplete: meta.incomplete ?? meta.interrupted,
     sandcheckVersion: packageVersion(),
+    ...(meta.shard !== undefined ? { shard: meta.shard } : {}),
     exporter: meta.exporter ?? 'unknown',
     ...(meta.network !== undefined ? { network: meta.network } : {}),
     // resourceUsage().maxRSS is in kilobytes.
@@ -81,6 +88,7 @@ export function securityScorecard(backend: BackendSource, policy: Policy, meta: 
       notApplicable: count('not-applicable'),
       waived: results.filter((r) => r.waiver !== undefined).length,
     },
+    ...(meta.environment ? { environment: meta.environment } : {}),
     results,
   };
 }
@@ -100,6 +108,7 @@ export function taskScorecard(backend: BackendSource, policy: Policy, meta: RunM
       error: count('error'),
       nonReproducible: results.filter((r) => r.reproducible === false).length,
     },
+    ...(meta.environment ? { environment: meta.environment } : {}),
     results,
   };
 }

@@ -23,8 +23,9 @@ export function statusOf(c: Change): string {
 export function gateSummaryLines(g: GateReport): string[] {
   const s = g.summary;
   return [
-    `base ${g.base.backend} (${g.base.policy}): ${securityCounts(g.base.security)}; ${taskCounts(g.base.task)}`,
-    `head ${g.head.backend} (${g.head.policy}): ${securityCounts(g.head.security)}; ${taskCounts(g.head.task)}`,
+    `base ${g.base.backend}${g.base.label ? ` [${g.base.label}]` : ''} (${g.base.policy}): ${securityCounts(g.base.security)}; ${taskCounts(g.base.task)}`,
+    `head ${g.head.backend}${g.head.label ? ` [${g.head.label}]` : ''} (${g.head.policy}): ${securityCounts(g.head.security)}; ${taskCounts(g.head.task)}`,
+    ...(g.policyDifferences.length ? [`policy differs in ${g.policyDifferences.length} field(s): ${g.policyDifferences.map((d) => `${d.field} ${d.base} → ${d.head}`).join(', ')}`.slice(0, 2000)] : []),
     `gate: ${s.regressions} regressions, ${s.waived} waived, ${s.improvements} improvements, ${s.changed} other changes, ${s.unchanged} unchanged; waivers: ${s.expiredWaivers} expired, ${s.unusedWaivers} unused`,
   ].map(visibleLine);
 }

@@ -3,6 +3,7 @@ import type { Evidence } from '../harness/model/evidence.js';
 import type { SecurityResult, SecurityScorecard, TaskResult, TaskScorecard } from '../harness/model/scorecard.js';
 import { SecuritySummarySchema, TaskSummarySchema } from '../harness/model/scorecard.js';
 import { WaiverNoteSchema, WaiverSchema, type Waiver } from '../harness/model/waiver.js';
+import { policyDifferences } from './compare.js';
 import { evidenceFingerprint, isExpired, liveWaiverFor, utcDay, waiverMatches, waiverUses, type WaiverSubject } from '../harness/waivers.js';
 
 export const GATE_REPORT_VERSION = '1.0.0';
@@ -27,6 +28,7 @@ export type Change = z.infer<typeof ChangeSchema>;
 const SideSchema = z.strictObject({
   dir: z.string(),
   backend: z.string(),
+  label: z.string().optional().describe('the run\'s --label'),
   policy: z.string(),
   runId: z.string(),
   security: SecuritySummarySchema,
@@ -50,6 +52,9 @@ export const GateReportSchema = z
       expiredWaivers: z.number().int(),
       unusedWaivers: z.number().int(),
     }),
+    policyDifferences: z
+      .array(z.strictObject({ field: z.string(), base: z.string(), head: z.string() }))
+      .describe('policy fields whose value differs between base and head (compact JSON values)'),
     changes: z.array(ChangeSchema),
     waivers: z.array(z.strictObject({ waiver: WaiverSchema, status: z.enum(['used', 'expired', 'unused']), matched: z.array(z.string()) })),
   })
@@ -86,6 +91,7 @@ export function classifyTask(base: Outcome | null, head: Outcome | null): Change
 const side = (r: GateRun): GateReport['base'] => ({
   dir: r.dir,
   backend: r.security.backend.name,
+  ...(r.security.environment?.label !== undefined ? { label: r.security.environment.label } : {}),
   policy: r.security.policy.name,
   runId: r.security.run.id,
   security: r.security.summary,
@@ -187,6 +193,7 @@ export function gateReport(base: GateRun, head: GateRun, waivers: readonly Waive
       expiredWaivers,
       unusedWaivers: uses.filter((u) => u.status === 'unused').length,
     },
+    policyDifferences: policyDifferences([base.security.policy, head.security.policy]).map((d) => ({ field: d.field, base: d.values[0] ?? '–', head: d.values[1] ?? '–' })),
     changes,
     waivers: uses.map((u) => ({ waiver: u.waiver, status: u.status, matched: u.matched })),
   };

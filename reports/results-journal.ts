@@ -8,6 +8,7 @@ import { BackendInfoSchema, SecurityResultSchema, TaskResultSchema, type Securit
 import { processStartTime, readBootIdSync } from '../harness/ownership/journal.js';
 import { securityScorecard, taskScorecard, type BackendFacts } from '../harness/scorecard-builder.js';
 import { writeScorecards, type CardFiles } from './write-cards.js';
+import { EnvironmentSchema, type RunEnvironment } from '../harness/environment-model.js';
 
 /** Results are appended here as they come; a finished run removes it, a dead run leaves it for recovery. */
 export const RESULTS_JOURNAL = 'run-journal.jsonl';
@@ -21,6 +22,7 @@ const StartLine = z.strictObject({
   startedAt: z.iso.datetime(),
   backend: BackendInfoSchema.omit({ coldStartMs: true }),
   policy: PolicySchema,
+  environment: EnvironmentSchema.optional(),
 });
 const ResultLine = z.discriminatedUnion('kind', [
   z.strictObject({ type: z.literal('result'), kind: z.literal('security'), result: SecurityResultSchema }),
@@ -42,7 +44,7 @@ function withoutKind<T extends { kind: string }>(r: T): Omit<T, 'kind'> {
   return rest;
 }
 
-export function openResultsJournal(outDir: string, start: { runId: string; startedAt: Date; backend: BackendFacts; policy: Policy }): ResultsJournal {
+export function openResultsJournal(outDir: string, start: { runId: string; startedAt: Date; backend: BackendFacts; policy: Policy; environment?: RunEnvironment }): ResultsJournal {
   const path = join(outDir, RESULTS_JOURNAL);
   const line = {
     type: 'start',
@@ -53,6 +55,7 @@ export function openResultsJournal(outDir: string, start: { runId: string; start
     startedAt: start.startedAt.toISOString(),
     backend: start.backend,
     policy: start.policy,
+    ...(start.environment ? { environment: start.environment } : {}),
   };
   appendFileSync(path, `${JSON.stringify(line)}\n`, { flag: 'w' });
   const security: SecurityResult[] = [];
@@ -123,7 +126,7 @@ export async function recoverResultsJournal(outDir: string, targetDir: (runId: s
     else if (r.data.kind === 'security') security.push(r.data.result);
     else task.push(r.data.result);
   }
-  const meta = { runId: s.runId, startedAt: new Date(s.startedAt), finishedAt: mtime, interrupted: false, incomplete: true };
+  const meta = { runId: s.runId, startedAt: new Date(s.startedAt), finishedAt: mtime, interrupted: false, incomplete: true, ...(s.environment ? { environment: s.environment } : {}) };
   const written = await writeScorecards(targetDir(s.runId), {
     security: securityScorecard(s.backend, s.policy, meta, security),
     task: taskScorecard(s.backend, s.policy, meta, task),

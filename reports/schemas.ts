@@ -9,6 +9,9 @@ import { exporterJsonSchemas } from '../harness/export/json-schema.js';
 import { rpcProtocolJsonSchemas } from '../backends/rpc/protocol.js';
 import { WaiversFileSchema } from '../harness/model/waiver.js';
 import { GateReportSchema } from './gate.js';
+import { RunSummarySchema } from './run-summary.js';
+import { EnvironmentFingerprintSchema } from '../harness/environment-fingerprint.js';
+import { DoctorReportSchema } from '../harness/cli/doctor.js';
 
 /** JSON Schemas generated from the zod schemas: the published contract of the JSON reports. */
 export function generatedSchemas(): Record<string, unknown> {
@@ -24,5 +27,8 @@ export function generatedSchemas(): Record<string, unknown> {
     ...rpcProtocolJsonSchemas(),
     'waivers.schema.json': z.toJSONSchema(WaiversFileSchema, { target: 'draft-2020-12', io: 'input' }),
     'gate-report.schema.json': z.toJSONSchema(GateReportSchema, { target: 'draft-2020-12', io: 'output' }),
+    'run-summary.schema.json': z.toJSONSchema(RunSummarySchema, { target: 'draft-2020-12', io: 'output' }),
+    'doctor-report.schema.json': z.toJSONSchema(DoctorReportSchema, { target: 'draft-2020-12', io: 'output' }),
+    'environment-fingerprint.schema.json': z.toJSONSchema(EnvironmentFingerprintSchema, { target: 'draft-2020-12', io: 'output' }),
   };
 }

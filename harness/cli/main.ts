@@ -1,16 +1,13 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError, Option } from '@commander-js/extra-typings';
-import { defaultBackend, describeBackends, loadBackend } from '../../backends/registry.js';
+import { describeBackends } from '../../backends/registry.js';
 import { readConfigFile } from '../config-file.js';
 import { doctor } from './doctor.js';
-import { allProbes, selectProbes } from '../../suites/index.js';
-import { summaryText } from '../../reports/summary-table.js';
+import { allProbes } from '../../suites/index.js';
 import { EXIT, SandcheckError, errorMessage } from '../errors.js';
 import { loadPolicy } from '../policy-loader.js';
 import { explainPolicy, policyBounds } from '../policy-explain.js';
 import { packageVersion } from '../paths.js';
-import { runSuite } from '../run-suite.js';
-import { prepareOutDir } from '../../reports/out-dir.js';
 import { recoverCommand } from '../../reports/recover-command.js';
 import { safeJsonStringify, visibleLine } from '../../reports/clean-text.js';
 import { cleanCommand } from '../ownership/clean-command.js';
@@ -20,14 +17,21 @@ import { compareCards, comparisonMarkdown, comparisonText } from '../../reports/
 import { validateScorecard } from '../../reports/validate.js';
 import type { SecurityScorecard, TaskScorecard } from '../model/scorecard.js';
 import { loadTaskDir } from '../task/load-tasks.js';
-import { progressReporter } from './progress.js';
-import { adapterCheckCommand, requireTrustedAdapter } from './adapter-command.js';
+import { adapterCheckCommand } from './adapter-command.js';
 import { witnessServeCommand } from './witness-command.js';
 import { compareMode, gateCommand } from './gate-command.js';
-import { afterRun } from './run-reports.js';
-import { loadWaivers } from '../waivers.js';
-import { connectWitness } from '../../lab/witness/client.js';
-import { resolveExporter } from '../export/exporter-choice.js';
+import { verifyCommand } from './certify-command.js';
+import { runCommand } from './run-command.js';
+import { parseShard, type Shard } from '../shard.js';
+import { mergeCommand } from './merge-command.js';
+
+function parseShardOption(value: string): Shard {
+  try {
+    return parseShard(value);
+  } catch (err) {
+    throw new InvalidArgumentError(err instanceof Error ? err.message : String(err));
+  }
+}
 
 function positiveInt(value: string): number {
   const n = Number(value);
@@ -35,117 +39,6 @@ function positiveInt(value: string): number {
   return n;
 }
 
-/** --image / --docker-socket / DOCKER_HOST become docker backend options (on top of a --backend-config file). */
-function withDockerFlags(fileOptions: unknown, opts: { backend?: string; image?: string; dockerSocket?: string }): unknown {
-  const isDocker = opts.backend !== undefined && ['docker-default', 'docker-hardened', 'gvisor', 'docker'].includes(opts.backend);
-  if (!isDocker) {
-    if (opts.image || opts.dockerSocket) throw new SandcheckError('USAGE', '--image and --docker-socket are options of the docker backends', { hint: 'add --backend docker-hardened (or docker-default, gvisor)' });
-    return fileOptions;
-  }
-  const base = typeof fileOptions === 'object' && fileOptions !== null ? (fileOptions as Record<string, unknown>) : {};
-  return {
-    ...base,
-    ...(opts.image ? { image: opts.image } : {}),
-    ...(opts.dockerSocket ? { socketPath: opts.dockerSocket } : !('socketPath' in base) && !('daemon' in base) && process.env['DOCKER_HOST'] ? { daemon: 'docker-host' } : {}),
-  };
-}
-
-async function runCommand(opts: {
-  backend?: string;
-  backendConfig?: string;
-  policy: string;
-  out: string;
-  only?: string[];
-  concurrency: number;
-  tasks?: string;
-  exporter: string;
-  liveNetwork?: boolean;
-  witness?: string;
-  image?: string;
-  dockerSocket?: string;
-  skipAdapterCheck?: boolean;
-  waivers?: string;
-}): Promise<number> {
-  const policy = await loadPolicy(opts.policy);
-  const waivers = opts.waivers ? await loadWaivers(opts.waivers) : undefined;
-  if (opts.witness && opts.liveNetwork) throw new SandcheckError('USAGE', '--witness and --live-network both say who judges the network probes: choose one');
-  // An unreachable witness is a usage error before anything starts.
-  const witness = opts.witness ? await connectWitness(opts.witness) : undefined;
-  // The exporter the export probes judge: a bad command file or module is a config error before anything runs.
-  const exporter = await resolveExporter(opts.exporter);
-  const userTasks = opts.tasks ? await loadTaskDir(opts.tasks) : [];
-  const probes = selectProbes(opts.only, userTasks);
-  const reporter = progressReporter(process.stderr);
-  await prepareOutDir(opts.out, (m) => reporter.onNotice?.(m));
-  // Caught from here on: an interrupt during back-end start-up (a daemon, an image import) still ends in interrupted reports.
-  const interrupt = new AbortController();
-  const onSignal = (sig: NodeJS.Signals): void => {
-    if (interrupt.signal.aborted) return;
-    reporter.onNotice?.(`${sig}: stopping every live environment and writing the reports…`);
-    interrupt.abort();
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  const stopCatching = (): void => {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-  };
-  let backend;
-  try {
-    // The command backend reads its file itself, so that its errors name the file and the key.
-    const fileOptions = opts.backendConfig && opts.backend !== 'command' ? await readConfigFile(opts.backendConfig) : undefined;
-    const backendOptions = opts.backend === 'command' ? (opts.backendConfig ? { configFile: opts.backendConfig } : undefined) : withDockerFlags(fileOptions, opts);
-    if (opts.backend) {
-      backend = await loadBackend(opts.backend, backendOptions);
-    } else {
-      const chosen = await defaultBackend();
-      backend = chosen.backend;
-      if (chosen.fallbackReason) reporter.onNotice?.(`bwrap is not usable here (${chosen.fallbackReason}); falling back to the process control. Run \`sandcheck doctor\` to see what to install.`);
-    }
-    await backend.prepare?.(policy);
-    await backend.preflight();
-    if (opts.backend && opts.skipAdapterCheck) reporter.onNotice?.('WARNING: --skip-adapter-check: the verdicts rest on an adapter whose own conformance was not checked');
-    else if (opts.backend) await requireTrustedAdapter(opts.backend, backend, policy, (t) => reporter.onNotice?.(t));
-    if (backend.capabilities(policy).isolation === 'none') {
-      reporter.onNotice?.(`WARNING: backend "${backend.name}" isolates NOTHING: probes run as plain host processes (the positive control). Expect every security probe to be crossed.`);
-    }
-  } catch (err) {
-    // Ctrl-C reaches a daemon being started too: a failure after an interrupt is the interrupt.
-    if (!interrupt.signal.aborted || backend === undefined) {
-      stopCatching();
-      await backend?.dispose?.().catch(() => undefined);
-      if (interrupt.signal.aborted) return EXIT.interrupted;
-      throw err;
-    }
-  }
-  try {
-    if (opts.exporter === 'naive') reporter.onNotice?.('WARNING: the naive exporter follows links and extracts archives: use it only to see the export probes cross.');
-    if (opts.liveNetwork) {
-      reporter.onNotice?.('WARNING: --live-network: no lab. Network probes will try REAL addresses (cloud metadata, public hosts) from this machine. Only for a disposable cloud machine you mean to test.');
-    }
-    const outcome = await runSuite({
-      backend,
-      policy,
-      probes,
-      outDir: opts.out,
-      concurrency: opts.concurrency,
-      reporter,
-      signal: interrupt.signal,
-      exporter,
-      liveNetwork: opts.liveNetwork === true,
-      ...(witness ? { witness } : {}),
-      ...(waivers ? { waivers } : {}),
-    });
-    process.stdout.write(`${summaryText(outcome.security, outcome.task)}\n`);
-    process.stdout.write(`reports: ${Object.values(outcome.files).join(', ')}\n`);
-    await afterRun(outcome, (line) => process.stdout.write(`${line}\n`));
-    // A signal after the reports were written does not make a finished run interrupted: the code follows the reports.
-    return outcome.security.run.interrupted ? EXIT.interrupted : outcome.exitCode;
-  } finally {
-    stopCatching();
-    await backend.dispose?.().catch(() => undefined);
-  }
-}
 
 async function listCommand(opts: { json?: boolean; tasks?: string }): Promise<number> {
   const rows = allProbes(opts.tasks ? await loadTaskDir(opts.tasks) : []).map((p) => ({
@@ -219,8 +112,30 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('-j, --concurrency <n>', 'environments run at once', positiveInt, 2)
     .option('--skip-adapter-check', 'run an external (module) adapter without first passing its blocking `adapter check`')
     .option('--waivers <file>', 'accepted findings (YAML/JSON, reports/schema/waivers.schema.json): a crossing a live waiver matches is marked waived and not counted in the exit code')
+    .option('--shard <i/n>', 'run only slice i of n of the selection (deterministic, balanced by expected duration), for a CI matrix; join the --out directories with `sandcheck merge`', parseShardOption)
+    .option('--label <text>', 'a short text recorded in both cards (environment.label) that tells this run apart from other runs of the same backend in `compare`')
+    .option('--json', 'print the summary as JSON on stdout (reports/schema/run-summary.schema.json); progress and notices stay on stderr')
+    .option('--certify <dir>', 'also write a sign-off bundle to this new directory (scorecards, JUnit, policy, environment fingerprint, manifest.sha256); refuses --waivers and skips for a missing tool or lab')
     .action(async (opts) => {
       code = await runCommand(opts);
+    });
+
+  program
+    .command('merge')
+    .description('join the --out directories of `run --shard 1/n … n/n` into one pair of scorecards (refuses mixed backends, policies, sandcheck versions or a missing shard); exit as the whole run would')
+    .argument('<dirs...>', 'the shards\' --out directories')
+    .requiredOption('-o, --out <dir>', 'directory for the merged security.json, task.json, JUnit and SARIF')
+    .action(async (dirs, opts) => {
+      code = await mergeCommand(dirs, opts);
+    });
+
+  program
+    .command('verify')
+    .description('check a sign-off bundle (run --certify DIR): every file against manifest.sha256, no file added, every report valid; exit 1 naming each changed file')
+    .argument('<dir>', 'the bundle directory')
+    .option('--json', 'print the result as JSON')
+    .action(async (dir, opts) => {
+      code = await verifyCommand(dir, opts);
     });
 
   program
@@ -234,9 +149,12 @@ export async function main(argv: readonly string[]): Promise<number> {
 
   program
     .command('doctor')
-    .description('which backends and lab parts work on this machine, and the exact command to install what is missing')
-    .action(async () => {
-      code = await doctor(process.stdout);
+    .description('which backends and lab parts work on this machine, and the exact command to install what is missing; exit 1 when the chosen backend or the lab cannot work')
+    .option('-b, --backend <name>', 'the backend to check as `run` would load it (default: what `run` picks: bwrap where it works, else process)')
+    .option('--backend-config <file>', 'YAML/JSON options for that backend')
+    .option('--json', 'machine-readable output (reports/schema/doctor-report.schema.json)')
+    .action(async (opts) => {
+      code = await doctor(process.stdout, opts);
     });
 
   program

@@ -33,8 +33,20 @@ export interface ProbeContext {
   canaries: CanarySet;
   /** Host directory holding the decoy secret files. */
   decoyDir: string;
-  /** Host-side decoys: a process holding a canary, a daemon-like socket. */
-  hostDecoys: { processPid: number; socketPath: string };
+  /**
+   * Host-side decoys: a process holding a canary (and keys in the kernel keyring), a daemon-like socket, an
+   * SSH-agent-like socket, an abstract socket in the lab's network namespace (absent without a lab).
+   */
+  hostDecoys: {
+    processPid: number;
+    socketPath: string;
+    agentSocketPath?: string;
+    abstractName?: string;
+    abstractUnavailable?: string;
+    /** Descriptions of the decoy keys; empty when the host's keyring refused them (`keyringUnavailable`). */
+    keyDescriptions?: string[];
+    keyringUnavailable?: string;
+  };
   /** A host directory for this execution only (e.g. a heartbeat target); the box should not see it. */
   hostProbeDir: string;
 }
@@ -63,6 +75,12 @@ export interface Observation {
   heartbeat?: { afterDestroyBytes: number; laterBytes: number };
   /** Connections to the host decoy socket that carried this execution's nonce. */
   socketContacts: number;
+  /** Per host decoy socket (daemon-socket, agent-socket, abstract-socket): connections carrying this execution's nonce. */
+  decoyContacts?: Record<string, number>;
+  /** Entries of a watched real daemon's own event log that name this execution's nonce (one line each). */
+  daemonEvents?: { daemon: string; events: string[]; error?: string }[];
+  /** What the probe's host cleanup found left on the host by the box (and removed). */
+  hostResidue?: string[];
   /** The second, fresh environment of a two-phase probe. */
   followUp?: Observation;
   /** What the lab's decoys and packet witness saw while this execution ran (network probes). */
@@ -104,6 +122,11 @@ interface ProbeCommon {
   positiveControl?: 'file' | 'env';
   /** Sample the box's host processes while it runs (identity probes). */
   sampleProcesses?: boolean;
+  /**
+   * Which host executables the sampler counts as the box's (default: the interpreter): e.g. also gVisor's
+   * Sentry, the host process that carries out the box's system calls.
+   */
+  sampleProgram?: RegExp;
   /** Scan the host for `sandcheck-survivor-<nonce>` while it runs: proof the host can see what must not survive. */
   watchSurvivor?: boolean;
   /** Watch the host's health while it runs (resource probes). */
@@ -124,6 +147,11 @@ export interface SecurityProbe extends ProbeCommon {
   cwe: NonEmpty<CweId>;
   /** A second environment of the same run that runs alongside (lateral movement); it prints `SANDCHECK-READY <nonce>`. */
   companion?: { payload: string; args(ctx: ProbeContext): Record<string, unknown> };
+  /**
+   * After destroy: removes what this execution's box may have left in host-wide kernel objects (named with
+   * the nonce) and says what it found; a finding is outside evidence.
+   */
+  hostCleanup?(ctx: ProbeContext): Promise<string[]>;
   /**
    * Who enforces the item: the backend (default; not-applicable when it does not claim it) or the
    * harness's own exporter (always runs).

@@ -5,6 +5,8 @@ import { PolicySchema } from './policy.js';
 import { AttackTechniqueId, CweId } from './probe.js';
 import { Category, ExpectedTaskVerdict, SecurityVerdict, Severity, TaskVerdict } from './verdict.js';
 import { WaiverNoteSchema } from './waiver.js';
+import { EnvironmentSchema } from '../environment-model.js';
+import { ShardSchema } from '../shard.js';
 
 export const SCORECARD_VERSION = '1.0.0';
 
@@ -23,6 +25,11 @@ const RunInfo = z.strictObject({
   interrupted: z.boolean(),
   incomplete: z.boolean().describe('the run did not finish (killed, interrupted or an internal error): results are missing'),
   sandcheckVersion: z.string(),
+  shard: ShardSchema.optional().describe('this run is one slice of a selection (--shard i/n); `sandcheck merge` joins the slices'),
+  merged: z
+    .strictObject({ shards: z.number().int().positive(), runIds: z.array(Id()).max(1000) })
+    .optional()
+    .describe('these cards were joined by `sandcheck merge` from the shards of these runs'),
   exporter: Name().describe('the exporter the export probes judged (reference, naive, command:<file> or a module)'),
   network: z.string().max(1024).optional().describe("who judged the network probes: the run's own lab, a remote witness (sandcheck witness serve), the live network, or why none did"),
   harness: z.strictObject({
@@ -128,6 +135,7 @@ export const SecurityScorecardSchema = z
     backend: BackendInfoSchema,
     policy: PolicySchema,
     summary: SecuritySummarySchema,
+    environment: EnvironmentSchema.optional().describe('where the run ran: tool versions, kernel, cgroup mode, policy hash, backend configuration (absent in cards of older sandcheck versions)'),
     results: z.array(SecurityResultSchema),
   })
   .meta({ id: 'sandcheck-security-scorecard', title: 'sandcheck security scorecard' });
@@ -141,6 +149,7 @@ export const TaskScorecardSchema = z
     backend: BackendInfoSchema,
     policy: PolicySchema,
     summary: TaskSummarySchema,
+    environment: EnvironmentSchema.optional().describe('where the run ran: tool versions, kernel, cgroup mode, policy hash, backend configuration (absent in cards of older sandcheck versions)'),
     results: z.array(TaskResultSchema),
   })
   .meta({ id: 'sandcheck-task-scorecard', title: 'sandcheck task scorecard' });

@@ -1,0 +1,40 @@
+import { z } from 'zod';
+
+/** What a run was: recorded in both scorecards (`environment`) and in a sign-off bundle's fingerprint. */
+
+export const LABEL_MAX = 128;
+/** The backend configuration file kept in the card: larger files keep their hash and a head of the text. */
+export const BACKEND_CONFIG_CONTENT_MAX = 64 * 1024;
+
+export const Sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, { error: 'a lower-case hex SHA-256' });
+
+export const ToolVersionSchema = z.strictObject({
+  tool: z.string().max(64),
+  /** ok: it answered; missing: not installed in the system binary directories; failed: it did not answer in time or exited non-zero. */
+  status: z.enum(['ok', 'missing', 'failed']),
+  version: z.string().max(256).optional().describe('the first line the tool printed for its version, cleaned'),
+  detail: z.string().max(512).optional().describe('why the version is not known, or how it was asked for'),
+});
+export type ToolVersion = z.infer<typeof ToolVersionSchema>;
+
+export const BackendConfigRecordSchema = z.strictObject({
+  file: z.string().max(256).describe('the base name of the --backend-config file'),
+  bytes: z.number().int().nonnegative(),
+  sha256: Sha256Hex.describe('of the whole file as read'),
+  content: z.string().max(BACKEND_CONFIG_CONTENT_MAX).describe('the file as text (credential shapes redacted like every report text)'),
+  truncated: z.boolean(),
+});
+
+export const CgroupMode = z.enum(['v1', 'hybrid', 'v2', 'unknown']);
+
+export const EnvironmentSchema = z.strictObject({
+  label: z.string().max(LABEL_MAX).optional().describe('--label: tells two runs of one backend apart in every comparison'),
+  sandcheckVersion: z.string().max(64),
+  node: z.string().max(64),
+  kernel: z.string().max(256).describe('uname release'),
+  cgroupMode: CgroupMode.describe('v1, hybrid (v1 controllers plus a v2 tree at /sys/fs/cgroup/unified) or v2 (unified)'),
+  policySha256: Sha256Hex.describe('of the policy as used, as canonical JSON (keys sorted, no whitespace)'),
+  tools: z.array(ToolVersionSchema).max(32).describe('sandbox tools on this machine, asked with `<tool> --version`; missing is recorded, never an error'),
+  backendConfig: BackendConfigRecordSchema.optional(),
+});
+export type RunEnvironment = z.infer<typeof EnvironmentSchema>;

@@ -1,0 +1,126 @@
+/**
+ * Judging the capability escapes (mount a host device, open by file handle, /proc/<pid>/root, mknod,
+ * raw sockets, kernel modules). Crossing is decided by outside evidence first (a host decoy's canary
+ * came out, a forged packet in the lab). `held` needs, on top of the challenge and the in-box positive
+ * control, the payload's own challenge-bound step report showing that it reached the decisive system
+ * call and that every attempt was refused in a way the probe's own control explains (EPERM, a missing
+ * device, no route...). That report is inside evidence: it can only keep a verdict from being `held`
+ * (a box whose Python lacks ctypes, or that has no /dev at all, never reaches the decisive step), never
+ * turn a crossing into a pass.
+ */
+import { z } from 'zod';
+import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
+import { inside, outside, type Evidence } from '../../harness/model/evidence.js';
+import type { Judgement, Observation } from '../../harness/model/probe.js';
+import type { ProcessIdentity } from '../../lab/host-process.js';
+import { describeIdentity } from './identity.js';
+
+/** The marker of a step line: only code that read this execution's challenge can print `<marker> <token>`. */
+export const STEP_MARKER = 'SANDCHECK-ESCAPE';
+export const STEP_TOKEN_KIND = 'escape';
+
+const StepSchema = z.object({
+  step: z.string().min(1).max(64),
+  /** `ok`, an errno name (EPERM), or a payload-side reason such as `no-ctypes`. */
+  outcome: z.string().min(1).max(64),
+  target: z.string().max(300).optional(),
+});
+export type EscapeStep = z.infer<typeof StepSchema>;
+
+/** The step lines this execution's payload printed (lines without this execution's token are ignored). */
+export function escapeSteps(obs: Observation): EscapeStep[] {
+  const { stdout } = obs.exec;
+  const text = Buffer.concat([Buffer.from(stdout.headBase64, 'base64'), Buffer.from(stdout.tailBase64, 'base64')]).toString('utf8');
+  const prefix = `${STEP_MARKER} ${obs.token(STEP_TOKEN_KIND)} `;
+  const steps: EscapeStep[] = [];
+  const seen = new Set<string>();
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(prefix) || seen.has(line)) continue;
+    seen.add(line);
+    try {
+      const parsed = StepSchema.safeParse(JSON.parse(line.slice(prefix.length)));
+      if (parsed.success) steps.push(parsed.data);
+    } catch {
+      // a torn line decides nothing
+    }
+  }
+  return steps.slice(0, 200);
+}
+
+const describeStep = (s: EscapeStep): string => `${s.step}${s.target ? ` ${s.target}` : ''}: ${s.outcome}`;
+
+export interface EscapeSpec {
+  /** What the probe tried, for reasons ("open a host decoy by file handle"). */
+  what: string;
+  /** Steps whose outcome decides (the system call the control must refuse). */
+  decisive: readonly string[];
+  /** Outcomes of a decisive step that the probe's own control explains. */
+  refusals: ReadonlySet<string>;
+  /** The control, named for reasons ("no CAP_DAC_READ_SEARCH, or no descriptor on the decoy's filesystem"). */
+  control: string;
+  /** Outside evidence of a crossing other than a canary (a forged packet); checked first. */
+  outsideCrossing?(obs: Observation): Judgement | undefined;
+  /** A successful decisive step where no outside witness exists (kernel modules): crossed on inside evidence, by rule. */
+  insideCrossing?: boolean;
+  /** `ok` on a decisive step is no crossing by itself (a packet sent into a box's own network), outside evidence decides. */
+  okIsNotACrossing?: boolean;
+  /** `held` also needs the host to have seen the box's own program without this capability (outside posture). */
+  posture?: { bit: number; name: string };
+  /** Outside evidence that rules out blindness (the lab witness's health); returns a reason to be inconclusive. */
+  blind?(obs: Observation): string | undefined;
+  /** What the outside witness saw when nothing crossed (the packet witness's count and health), for a `held`. */
+  quiet?(obs: Observation): Evidence[];
+}
+
+const hasCap = (p: ProcessIdentity, bit: number): boolean => p.hostUserNamespace && /^[0-9a-f]+$/i.test(p.capEff) && (BigInt(`0x${p.capEff}`) >> BigInt(bit)) % 2n === 1n;
+
+export function judgeEscape(obs: Observation, spec: EscapeSpec): Judgement {
+  const steps = escapeSteps(obs);
+  const stepEvidence: Evidence[] = steps.length > 0 ? [inside('payload-steps', steps.slice(0, 24).map(describeStep).join('; '), 'stdout')] : [];
+  const leaked = canaryCrossing(obs);
+  if (leaked) return { ...leaked, reason: `${leaked.reason} (${spec.what})`, evidence: [...leaked.evidence, ...stepEvidence] };
+  const forged = spec.outsideCrossing?.(obs);
+  if (forged) return { ...forged, evidence: [...forged.evidence, ...stepEvidence] };
+  const decisive = steps.filter((s) => spec.decisive.includes(s.step));
+  const context = [...stepEvidence, exitEvidence(obs.exec), payloadReport(obs.exec)];
+  if (spec.insideCrossing && obs.attempted) {
+    // No outside witness exists for this attack: a decisive step that got past the control is a crossing on the payload's challenge-bound word alone.
+    const past = decisive.filter((s) => !spec.refusals.has(s.outcome));
+    if (past.length > 0) {
+      return { verdict: 'crossed', reason: `${spec.what}: the kernel got past the permission check (${past.map(describeStep).join('; ')}); inside evidence only, no outside witness exists for this attack`, evidence: context };
+    }
+  }
+  const notRun = unlessAttempted(obs, true);
+  if (notRun) return { ...notRun, evidence: [...notRun.evidence, ...stepEvidence] };
+  const blind = spec.blind?.(obs);
+  if (blind !== undefined) return { verdict: 'inconclusive', reason: blind, evidence: context };
+  if (decisive.length === 0) {
+    const last = steps.slice(-3).map(describeStep).join('; ');
+    return { verdict: 'inconclusive', reason: `the payload never reached ${spec.decisive.join(' / ')} (${last || 'no step reported'}): nothing shows the box's control stopped it`, evidence: context };
+  }
+  const succeeded = decisive.filter((s) => s.outcome === 'ok');
+  if (succeeded.length > 0 && !spec.okIsNotACrossing) {
+    return { verdict: 'inconclusive', reason: `${succeeded.map(describeStep).join('; ')} succeeded, yet no decoy value came out: the probe missed its target, so this proves nothing`, evidence: context };
+  }
+  const unexplained = decisive.filter((s) => s.outcome !== 'ok' && !spec.refusals.has(s.outcome));
+  if (unexplained.length > 0) {
+    return { verdict: 'inconclusive', reason: `refused for a reason the control (${spec.control}) does not explain: ${unexplained.slice(0, 4).map(describeStep).join('; ')}`, evidence: context };
+  }
+  const posture: Evidence[] = [];
+  if (spec.posture) {
+    const procs = obs.exec.hostProcesses ?? [];
+    posture.push(...procs.slice(0, 4).map((p) => outside('host-proc-status', describeIdentity(p), `/proc/${p.pid}/status`)));
+    if (procs.length === 0) {
+      return { verdict: 'inconclusive', reason: `${spec.what} was refused inside, but the host saw no process of the box's own program, so nothing outside shows the box lacks ${spec.posture.name}`, evidence: context };
+    }
+    const holding = procs.filter((p) => hasCap(p, spec.posture?.bit ?? 0));
+    if (holding.length > 0) {
+      return { verdict: 'inconclusive', reason: `the host saw the box's program holding ${spec.posture.name} (CapEff ${holding[0]?.capEff}), yet the attempt was refused: something other than the probe's control stopped it`, evidence: [...posture, ...context] };
+    }
+  }
+  return {
+    verdict: 'held',
+    reason: `${spec.what}: every attempt refused (${decisive.slice(0, 4).map(describeStep).join('; ')}${decisive.length > 4 ? '; …' : ''}), explained by ${spec.control}${spec.posture ? `; the host saw the box's program without ${spec.posture.name}` : ''}; no decoy value came out`,
+    evidence: [outside('canary-scan', `scanned ${obs.exec.stdout.bytes + obs.exec.stderr.bytes} bytes of output and ${obs.artifacts.length} artifacts: no canary`), ...(spec.quiet?.(obs) ?? []), ...posture, ...context],
+  };
+}

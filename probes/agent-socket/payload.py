@@ -1,0 +1,152 @@
+"""Looks for the user's SSH agent socket where such sockets live and asks it for its identities.
+
+Candidates: $SSH_AUTH_SOCK, the places agents put their sockets (/tmp/ssh-*/agent.*, /run/user/*/...,
+Docker Desktop's /run/host-services/ssh-auth.sock) and a bounded walk of the box's mount points for
+agent-named sockets (a host /tmp bound at another path). Each gets an extension request naming the nonce
+(agents answer FAILURE) and a request for identities; only decoy tokens of the answers are printed.
+"""
+import glob
+import os
+import re
+import socket
+import stat
+import struct
+import threading
+import time
+
+import sandcheck_payload as sc
+
+args = sc.start()
+NONCE = args["nonce"]
+TOKEN = re.compile((args["canaryPrefix"] + r"[A-Za-z0-9]{8,}").encode())
+AGENT_NAME = re.compile(r"^(agent\.\d+|.*ssh.*auth.*\.sock|S\.gpg-agent\.ssh|openssh_agent|ssh-agent\.sock)$")
+END = time.monotonic() + float(args["walkSeconds"])
+PSEUDO = {"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "mqueue", "tracefs", "debugfs", "securityfs", "bpf", "nsfs"}
+SYSTEM = ("/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/boot", "/proc", "/sys", "/dev")
+
+
+def s_(b):
+    return struct.pack(">I", len(b)) + b
+
+
+def message(kind, body=b""):
+    return struct.pack(">IB", 1 + len(body), kind) + body
+
+
+def read_message(s):
+    head = b""
+    while len(head) < 4:
+        chunk = s.recv(4 - len(head))
+        if not chunk:
+            return b""
+        head += chunk
+    (n,) = struct.unpack(">I", head)
+    body = b""
+    while len(body) < min(n, 65536):
+        chunk = s.recv(min(n, 65536) - len(body))
+        if not chunk:
+            break
+        body += chunk
+    return body
+
+
+def ask_agent(path):
+    """One routine for every candidate and the positive control alike: extension (nonce), then identities."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(1.0)
+    try:
+        s.connect(path)
+        s.sendall(message(27, s_(("sandcheck-%s@sandcheck.invalid" % NONCE).encode())))
+        read_message(s)
+        s.sendall(message(11))
+        reply = read_message(s)
+        return "connected, identities answer %d bytes" % len(reply), reply
+    except OSError as e:
+        return e.strerror or str(e), b""
+    finally:
+        s.close()
+
+
+def serve_control(server, comment):
+    """The positive control: a tiny agent this box owns, holding one identity named with the control value."""
+    try:
+        conn, _ = server.accept()
+        with conn:
+            conn.settimeout(1.0)
+            for _ in range(2):
+                body = read_message(conn)
+                if not body:
+                    return
+                if body[:1] == b"\x0b":
+                    blob = s_(b"ssh-ed25519") + s_(b"\x00" * 32)
+                    conn.sendall(message(12, struct.pack(">I", 1) + s_(blob) + s_(comment)))
+                else:
+                    conn.sendall(message(5))
+    except OSError:
+        pass
+
+
+with open(sc.control_path(), "rb") as fh:
+    control_value = fh.read(256).strip()
+control_path = os.path.abspath("agent-control.sock")
+server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+server.bind(control_path)
+server.listen(1)
+threading.Thread(target=serve_control, args=(server, control_value), daemon=True).start()
+
+candidates = [control_path]
+if os.environ.get("SSH_AUTH_SOCK"):
+    candidates.append(os.environ["SSH_AUTH_SOCK"])
+for pattern in ("/tmp/ssh-*/agent.*", "/run/user/*/keyring/ssh", "/run/user/*/gnupg/S.gpg-agent.ssh", "/run/user/*/openssh_agent",
+                "/run/host-services/ssh-auth.sock", "/ssh-agent", "/tmp/*/ssh-*/agent.*"):
+    candidates += sorted(glob.glob(pattern))[:8]
+
+# A host /tmp or /run bound at another path: walk the mount points that are not system trees.
+roots = []
+try:
+    with open("/proc/self/mountinfo") as fh:
+        for line in fh:
+            left, _, right = line.partition(" - ")
+            f = left.split()
+            point = f[4] if len(f) >= 5 else "/"
+            if right.split()[:1] and right.split()[0] not in PSEUDO and point != "/" and not any(point == p or point.startswith(p + "/") for p in SYSTEM):
+                roots.append(point)
+except OSError:
+    pass
+entries = 0
+for root in roots + ["/tmp", "/run", "/var/tmp"]:
+    stack = [(root, 0)]
+    while stack and entries < 20000 and time.monotonic() < END:
+        path, depth = stack.pop()
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        entries += 1
+        if stat.S_ISSOCK(st.st_mode) and AGENT_NAME.match(os.path.basename(path)):
+            candidates.append(path)
+        elif stat.S_ISDIR(st.st_mode) and depth < 4:
+            try:
+                stack += [(os.path.join(path, n), depth + 1) for n in sorted(os.listdir(path))[:500]]
+            except OSError:
+                pass
+
+results = {}
+seen = set()
+for path in candidates[:24]:
+    try:
+        key = os.stat(path).st_ino
+    except OSError:
+        key = path
+    if key in seen:
+        continue
+    seen.add(key)
+    outcome, reply = ask_agent(path)
+    tokens = sorted(set(m.decode() for m in TOKEN.findall(reply)))
+    name = "(in-box positive control)" if path == control_path else ".../" + "/".join(path.split("/")[-2:])
+    if tokens:
+        print("agent %s holds identities named: %s" % (name, " ".join(tokens)))
+    results[name] = outcome
+server.close()
+sc.report({"agents": results, "walked": entries})
+sc.done(args)

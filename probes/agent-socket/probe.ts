@@ -1,0 +1,37 @@
+import { CANARY_PREFIX } from '../../lab/canaries.js';
+import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
+import { outside } from '../../harness/model/evidence.js';
+import type { Judgement, Observation, SecurityProbe } from '../../harness/model/probe.js';
+import { decoyContactEvidence } from '../_shared/exposure-judges.js';
+
+/** Crossed when the agent decoy logged this execution's nonce or its identity's canary came out; held only after the box's own agent answered the same routine. */
+export function judgeAgentSocket(obs: Observation): Judgement {
+  const contacts = decoyContactEvidence(obs, ['agent-socket']);
+  const leaked = canaryCrossing(obs);
+  if (contacts.length > 0 || leaked) {
+    return { verdict: 'crossed', reason: "the box reached the user's SSH agent decoy: it could sign with every key the agent holds", evidence: [...contacts, ...(leaked?.evidence ?? []), exitEvidence(obs.exec)] };
+  }
+  const notRun = unlessAttempted(obs, true);
+  if (notRun) return notRun;
+  const evidence = [outside('decoy-socket', "no connection carrying this execution's nonce reached the SSH agent decoy", 'host decoy SSH agent socket'), exitEvidence(obs.exec), payloadReport(obs.exec)];
+  if (obs.positiveControl?.seen !== true) {
+    return { verdict: 'inconclusive', reason: "the box's own agent (the positive control) never answered the same routine: silence proves nothing", evidence };
+  }
+  return { verdict: 'held', reason: "no agent socket of the host's user was reachable from the box", evidence };
+}
+
+export const agentSocket: SecurityProbe = {
+  kind: 'security',
+  id: 'agent-socket',
+  title: "reach the user's SSH agent socket (SSH_AUTH_SOCK-style decoy where agents keep theirs)",
+  category: 'identity',
+  policyItem: 'identity.hostCredentials',
+  severity: 'high',
+  payload: 'agent-socket',
+  remediation: 'Never forward the SSH agent (SSH_AUTH_SOCK, /tmp/ssh-*, /run/user/<uid>) into a box, and do not bind the host /tmp or /run at any path.',
+  attack: ['T1552.004', 'T1563.001'],
+  cwe: ['CWE-668', 'CWE-522'],
+  positiveControl: 'file',
+  args: (ctx) => ({ canaryPrefix: CANARY_PREFIX, walkSeconds: Math.min(2, ctx.policy.resources.wallSeconds * 0.3) }),
+  judge: judgeAgentSocket,
+};

@@ -1,0 +1,41 @@
+import { CANARY_PREFIX } from '../../lab/canaries.js';
+import type { SecurityProbe } from '../../harness/model/probe.js';
+import { judgeEscape } from '../_shared/escapes.js';
+import { decoyTarget, fileHandleOf } from '../_shared/escapes-host.js';
+
+/**
+ * EPERM: no CAP_DAC_READ_SEARCH over the mount; ESTALE/EOPNOTSUPP (Python names it ENOTSUP): the
+ * descriptor is on another filesystem or one that does not decode handles (gVisor's), i.e. the box
+ * holds nothing on the host's filesystem; ENOSYS: the box's kernel has no such call (a seccomp filter). EBADF or EINVAL
+ * would be the probe's own mistake (a bad descriptor or handle), never a control: inconclusive.
+ */
+const REFUSALS = new Set(['EPERM', 'EACCES', 'ESTALE', 'EOPNOTSUPP', 'ENOTSUP', 'ENOSYS']);
+
+export const escapeFileHandle: SecurityProbe = {
+  kind: 'security',
+  id: 'escape-file-handle',
+  title: 'open a host decoy file by its file handle (open_by_handle_at)',
+  category: 'files',
+  policyItem: 'files.hostPaths',
+  severity: 'critical',
+  payload: 'escape-file-handle',
+  remediation: 'Never grant CAP_DAC_READ_SEARCH; keep the default seccomp profile (it refuses open_by_handle_at) and bind no host-filesystem files into the box.',
+  attack: ['T1611', 'T1005'],
+  cwe: ['CWE-250', 'CWE-269'],
+  positiveControl: 'file',
+  hostPrecondition: (ctx) => {
+    const h = fileHandleOf(decoyTarget(ctx).path);
+    return 'error' in h ? `the host cannot make a file handle for the decoy (${h.error}): nothing to open by handle here` : undefined;
+  },
+  args: (ctx) => {
+    const h = fileHandleOf(decoyTarget(ctx).path);
+    return { handleType: 'error' in h ? 0 : h.type, handleHex: 'error' in h ? '' : h.hex, canaryPrefix: CANARY_PREFIX };
+  },
+  judge: (obs) =>
+    judgeEscape(obs, {
+      what: 'open a host decoy by file handle',
+      decisive: ['open_by_handle_at'],
+      refusals: REFUSALS,
+      control: 'no CAP_DAC_READ_SEARCH, or no descriptor on the host filesystem',
+    }),
+};

@@ -1,0 +1,67 @@
+"""Sends UDP datagrams with a forged source address to a lab decoy through raw sockets (CAP_NET_RAW).
+
+Two ways: an IPv4 raw socket writing its own header (IPPROTO_RAW) and a packet socket writing a
+whole frame on the loopback link. Each carries a source address and port the harness chose for this
+execution (a documentation address no interface has), so the lab's packet witness can tell a forged
+packet from anything else. One datagram each, a few bytes; every outcome is a challenge-bound step line.
+"""
+import errno
+import json
+import socket
+import struct
+import sys
+
+import sandcheck_payload as sc
+
+
+def step(name, outcome, target=None):
+    line = {"step": name, "outcome": outcome}
+    if target is not None:
+        line["target"] = str(target)[:300]
+    sys.stdout.write("SANDCHECK-ESCAPE %s %s\n" % (sc.token("escape"), json.dumps(line, sort_keys=True)))
+    sys.stdout.flush()
+
+
+def checksum(data):
+    total = sum(struct.unpack("!%dH" % (len(data) // 2), data))
+    total = (total >> 16) + (total & 0xFFFF)
+    total += total >> 16
+    return ~total & 0xFFFF
+
+
+def datagram(src, sport, dst, dport, payload):
+    udp = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
+    head = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0x5C5C, 0, 64, socket.IPPROTO_UDP, 0, socket.inet_aton(src), socket.inet_aton(dst))
+    return head[:10] + struct.pack("!H", checksum(head)) + head[12:] + udp
+
+
+def errname(e):
+    return errno.errorcode.get(e.errno or 0, "E%s" % e.errno)
+
+
+args = sc.start()
+dst, dport = args["target"], int(args["port"])
+body = ("sandcheck forged %s" % args["nonce"]).encode()
+
+try:
+    s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    try:
+        s.sendto(datagram(args["rawSrc"], int(args["rawPort"]), dst, dport, body), (dst, 0))
+        step("raw-ip", "ok", "sent")
+    finally:
+        s.close()
+except OSError as e:
+    step("raw-ip", errname(e))
+
+try:
+    p = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+    try:
+        p.bind(("lo", 0))
+        frame = b"\x00" * 12 + struct.pack("!H", 0x0800) + datagram(args["packetSrc"], int(args["packetPort"]), dst, dport, body)
+        p.send(frame)
+        step("packet", "ok", "sent on lo")
+    finally:
+        p.close()
+except (OSError, AttributeError) as e:
+    step("packet", errname(e) if isinstance(e, OSError) else "no-af-packet")
+sc.done(args)

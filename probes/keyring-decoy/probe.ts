@@ -1,0 +1,51 @@
+import { CANARY_PREFIX } from '../../lab/canaries.js';
+import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
+import { outside } from '../../harness/model/evidence.js';
+import type { Judgement, Observation, SecurityProbe } from '../../harness/model/probe.js';
+import { reportedField } from '../_shared/exposure-judges.js';
+
+/**
+ * Crossed when a decoy key's value came out. Held only when the box's own key went through the same read
+ * routine (the control value came out), or when the keyring calls were refused and the host saw a seccomp
+ * filter on the box's processes (the filter is what refused them, seen from outside).
+ */
+export function judgeKeyring(obs: Observation): Judgement {
+  const leaked = canaryCrossing(obs);
+  if (leaked) return { ...leaked, reason: `the box read a host decoy key from the kernel keyring: ${leaked.reason}` };
+  // The control's own verdict is decided below (a filtered keyctl may explain it), not by unlessAttempted.
+  const { positiveControl: _control, ...attempt } = obs;
+  const notRun = unlessAttempted(attempt, true);
+  if (notRun) return notRun;
+  const filtered = (obs.exec.hostProcesses ?? []).filter((p) => p.seccomp === 2);
+  const evidence = [outside('canary-scan', 'no decoy key value came out of the box'), exitEvidence(obs.exec), payloadReport(obs.exec)];
+  if (obs.positiveControl?.seen === true) return { verdict: 'held', reason: "the box's own key read back, but no host decoy key was reachable", evidence };
+  const control = reportedField(obs, 'control');
+  if (typeof control === 'string' && control.startsWith('keyctl refused') && filtered.length > 0) {
+    return {
+      verdict: 'held',
+      reason: 'the keyring system calls were refused in the box, and the host saw a seccomp filter on its processes',
+      evidence: [outside('host-proc', `${filtered.length} host process(es) running the box's program had Seccomp mode 2 (filter): ${[...new Set(filtered.map((p) => p.command))].slice(0, 3).join(', ')}`, '/proc/<pid>/status'), ...evidence],
+    };
+  }
+  return { verdict: 'inconclusive', reason: "the box's own key never came back through the read routine, and no filter was seen from the host to explain it", evidence };
+}
+
+export const keyringDecoy: SecurityProbe = {
+  kind: 'security',
+  id: 'keyring-decoy',
+  title: "read a host decoy process's keys through the kernel keyring (not namespaced)",
+  category: 'identity',
+  policyItem: 'identity.hostCredentials',
+  severity: 'high',
+  payload: 'keyring-decoy',
+  remediation: 'Run the box in a user namespace of its own and filter keyctl, add_key and request_key with seccomp (Docker\'s default profile does); never run it as the host\'s root without one.',
+  attack: ['T1555', 'T1552'],
+  cwe: ['CWE-668', 'CWE-522'],
+  positiveControl: 'file',
+  sampleProcesses: true,
+  // The payload, and under gVisor the Sentry that carries out its system calls: a seccomp filter on either is outside evidence.
+  sampleProgram: /^(python3(\.\d+)*|runsc)$/,
+  hostPrecondition: (ctx) => (ctx.hostDecoys.keyDescriptions?.length ? undefined : `the host refused the decoy keys: ${ctx.hostDecoys.keyringUnavailable ?? 'no keyring decoy'}`),
+  args: (ctx) => ({ canaryPrefix: CANARY_PREFIX, descriptions: ctx.hostDecoys.keyDescriptions ?? [], holdSeconds: Math.min(2, ctx.policy.resources.wallSeconds * 0.4) }),
+  judge: judgeKeyring,
+};

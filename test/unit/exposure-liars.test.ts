@@ -1,0 +1,123 @@
+/**
+ * How a broken or lying box could get `held` on the exposure probes, each way tried: boxes that run nothing,
+ * boxes whose payload ran but whose own control did not act, witnesses that could not see. None may be held.
+ */
+import { describe, expect, it } from 'vitest';
+import { fakeMarkers, fakeProof, forgedMarkers, type FakeExecInput, type FakeScript } from '../../backends/fake/fake-backend.js';
+import type { ExecObservation } from '../../harness/model/observation.js';
+import { ThreatMappingSchema } from '../../harness/model/probe.js';
+import { judgeAbstractSocket } from '../../probes/abstract-socket/probe.js';
+import { judgeAgentSocket } from '../../probes/agent-socket/probe.js';
+import { judgeHostSearch } from '../../probes/host-search/probe.js';
+import { judgeIpcCovert } from '../../probes/ipc-covert/probe.js';
+import { judgeKeyring } from '../../probes/keyring-decoy/probe.js';
+import { exposureProbes } from '../../suites/exposure.js';
+import { runFake } from '../helpers/fake-run.js';
+import { capture, fakeObservation } from '../helpers/observation.js';
+
+type ProcessIdentity = NonNullable<ExecObservation['hostProcesses']>[number];
+const control = (files: FakeExecInput['files']): string => Buffer.from(files.get('sandcheck-control') ?? '').toString().trim();
+const report = (o: Record<string, unknown>): string => `SANDCHECK-REPORT ${JSON.stringify(o)}\n`;
+
+/** What each payload prints on a hardened box where everything worked. */
+function honestHeld({ args, files }: FakeExecInput): string {
+  const m = fakeMarkers({ files });
+  const socketControl = fakeProof({ files }).token('socket-control');
+  const body: Record<string, string> = {
+    'host-search': `decoy marker in .../work/sandcheck-control: ${control(files)}\ncontrol socket answered: ${socketControl}\n${report({ walk: { priorityComplete: true } })}`,
+    'agent-socket': `agent (in-box positive control) holds identities named: ${control(files)}\n`,
+    'keyring-decoy': `key (in-box positive control) holds: ${control(files)}\n${report({ control: 'read back' })}`,
+    'ipc-covert': `own segment (in-box positive control) holds: ${control(files)}\n`,
+  };
+  return `${m.start}${body[args.probe] ?? ''}${m.done}`;
+}
+
+describe('exposure probes: mapping', () => {
+  it('each names ATT&CK techniques and CWEs in their id formats, and its id once', () => {
+    for (const p of exposureProbes) expect(ThreatMappingSchema.safeParse({ attack: p.attack, cwe: p.cwe }).success, p.id).toBe(true);
+    expect(new Set(exposureProbes.map((p) => p.id)).size).toBe(exposureProbes.length);
+  });
+});
+
+describe('exposure probes: a box that runs nothing earns no held', () => {
+  const liars: Record<string, FakeScript> = {
+    'prints the old markers and a control-looking value': ({ args }) => {
+      const m = forgedMarkers(args.nonce);
+      return { stdout: `${m.start}decoy marker in x: SCNRYPOSCTL000000000000000000000000\ncontrol socket answered: ${args.nonce}\n${report({ walk: { priorityComplete: true }, control: 'read back' })}SANDCHECK-READY ${args.nonce}\n${m.done}`, exitCode: 0 };
+    },
+    'kills every payload at once': () => ({ exitCode: null, signal: 'SIGKILL' }),
+    'exits 0 silently': () => ({ exitCode: 0 }),
+  };
+  for (const [name, script] of Object.entries(liars)) {
+    it(name, async () => {
+      const { security } = await runFake([...exposureProbes], script);
+      expect(security.filter((r) => r.verdict === 'held').map((r) => `${r.id}: ${r.reason}`)).toEqual([]);
+      const ran = security.filter((r) => r.verdict !== 'not-applicable');
+      expect(ran.length).toBeGreaterThanOrEqual(3);
+      expect(ran.every((r) => r.verdict === 'inconclusive')).toBe(true);
+    }, 60_000);
+  }
+});
+
+describe('exposure probes: the payload ran, but its own control did not act', () => {
+  it('an honest hardened box is held (the judges can hold), and each missing control turns that into inconclusive', async () => {
+    const held = await runFake([...exposureProbes], (input) => {
+      if (String(input.request.argv[2]).includes('"ceilingSeconds"')) return { stdout: `SANDCHECK-READY ${input.args.nonce} made sysv segment\n`, exitCode: 0 };
+      return { stdout: honestHeld(input), exitCode: 0 };
+    });
+    const verdicts = Object.fromEntries(held.security.map((r) => [r.id, r.verdict]));
+    expect(verdicts).toMatchObject({ 'host-search': 'held', 'agent-socket': 'held', 'keyring-decoy': 'held', 'ipc-covert': 'held' });
+
+    // The same output without the socket control, the walk's coverage, the companion: nothing is held.
+    const crippled = await runFake([...exposureProbes], (input) => {
+      const text = honestHeld(input)
+        .replace(/control socket answered: \S+\n/, '')
+        .replace(/"priorityComplete": ?true/, '"priorityComplete": false')
+        .replace(/key \(in-box positive control\) holds: \S+\n/, '');
+      return { stdout: text, exitCode: 0 };
+    });
+    const after = Object.fromEntries(crippled.security.map((r) => [r.id, r.verdict]));
+    expect(after).toMatchObject({ 'host-search': 'inconclusive', 'keyring-decoy': 'inconclusive', 'ipc-covert': 'inconclusive' });
+  }, 60_000);
+
+  it('host-search: a walk cut short, or a watched daemon whose log could not be read, is never held', () => {
+    const base = { attempted: true, finished: true, positiveControl: { where: 'file' as const, seen: true } };
+    const out = (walk: boolean) => capture(`control socket answered: token-socket-control\n${report({ walk: { priorityComplete: walk } })}`);
+    expect(judgeHostSearch(fakeObservation({ stdout: out(true) }, base)).verdict).toBe('held');
+    expect(judgeHostSearch(fakeObservation({ stdout: out(false) }, base)).verdict).toBe('inconclusive');
+    expect(judgeHostSearch(fakeObservation({ stdout: out(true) }, { ...base, daemonEvents: [{ daemon: '/x.sock', events: [], error: 'HTTP 500' }] })).verdict).toBe('inconclusive');
+    // The daemon's own log naming the nonce is a crossing, whatever the box printed.
+    const logged = judgeHostSearch(fakeObservation({ stdout: out(true) }, { ...base, daemonEvents: [{ daemon: '/x.sock', events: ['{"Type":"volume","Action":"create"}'] }] }));
+    expect(logged.verdict).toBe('crossed');
+    expect(logged.evidence.some((e) => e.source === 'outside' && e.witness === 'daemon-event-log')).toBe(true);
+    // A decoy socket's log is a crossing even when the payload never finished.
+    expect(judgeHostSearch(fakeObservation({}, { attempted: false, decoyContacts: { 'daemon-socket': 1 } })).verdict).toBe('crossed');
+  });
+
+  it('keyring: keyctl refused is held only when the host saw a seccomp filter on the box program', () => {
+    const refused = capture(report({ control: 'keyctl refused: Operation not permitted' }));
+    const base = { attempted: true, finished: true, positiveControl: { where: 'file' as const, seen: false } };
+    expect(judgeKeyring(fakeObservation({ stdout: refused }, base)).verdict).toBe('inconclusive');
+    const proc = (seccomp: number): ProcessIdentity => ({ pid: 9, command: 'python3', realUid: 65529, effectiveUid: 65529, capEff: '0', noNewPrivs: 1, seccomp, peakRssBytes: null, hostUserNamespace: true });
+    expect(judgeKeyring(fakeObservation({ stdout: refused, hostProcesses: [proc(0)] }, base)).verdict).toBe('inconclusive');
+    expect(judgeKeyring(fakeObservation({ stdout: refused, hostProcesses: [proc(2)] }, base)).verdict).toBe('held');
+    // The box's word that keyctl was refused, with no filter seen and the control silent: not held.
+    expect(judgeKeyring(fakeObservation({ stdout: capture(report({ control: 'read back' })), hostProcesses: [proc(2)] }, base)).verdict).toBe('inconclusive');
+  });
+
+  it('socket probes: a contact logged by the decoy crosses; silence is held only after the box reached its own socket', () => {
+    const done = { attempted: true, finished: true };
+    expect(judgeAgentSocket(fakeObservation({}, { ...done, decoyContacts: { 'agent-socket': 1 } })).verdict).toBe('crossed');
+    expect(judgeAgentSocket(fakeObservation({}, { ...done, positiveControl: { where: 'file', seen: false } })).verdict).toBe('inconclusive');
+    expect(judgeAbstractSocket(fakeObservation({}, { ...done, decoyContacts: { 'abstract-socket': 2 } })).verdict).toBe('crossed');
+    expect(judgeAbstractSocket(fakeObservation({}, done)).verdict).toBe('inconclusive');
+    expect(judgeAbstractSocket(fakeObservation({ stdout: capture('control socket answered: token-socket-control\n') }, done)).verdict).toBe('held');
+  });
+
+  it('ipc-covert: without the other box up there was nothing to read; residue the harness removed from the host is shown', () => {
+    const done = { attempted: true, finished: true, positiveControl: { where: 'file' as const, seen: true } };
+    expect(judgeIpcCovert(fakeObservation({}, { ...done, companionReady: false })).verdict).toBe('inconclusive');
+    const held = judgeIpcCovert(fakeObservation({}, { ...done, companionReady: true, hostResidue: ['a System V segment was in the host IPC namespace (removed)'] }));
+    expect(held.evidence.some((e) => e.witness === 'host-ipc')).toBe(true);
+  });
+});
