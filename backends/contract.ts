@@ -18,6 +18,12 @@ export const POLICY_ITEMS = [
   'output.maxBytes',
   'output.sanitized',
   'exports.limits',
+  'posture.namespaces',
+  'posture.hostMounts',
+  'posture.seccomp',
+  'posture.capabilityBounding',
+  'posture.devices',
+  'isolation.separateKernel',
 ] as const;
 export type PolicyItem = (typeof POLICY_ITEMS)[number];
 

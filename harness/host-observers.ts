@@ -1,7 +1,7 @@
 import { readFile, readlink, stat } from 'node:fs/promises';
 import type { Environment } from '../backends/contract.js';
 import type { Observation } from './model/probe.js';
-import { readProcessIdentity, type ProcessIdentity } from '../lab/host-process.js';
+import { attachPosture, postureOf, readHostView, readProcessIdentity, readProcessPosture, type HostView, type ProcessIdentity } from '../lab/host-process.js';
 
 /** The box's own program: the payload's interpreter, by the executable the kernel names (never by its self-chosen comm). */
 export const PAYLOAD_INTERPRETER = /^python3(\.\d+)*$/;
@@ -12,6 +12,8 @@ export interface SamplerOptions {
   program?: RegExp;
   /** Most processes whose identity is kept (a fork bomb must not grow the observation). */
   maxProcesses?: number;
+  /** Most posture reads (namespaces, mountinfo, /dev, device cgroup) per sampler: each costs a few ms. */
+  maxPostureReads?: number;
 }
 
 const basename = (p: string): string => p.replace(/ \(deleted\)$/, '').split('/').pop() ?? '';
@@ -43,6 +45,21 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
   let kept = 0;
   let maxConcurrent = 0;
   let busy = false;
+  let postureReads = 0;
+  let postureReadsThisTick = 0;
+  const maxPostureReads = opts.maxPostureReads ?? 8;
+  let hostView: HostView | undefined;
+  /** Reads the posture of a new identity entry of the box's program (first sighting or a change), within the budget. */
+  const withPosture = async (id: ProcessIdentity): Promise<ProcessIdentity> => {
+    // At most two per tick: a fork bomb's first processes must not stall the sampling of its concurrency.
+    if (postureReads >= maxPostureReads || postureReadsThisTick >= 2) return id;
+    postureReads++;
+    postureReadsThisTick++;
+    hostView ??= await readHostView();
+    const posture = await readProcessPosture(id.pid, hostView);
+    if (posture) attachPosture(id, posture);
+    return id;
+  };
   /** Marks the box's own processes among `pids`: by executable first, then (repeatedly) by parent. */
   const markOwn = async (pids: readonly number[]): Promise<void> => {
     const parents = new Map<number, number | undefined>();
@@ -66,6 +83,7 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
   const tick = async (): Promise<void> => {
     if (busy || !env.hostPids) return;
     busy = true;
+    postureReadsThisTick = 0;
     try {
       const pids = await env.hostPids();
       maxConcurrent = Math.max(maxConcurrent, pids.length);
@@ -77,15 +95,18 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
         const id = await readProcessIdentity(pid);
         if (!id) continue;
         if (!history) {
-          seen.set(pid, [id]);
+          seen.set(pid, [await withPosture(id)]);
           kept++;
           continue;
         }
         const last = history[history.length - 1];
         if (last && sameIdentity(last, id)) {
-          history[history.length - 1] = { ...last, peakRssBytes: Math.max(last.peakRssBytes ?? 0, id.peakRssBytes ?? 0) };
+          // In place: the entry keeps its posture (attached to this very object).
+          last.peakRssBytes = Math.max(last.peakRssBytes ?? 0, id.peakRssBytes ?? 0);
+          // A posture read that failed (the process mid-exec, a busy machine) is tried again while the budget lasts.
+          if (postureOf(last) === undefined) await withPosture(last);
         } else if (kept < maxProcesses * 2) {
-          history.push(id);
+          history.push(await withPosture(id));
           kept++;
         }
       }

@@ -18,6 +18,18 @@ export function policyRequires(policy: Policy, item: PolicyItem): boolean {
       return policy.lifecycle.destroyAfter;
     case 'output.sanitized':
       return false;
+    case 'posture.namespaces':
+      return (policy.posture?.namespaces.length ?? 0) > 0;
+    case 'posture.hostMounts':
+      return policy.posture !== undefined && policy.posture.hostMounts !== 'any';
+    case 'posture.seccomp':
+      return policy.posture?.seccomp === 'required';
+    case 'posture.capabilityBounding':
+      return policy.posture?.capabilityBounding === 'no-dangerous';
+    case 'posture.devices':
+      return policy.posture?.devices === 'none';
+    case 'isolation.separateKernel':
+      return policy.isolation?.separateKernel === true;
     case 'files.hostPaths':
     case 'identity.hostCredentials':
     case 'network.egress':

@@ -1,4 +1,6 @@
 import type { SecurityProbe } from '../harness/model/probe.js';
+import { escapeProbes } from './escapes.js';
+import { exposureProbes } from './exposure.js';
 import { dnsExfil } from '../probes/dns-exfil/probe.js';
 import { icmpPing } from '../probes/icmp-ping/probe.js';
 import { metadataAltForms } from '../probes/metadata-alt-forms/probe.js';
@@ -17,6 +19,12 @@ import { forkBomb } from '../probes/fork-bomb/probe.js';
 import { hostileBytes } from '../probes/hostile-bytes/probe.js';
 import { identitySetuid } from '../probes/identity-setuid/probe.js';
 import { identityCapabilities, identityNoNewPrivs, identityUid } from '../probes/identity-uid/probe.js';
+import { kernelIdentity } from '../probes/kernel-identity/probe.js';
+import { postureCapabilities } from '../probes/posture-capabilities/probe.js';
+import { postureDevices } from '../probes/posture-devices/probe.js';
+import { postureMounts } from '../probes/posture-mounts/probe.js';
+import { postureNamespaces } from '../probes/posture-namespaces/probe.js';
+import { postureSeccomp } from '../probes/posture-seccomp/probe.js';
 import { memoryBomb } from '../probes/memory-bomb/probe.js';
 import { longLine, stderrFlood } from '../probes/output-flood/probe.js';
 import { readOnlyInput } from '../probes/read-only-input/probe.js';
@@ -35,6 +43,8 @@ export const securitySuite: readonly SecurityProbe[] = [
   daemonSocket,
   downloadApiLinks,
   readOnlyInput,
+  postureMounts,
+  postureDevices,
   ...exportProbes,
   // identity
   secretDecoyEnv,
@@ -44,6 +54,10 @@ export const securitySuite: readonly SecurityProbe[] = [
   identityCapabilities,
   identityNoNewPrivs,
   identitySetuid,
+  postureNamespaces,
+  postureSeccomp,
+  postureCapabilities,
+  kernelIdentity,
   // resources
   wallClockSpin,
   wallClockSleep,
@@ -68,4 +82,8 @@ export const securitySuite: readonly SecurityProbe[] = [
   // lifecycle
   surviveTeardown,
   residue,
+  // exposure: decoys reachable where real secrets lie, shared kernel objects (issue 17)
+  ...exposureProbes,
+  // capability escapes tried for real against the run's decoys (issue 17)
+  ...escapeProbes,
 ];

@@ -5,6 +5,8 @@ export const BOX_WORK = '/work';
 export const BOX_PATH = '/usr/bin:/bin';
 /** The fd bwrap writes its JSON status documents to (and the launcher its own failure). */
 export const STATUS_FD = 3;
+/** The fd the launcher opens the seccomp filter file on, for bwrap --seccomp. */
+export const SECCOMP_FD = 4;
 /** Exit status of the launcher shell when it could not put itself into the environment's cgroups. */
 export const LAUNCH_CGROUP_FAILED = 125;
 
@@ -44,6 +46,8 @@ export interface BoxPlan {
   argv: readonly string[];
   /** fd for bwrap's JSON status documents; undefined = none (the preflight trial). */
   statusFd: number | undefined;
+  /** The box's seccomp filter is on SECCOMP_FD (the launcher opened it). */
+  seccomp?: boolean;
 }
 
 /** The bwrap part: every option of the hardened profile, then `--` and the program. */
@@ -82,6 +86,7 @@ export function bwrapArgs(plan: BoxPlan): string[] {
   a.push('--clearenv', '--setenv', 'PATH', BOX_PATH, '--setenv', 'HOME', BOX_WORK, '--setenv', 'LANG', 'C.UTF-8');
   for (const [k, v] of plan.env) a.push('--setenv', k, v);
   if (plan.statusFd !== undefined) a.push('--json-status-fd', String(plan.statusFd));
+  if (plan.seccomp) a.push('--seccomp', String(SECCOMP_FD));
   a.push('--', ...plan.argv);
   return a;
 }
@@ -121,6 +126,9 @@ export function commandArgv(plan: BoxPlan): string[] {
  * A failure is reported out of band on the status fd, never on the box's stderr.
  */
 export const LAUNCH_SCRIPT = [
+  // The seccomp filter file (or ''), opened for bwrap; a file that cannot be opened ends the launcher.
+  's=$1; shift',
+  `if [ -n "$s" ]; then exec ${SECCOMP_FD}<"$s"; fi`,
   'n=$1; shift',
   'while [ "$n" -gt 0 ]; do',
   `  if ! { echo $$ > "$1"; } 2>/dev/null; then echo '{ "sandcheck-launch-error": "cannot join the environment cgroup" }' >&${STATUS_FD}; exit ${LAUNCH_CGROUP_FAILED}; fi`,
@@ -129,6 +137,6 @@ export const LAUNCH_SCRIPT = [
   'exec "$@"',
 ].join('\n');
 
-export function launcherArgs(procsFiles: readonly string[], command: readonly string[]): string[] {
-  return ['-c', LAUNCH_SCRIPT, 'sandcheck-launch', String(procsFiles.length), ...procsFiles, ...command];
+export function launcherArgs(procsFiles: readonly string[], command: readonly string[], seccompFile = ''): string[] {
+  return ['-c', LAUNCH_SCRIPT, 'sandcheck-launch', seccompFile, String(procsFiles.length), ...procsFiles, ...command];
 }

@@ -36,6 +36,7 @@ import { cgroupNameFor, type CgroupDetection, type CgroupLimits, type EnvCgroup,
 import { inheritableFds, readIdentity, type ProcIdentity } from './host-proc.js';
 import type { ResolvedBwrapOptions } from './options.js';
 import { StatusReader } from './status.js';
+import { boxSeccompFilter } from './seccomp.js';
 import { createEnvRoot, ensurePrivateDir, getFile, ownerRecord, putFile, removeEnvRoot, type EnvRoot, type Ownership, type SizedFs } from './workspace.js';
 
 /** Every box process carries these (not secrets): the harness can find strays by them. */
@@ -98,7 +99,14 @@ const ALWAYS: readonly PolicyItem[] = [
   // The harness's exporter applies the policy's export limits after getFiles; getFiles reads at most the
   // per-file cap of each regular file and never follows a link.
   'exports.limits',
+  'posture.namespaces',
+  'posture.hostMounts',
+  'posture.capabilityBounding',
+  'posture.devices',
 ];
+
+/** The seccomp filter file inside an environment's root (written at create, gone with the root). */
+const SECCOMP_FILE = 'seccomp.bpf';
 
 const LIMIT_ITEM: Record<LimitName, PolicyItem> = {
   memory: 'resources.memoryMb',
@@ -119,6 +127,7 @@ export class BwrapBackend implements Backend {
       o.unprivilegedUid === null ? 'no uid drop' : '',
       o.unshareUser ? '' : 'host user namespace',
       o.unsharePid ? '' : 'host pid namespace',
+      o.seccomp ? '' : 'no seccomp filter',
       o.wallClock ? '' : 'no wall clock',
       o.outputCap ? '' : 'no output cap',
       o.teardown === 'thorough' ? '' : 'launcher-tree teardown',
@@ -147,6 +156,11 @@ export class BwrapBackend implements Backend {
     if (policy.network.mode === 'off' || policy.network.allow.length === 0) enforces.push('network.egress');
     else reasons['network.egress'] = 'bwrap can only cut the network off entirely (--unshare-net); an allowlist needs a filtering proxy';
     reasons['output.sanitized'] = 'bwrap passes the box output through unchanged; escaping control bytes is left to whoever displays it';
+    reasons['isolation.separateKernel'] = 'bubblewrap boxes run on the host kernel';
+    // Claimed even when the option turns the filter off (a weakened variant the probe must catch); never without a filter for this architecture.
+    const seccomp = boxSeccompFilter();
+    if ('filter' in seccomp) enforces.push('posture.seccomp');
+    else reasons['posture.seccomp'] = seccomp.reason;
     const cg = rt.cgroups;
     for (const limit of ['memory', 'pids', 'cpu'] as const) {
       claimUnless(
@@ -254,6 +268,8 @@ export class BwrapBackend implements Backend {
         throw new SandcheckError('HARNESS', `cannot create cgroups: ${errorMessage(err)}`, { cause: err });
       }
     }
+    const seccomp = rt.opts.seccomp ? boxSeccompFilter() : undefined;
+    if (seccomp && 'filter' in seccomp) await writeFile(join(root.root, SECCOMP_FILE), seccomp.filter, { mode: 0o600 });
     if (ctx.lab && rt.opts.shareNetwork) {
       // A copy the box uid can read, whatever the lab's own directory permissions.
       await writeFile(root.resolvConf, await readFile(ctx.lab.resolvConfPath), { mode: 0o644 });
@@ -380,7 +396,13 @@ class BwrapEnvironment implements Environment {
       env,
       argv: req.argv,
       statusFd: STATUS_FD,
+      seccomp: this.seccompFile !== undefined,
     };
+  }
+
+  /** The filter file when this environment has one (the launcher opens it for bwrap --seccomp). */
+  private get seccompFile(): string | undefined {
+    return this.rt.opts.seccomp && 'filter' in boxSeccompFilter() ? join(this.root.root, SECCOMP_FILE) : undefined;
   }
 
   async exec(req: ExecRequest): Promise<ExecResult> {
@@ -452,7 +474,7 @@ class BwrapEnvironment implements Environment {
     }
     // Plain spawn (not execa): the extra descriptors need raw fd numbers. If the harness dies, bwrap gets
     // SIGKILL (setpriv --pdeathsig) and --die-with-parent takes the box down with it.
-    const child = spawn(this.rt.tools.sh, launcherArgs(this.cg?.procsFiles ?? [], command), {
+    const child = spawn(this.rt.tools.sh, launcherArgs(this.cg?.procsFiles ?? [], command, this.seccompFile), {
       // The fix for bwrap's PID-1 leak: the launcher (and so bwrap and its init) get an empty environment.
       env: this.rt.opts.envFix === 'none' ? { ...this.ctx.controllerEnv } : {},
       cwd: '/',

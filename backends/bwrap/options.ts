@@ -52,6 +52,8 @@ export const BwrapOptionsSchema = z
     unprivilegedUid: z.number().int().min(1).max(4294967294).nullable().default(DEFAULT_UNPRIVILEGED_UID),
     /** `--unshare-pid`; false shows the box every host process (a deliberate weakening). */
     unsharePid: z.boolean().default(true),
+    /** The seccomp deny list (backends/bwrap/seccomp.ts) via `--seccomp`; false runs the box without a filter (a deliberate weakening). */
+    seccomp: z.boolean().default(true),
     /**
      * 'disk-image' (default as root with mkfs.ext4 and loop devices): the workspace and /tmp share one ext4 image
      * file of policy diskMb, loop-mounted from the run's scratch directory; its page cache is reclaimable, so

@@ -192,6 +192,34 @@ export function derivedReasons(c: ContainerConfig, policy: Policy, gvisorRuntime
       "gVisor (runsc 2022) charges the sandbox's own host threads to the pids cgroup: a pids limit crashes the whole sandbox (exit 2) instead of refusing a fork, so none is set";
   }
   reasons['output.sanitized'] = NOT_SANITIZED;
+  Object.assign(reasons, postureReasons(c, gvisor, hostBinds));
+  return reasons;
+}
+
+/** Capabilities whose presence in the bounding set lets a box reach past its namespaces (the posture probe's list). */
+const DANGEROUS_CAPS = /^(CAP_)?(ALL|SYS_ADMIN|SYS_MODULE|SYS_PTRACE|SYS_RAWIO|DAC_READ_SEARCH|NET_ADMIN|NET_RAW|MKNOD|SYS_BOOT|BPF|PERFMON)$/i;
+
+/** Why each posture item is not enforced by these settings (absent = enforced). */
+function postureReasons(c: ContainerConfig, gvisor: boolean, hostBinds: readonly string[]): Partial<Record<PolicyItem, string>> {
+  const h = c.HostConfig;
+  const reasons: Partial<Record<PolicyItem, string>> = {};
+  if (!gvisor) reasons['isolation.separateKernel'] = 'runc containers run on the host kernel';
+  const dropsAll = (h.CapDrop ?? []).some((cap) => /^(CAP_)?ALL$/i.test(cap));
+  const added = (h.CapAdd ?? []).filter((cap) => DANGEROUS_CAPS.test(cap));
+  if (h.Privileged) {
+    const why = 'Privileged: every capability, every device, no seccomp filter';
+    reasons['posture.seccomp'] = why;
+    reasons['posture.capabilityBounding'] = why;
+    reasons['posture.devices'] = why;
+    reasons['posture.hostMounts'] = why;
+  }
+  if ((h.SecurityOpt ?? []).some((o) => /^seccomp[=:]unconfined$/.test(o))) reasons['posture.seccomp'] ??= 'SecurityOpt seccomp=unconfined: no seccomp filter';
+  if (added.length > 0) reasons['posture.capabilityBounding'] ??= `dangerous capabilities added: ${added.join(', ')}`;
+  else if (!dropsAll) reasons['posture.capabilityBounding'] ??= "Docker's default capability set keeps NET_RAW and MKNOD (add CapDrop: [ALL])";
+  const hostModes = (['PidMode', 'IpcMode', 'NetworkMode'] as const).filter((k) => h[k] === 'host');
+  if (hostModes.length > 0) reasons['posture.namespaces'] = `${hostModes.join(', ')} host: the box shares the host's namespace`;
+  if (hostBinds.length > 0) reasons['posture.hostMounts'] ??= `host paths bound in: ${hostBinds.join(', ')}`;
+  if (h.Devices && h.Devices.length > 0) reasons['posture.devices'] ??= `host devices: ${h.Devices.map((d) => d.PathOnHost).join(', ')}`;
   return reasons;
 }
 
@@ -209,7 +237,8 @@ export function capabilitiesFor(c: ContainerConfig, policy: Policy, daemon: Daem
   }
   // Outside a lab the harness cannot watch the box's network: a cause outside the box, not a failure of it.
   const unseen = !daemon.inLab ? { notObservable: { 'network.egress': reasons['network.egress'] ?? '' } } : {};
-  const declared = assumePolicy ? POLICY_ITEMS.filter((i) => i !== 'output.sanitized') : c.claims;
+  // A team trusting Docker believes the policy, not that runc brings its own kernel.
+  const declared = assumePolicy ? POLICY_ITEMS.filter((i) => i !== 'output.sanitized' && i !== 'isolation.separateKernel') : c.claims;
   if (declared !== undefined) {
     const claimed = declared.filter((item) => !(item === 'network.egress' && !daemon.inLab));
     const kept: Partial<Record<PolicyItem, string>> = {};

@@ -1,7 +1,7 @@
 // A complete sandcheck module adapter: `sandcheck run --backend ./adapter.mjs`.
 //
 // Each exec runs the program as `nobody` (uid 65534, no capabilities, no_new_privs) in fresh
-// mount, pid and (network off) network namespaces made by util-linux `unshare`, with private
+// mount, pid, IPC and (network off) network namespaces made by util-linux `unshare`, with private
 // tmpfs on /tmp, /var/tmp and /dev/shm and the workspace bound at /tmp/work. It is deliberately
 // small: it claims only what it does, so sandcheck reports the rest as unenforced.
 // Needs root, Linux, util-linux (unshare, setpriv, nsenter) and python3 on the host.
@@ -43,7 +43,7 @@ export default function createUnshareBackend(options) {
   const uid = opts.uid === undefined ? NOBODY : Number(opts.uid);
   return {
     name: 'example-unshare',
-    description: `example module adapter: unshare (mount, pid, net) + setpriv to uid ${uid}, private tmpfs /tmp`,
+    description: `example module adapter: unshare (mount, pid, ipc, net) + setpriv to uid ${uid}, private tmpfs /tmp`,
     capabilities(policy) {
       /** @type {PolicyItem[]} */
       const enforces = ['identity.unprivileged', 'files.readOnlyInput', 'lifecycle.freshEnvironment', 'lifecycle.destroyAfter', 'resources.wallSeconds', 'output.maxBytes'];
@@ -57,6 +57,12 @@ export default function createUnshareBackend(options) {
         'identity.hostCredentials': 'host files readable by nobody stay readable',
         'output.sanitized': 'output is passed through unchanged',
         'exports.limits': "left to sandcheck's exporter",
+        'posture.namespaces': 'this example keeps the host user namespace and does not check the rest',
+        'posture.hostMounts': 'the host file system is visible read-only',
+        'posture.seccomp': 'no seccomp filter',
+        'posture.capabilityBounding': 'the bounding set is left as unshare gives it',
+        'posture.devices': 'no device cgroup',
+        'isolation.separateKernel': 'the box runs on the host kernel',
       };
       if (policy.network.mode === 'off' || policy.network.allow.length === 0) enforces.push('network.egress');
       else notEnforcedReasons['network.egress'] = 'an allowlist needs a filter; this example can only cut the network off';
@@ -118,7 +124,8 @@ class UnshareEnvironment {
     const tmpSize = `${Math.max(16, Math.min(this.policy.resources.diskMb, 1024))}m`;
     const argv = [
       ...(this.ctx.lab ? ['nsenter', `--net=${this.ctx.lab.netnsPath}`, '--'] : []),
-      'unshare', '--mount', '--propagation', 'private', '--pid', '--fork', '--kill-child', '--mount-proc', ...(netOff ? ['--net'] : []), '--',
+      // --ipc: boxes of one run must not share System V IPC (sandcheck's ipc-covert probe found it missing).
+      'unshare', '--mount', '--propagation', 'private', '--pid', '--ipc', '--fork', '--kill-child', '--mount-proc', ...(netOff ? ['--net'] : []), '--',
       '/bin/sh', '-c', BOX_SCRIPT, 'sandbox', this.workspace, rel, tmpSize, String(this.uid), ...req.argv,
     ];
     const [file, ...args] = argv;

@@ -241,8 +241,11 @@ def m_hello(p):
 
 def m_capabilities(p):
     enforces = ["files.hostPaths", "files.readOnlyInput", "identity.unprivileged", "identity.hostCredentials",
-                "lifecycle.freshEnvironment", "lifecycle.destroyAfter", "resources.wallSeconds", "output.maxBytes"]
+                "lifecycle.freshEnvironment", "lifecycle.destroyAfter", "resources.wallSeconds", "output.maxBytes",
+                "posture.namespaces", "posture.hostMounts", "posture.capabilityBounding", "posture.devices"]
     reasons = {"resources.diskMb": "the workspace is a plain host directory without a size limit",
+               "posture.seccomp": "this adapter starts bwrap without a seccomp filter (--seccomp)",
+               "isolation.separateKernel": "bwrap boxes run on the host kernel",
                "output.sanitized": "bwrap passes the program's output through unchanged",
                "exports.limits": "get returns each file as it is; this adapter applies no export count or size limits"}
     net = (p.get("policy") or {}).get("network") or {}

@@ -40,6 +40,38 @@ export const NetworkTarget = z
     pattern: '^(?:(?:tcp|udp|icmp):)?[0-9A-Fa-f.:/\\[\\]]+$',
   });
 
+/** The namespaces a process can have of its own (/proc/<pid>/ns/<name>). */
+export const NAMESPACE_NAMES = ['mnt', 'pid', 'net', 'ipc', 'uts', 'user', 'cgroup'] as const;
+export type NamespaceName = (typeof NAMESPACE_NAMES)[number];
+
+const HostPathPrefix = z
+  .string({ error: 'expected an absolute host path such as /var/lib/mysandbox' })
+  .max(512, { error: 'expected a path of at most 512 characters' })
+  .regex(/^\/(?:[^\0]*[^/\0])?$/, { error: 'expected an absolute host path without a trailing slash, such as /var/lib/mysandbox' })
+  .refine((p) => !p.split('/').includes('..'), { error: 'expected a path without ".." components' });
+
+/**
+ * The box's posture as the host reads it from /proc/<pid> of the box's own program (never from the box's word).
+ * Optional: a policy without it asks for none of these items.
+ */
+export const PostureSchema = z.strictObject({
+  /** Namespaces every process of the box must have of its own (not the host's, compared with the harness's own). */
+  namespaces: z.array(z.enum(NAMESPACE_NAMES)).max(NAMESPACE_NAMES.length),
+  /**
+   * Host filesystems mounted in the box: `none` = only the runtime's own (read-only system software under
+   * /usr, /bin, /sbin, /lib*, the run's own workspace files, the image root and the runtime's per-box files);
+   * `{ allow: [...] }` = those plus the listed host path prefixes; `any` = not judged.
+   */
+  hostMounts: z.union([z.literal('none'), z.literal('any'), z.strictObject({ allow: z.array(HostPathPrefix).max(64, { error: 'at most 64 entries' }) })]),
+  /** `required`: every process of the box runs under a seccomp filter (Seccomp mode 2 in /proc/<pid>/status). */
+  seccomp: z.enum(['required', 'any']),
+  /** `no-dangerous`: no process of the box holds a host-dangerous capability in its bounding set, and none in its ambient set. */
+  capabilityBounding: z.enum(['no-dangerous', 'any']),
+  /** `none`: no host disk device reachable (no node of one in the box's /dev, no way to make one, or a device cgroup that refuses it). */
+  devices: z.enum(['none', 'any']),
+});
+export type Posture = z.infer<typeof PostureSchema>;
+
 export const PolicySchema = z
   .strictObject({
     name: z.string().min(1).max(B.nameLength, { error: `expected a name of 1..${B.nameLength} characters` }),
@@ -88,6 +120,13 @@ export const PolicySchema = z
       corrections: atMost(nonNegativeInt(), B.corrections, 'attempts of a correction loop'),
       queueStartupSeconds: atMost(positiveNumber(), B.queueStartupSeconds, 'one hour'),
     }),
+    posture: PostureSchema.optional(),
+    isolation: z
+      .strictObject({
+        /** The box must not run on the host's kernel (a VM or a user-space kernel such as gVisor). */
+        separateKernel: z.boolean(),
+      })
+      .optional(),
   })
   .meta({ id: 'sandcheck-policy', title: 'sandcheck policy' });
 
@@ -104,6 +143,10 @@ export const REFERENCE_POLICY: Policy = {
   exports: { maxFiles: 20, maxFileMb: 5, maxTotalMb: 40 },
   output: { maxBytes: 2 * 1024 * 1024 },
   attempts: { corrections: 3, queueStartupSeconds: 12 },
+  // The essay: no host paths or devices, a non-privileged identity with system calls restricted, namespaces.
+  posture: { namespaces: ['mnt', 'pid', 'net', 'ipc', 'uts'], hostMounts: 'none', seccomp: 'required', capabilityBounding: 'no-dangerous', devices: 'none' },
+  // A micro VM is the essay's stronger option for high risk, not its baseline: reported, not required.
+  isolation: { separateKernel: false },
 };
 
 /** Same as reference with a 5 s wall so a full run fits in CI. */

@@ -67,7 +67,7 @@ describe.skipIf(skipReason !== undefined)('the packed package with module adapte
     expect(security.results.filter((r) => r.verdict === 'crossed').map((r) => `${r.id}: ${r.reason}`)).toEqual([]);
     const byId = new Map(security.results.map((r) => [r.id, r.verdict]));
     for (const id of ['read-only-input', 'identity-uid', 'wall-clock-sleep', 'stdout-flood', 'residue', 'survive-teardown', 'metadata-ipv4']) expect(byId.get(id), id).toBe('held');
-    const disclaimed = new Set(['resources.memoryMb', 'resources.processes', 'resources.cpus', 'resources.diskMb', 'files.hostPaths', 'identity.hostCredentials']);
+    const disclaimed = new Set(['resources.memoryMb', 'resources.processes', 'resources.cpus', 'resources.diskMb', 'files.hostPaths', 'identity.hostCredentials', 'posture.namespaces', 'posture.hostMounts', 'posture.seccomp', 'posture.capabilityBounding', 'posture.devices']);
     expect(security.results.filter((r) => r.verdict === 'unenforced' && !disclaimed.has(r.policyItem)).map((r) => r.id)).toEqual([]);
     expect(task.results.filter((r) => r.outcome !== 'as-expected').map((r) => `${r.id}: ${r.reason}`)).toEqual([]);
   }, 600_000);

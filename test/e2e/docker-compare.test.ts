@@ -28,6 +28,12 @@ const HONEST_INCONCLUSIVE: Record<string, Record<string, RegExp>> = {
     'memory-bomb': /never shown to act/,
     // runsc's gofer makes no FIFO or device node in the workspace: the exporter never meets them.
     'export-special-files': /none of the hostile artifacts exists in the box/,
+    // The host sees only the sandbox (the Sentry), never the box's own program: its posture cannot be read.
+    'posture-namespaces': /none ran the payload's program|no process of the box's own program/,
+    'posture-mounts': /none ran the payload's program|no process of the box's own program/,
+    'posture-seccomp': /none ran the payload's program|no process of the box's own program/,
+    'posture-capabilities': /none ran the payload's program|no process of the box's own program/,
+    'posture-devices': /none ran the payload's program|no process of the box's own program/,
   },
 };
 

@@ -28,6 +28,7 @@ import { performance } from 'node:perf_hooks';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import createBwrapBackend, { BwrapOptionsSchema, commandArgv, DEFAULT_STATE_DIR, type BoxPlan, type BwrapOptions } from '../../backends/bwrap/index.js';
+import { SECCOMP_FD } from '../../backends/bwrap/argv.js';
 import { bwrapSkipReason } from '../helpers/bwrap.js';
 import type { Environment, GotFile } from '../../backends/contract.js';
 import { CI_POLICY, type Policy } from '../../harness/model/policy.js';
@@ -119,6 +120,26 @@ const VARIANTS = {
     options: () => ({ cgroups: { mode: 'off' }, unsharePid: false, teardown: 'launcher-tree', misdeclare: true }),
   },
   sharedNet: { removes: 'the network namespace (the box shares the lab netns)', tag: 'sn', options: () => ({ shareNetwork: true }), lab: true },
+  noSeccomp: { removes: 'the seccomp filter (--seccomp)', tag: 'sc', options: () => ({ seccomp: false }) },
+  hostRootNoSeccomp: {
+    removes: 'the uid drop, the user namespace and the seccomp filter (host root may use keyctl on the keyrings it shares with the host)',
+    tag: 'rs',
+    options: () => ({ unprivilegedUid: null, unshareUser: false, seccomp: false }),
+  },
+  hostDirsElsewhere: {
+    removes: "host paths: the decoy home, the decoy sockets' dir and the decoy temp dir bound read-only at other paths (/mnt/host-home, /srv/host-run, /var/host-tmp)",
+    tag: 'he',
+    options: async (run) => {
+      const scratch = await traversableScratch(run);
+      return {
+        extraBinds: [
+          { src: run.decoyDir, dest: '/mnt/host-home', readOnly: true },
+          { src: join(scratch, 'decoy-run'), dest: '/srv/host-run', readOnly: true },
+          { src: join(scratch, 'decoy-tmp'), dest: '/var/host-tmp', readOnly: true },
+        ],
+      };
+    },
+  },
   sharedNetHostRoot: {
     removes: 'the network namespace, the uid drop and the user namespace (host root: CAP_NET_RAW for ICMP)',
     tag: 'sr',
@@ -178,8 +199,19 @@ const PAIRS: Record<string, { variant: VariantName; witness: RegExp; hardened?: 
   // namespace has no CAP_NET_RAW in the lab netns, so the echo needs host root too.
   'icmp-ping': { variant: 'sharedNetHostRoot', witness: /^packet-witness$/ },
   'dns-exfil': { variant: 'sharedNet', witness: /^decoy:dns$/ },
+  'abstract-socket': { variant: 'sharedNet', witness: /^(decoy-socket|canary-scan)$/ },
   // Both environments share the lab netns, so the box reaches its sibling's listener on loopback.
   'lateral-movement': { variant: 'sharedNet', witness: /^canary-scan$/ },
+  // posture, read from the host
+  'posture-namespaces': { variant: 'hostRootHostPid', witness: /^host-proc-posture$/ },
+  'posture-capabilities': { variant: 'hostRootHostPid', witness: /^host-proc-posture$/ },
+  'posture-devices': { variant: 'hostRootHostPid', witness: /^host-proc-posture$/ },
+  'posture-mounts': { variant: 'hostScratchBound', witness: /^host-proc-posture$/ },
+  'posture-seccomp': { variant: 'noSeccomp', witness: /^host-proc-posture$/ },
+  // exposure
+  'host-search': { variant: 'hostDirsElsewhere', witness: /^(canary-scan|decoy-socket)$/ },
+  'agent-socket': { variant: 'hostDirsElsewhere', witness: /^(decoy-socket|canary-scan)$/ },
+  'keyring-decoy': { variant: 'hostRootNoSeccomp', witness: /^canary-scan$/ },
   // lifecycle
   'survive-teardown': { variant: 'launcherTreeTeardown', witness: /^host-process-scan$/ },
   'residue': { variant: 'sharedHostTmp', witness: /^fresh-environment-output$/ },
@@ -189,6 +221,17 @@ const PAIRS: Record<string, { variant: VariantName; witness: RegExp; hardened?: 
 const NO_ROW = {
   'identity-no-new-privs': ['hardened', 'noUidDrop', 'hostRootHostPid'],
   'hostile-bytes': ['hardened', 'noOutputCap'],
+  // Crossed by a bwrap command line without --unshare-ipc (test/integration/exposure-bwrap.test.ts): native bwrap has no IPC option.
+  'ipc-covert': ['hardened'],
+  // Not required by ci: not-applicable with the fact; required and crossed in test/integration/posture-local.test.ts.
+  'kernel-identity': ['hardened'],
+  // Each crossed by a bwrap command line granting exactly its power (test/integration/escapes-local.test.ts).
+  'escape-mount-host': ['hardened'],
+  'escape-file-handle': ['hardened'],
+  'escape-proc-root': ['hardened'],
+  'escape-mknod-disk': ['hardened'],
+  'escape-kernel-module': ['hardened'],
+  'escape-raw-socket': ['hardenedLab'],
 } satisfies Record<string, VariantName[]>;
 
 // ---------------------------------------------------------------- running them
@@ -351,6 +394,7 @@ describe('bwrap weakening options: declared honestly, except by misdeclare', () 
       envFix: 'empty-launcher-env',
       unsharePid: true,
       unshareUser: true,
+      seccomp: true,
       wallClock: true,
       outputCap: true,
       teardown: 'thorough',
@@ -376,7 +420,8 @@ describe('bwrap weakening options: declared honestly, except by misdeclare', () 
     const lying = await createBwrapBackend({ wallClock: false, outputCap: false, teardown: 'launcher-tree', cgroups: { mode: 'off' }, workspace: 'host-dir', misdeclare: true });
     expect(lying.description).toMatch(/MISDECLARED/);
     const caps = lying.capabilities(CI_POLICY);
-    expect(Object.keys(caps.notEnforcedReasons ?? {})).toEqual(['output.sanitized']);
+    // What bwrap has no code for is never claimed: sanitized output, its own kernel.
+    expect(Object.keys(caps.notEnforcedReasons ?? {}).sort()).toEqual(['isolation.separateKernel', 'output.sanitized']);
     const allowlist: Policy = { ...CI_POLICY, network: { mode: 'allowlist', allow: ['203.0.113.10:443'] } };
     expect(lying.capabilities(allowlist).enforces).not.toContain('network.egress');
   });
@@ -404,6 +449,18 @@ describe('bwrap weakening options: declared honestly, except by misdeclare', () 
     for (const f of ['--unshare-all', '--unshare-user', '--disable-userns']) expect(a, f).not.toContain(f);
     for (const f of ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net']) expect(a, f).toContain(f);
     expect(commandArgv({ ...plan, unshareUser: undefined })).toContain('--unshare-all');
+    // The seccomp filter is read from the fd the launcher opened, before the program's `--`.
+    const sec = commandArgv({ ...plan, seccomp: true });
+    expect(sec.slice(sec.indexOf('--seccomp'), sec.indexOf('--seccomp') + 2)).toEqual(['--seccomp', String(SECCOMP_FD)]);
+    expect(sec.indexOf('--seccomp')).toBeLessThan(sec.lastIndexOf('--'));
+    expect(commandArgv(plan)).not.toContain('--seccomp');
+  });
+
+  it('seccomp: false is a weakening that keeps claiming posture.seccomp (so posture-seccomp must catch it) and says so', async () => {
+    const weak = await createBwrapBackend({ seccomp: false });
+    expect(weak.description).toMatch(/no seccomp filter/);
+    expect(weak.capabilities(CI_POLICY).enforces).toContain('posture.seccomp');
+    expect((await createBwrapBackend()).description).not.toMatch(/no seccomp filter/);
   });
 });
 

@@ -37,7 +37,10 @@ const skip = await bwrapSkipReason();
  * Differences allowed between the two, each with the reason the command backend cannot do what the native
  * one does. Empty: the example reproduces every control of the native backend.
  */
-const ALLOWED_DIFFERENCES: Record<string, string> = {};
+const ALLOWED_DIFFERENCES: Record<string, string> = {
+  // The native backend passes its own BPF deny list to bwrap --seccomp; the example file builds none (and says so).
+  'posture-seccomp': 'held on native bwrap, unenforced on the example (not claimed)',
+};
 
 async function configWith(argv: string[]): Promise<string> {
   const dir = await tempDir(join(tmpdir(), 'sc-cmdcfg-'));

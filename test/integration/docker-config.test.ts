@@ -86,12 +86,14 @@ describe('docker container configuration: Docker key names, derived claims', () 
     expect(claims({ NetworkMode: 'bridge' }).lost).toEqual(['network.egress']);
     expect(claims({ PidsLimit: null }).lost).toEqual(['resources.processes']);
     expect(claims({ PidsLimit: 4096 }).reasons['resources.processes']).toMatch(/above the policy's 64/);
-    expect(claims({ PidMode: 'host' }).lost).toEqual(['identity.hostCredentials']);
+    expect(claims({ PidMode: 'host' }).lost).toEqual(['identity.hostCredentials', 'posture.namespaces']);
     expect(claims({ ReadonlyRootfs: false }).lost).toEqual(['resources.diskMb']);
     expect(claims({ Memory: 0, MemorySwap: 0 }).lost).toEqual(['resources.memoryMb']);
-    expect(claims({ Binds: ['/etc:/host-etc:ro'] }).lost).toEqual(['files.hostPaths']);
+    expect(claims({ Binds: ['/etc:/host-etc:ro'] }).lost).toEqual(['files.hostPaths', 'posture.hostMounts']);
     expect(claims({}, { User: '' }).lost).toEqual(['files.readOnlyInput', 'identity.unprivileged']);
-    expect(claims({ Privileged: true }).lost).toEqual(['files.hostPaths', 'files.readOnlyInput', 'identity.hostCredentials', 'identity.unprivileged']);
+    expect(claims({ Privileged: true }).lost).toEqual(['files.hostPaths', 'files.readOnlyInput', 'identity.hostCredentials', 'identity.unprivileged', 'posture.capabilityBounding', 'posture.devices', 'posture.hostMounts', 'posture.seccomp']);
+    expect(claims({ SecurityOpt: ['seccomp=unconfined'] }).lost).toEqual(['posture.seccomp']);
+    expect(claims({ CapAdd: ['SYS_ADMIN'] }).lost).toEqual(['identity.unprivileged', 'posture.capabilityBounding']);
   });
 
   it('refuses what it does not understand before anything runs, naming the key', async () => {

@@ -189,9 +189,12 @@ describe('docker profiles: policy → HostConfig, and honest capabilities', () =
       expect(d.notEnforcedReasons?.[item], item).toBeTruthy();
     }
     const h = capabilitiesFor(PROFILES['docker-hardened'], CI_POLICY, inLab, false);
-    expect([...h.enforces].sort()).toEqual(POLICY_ITEMS.filter((i) => i !== 'output.sanitized').sort());
+    // runc shares the host kernel: the one item besides sanitized output hardened Docker cannot claim.
+    expect([...h.enforces].sort()).toEqual(POLICY_ITEMS.filter((i) => i !== 'output.sanitized' && i !== 'isolation.separateKernel').sort());
+    expect(h.notEnforcedReasons?.['isolation.separateKernel']).toMatch(/host kernel/);
     const g = capabilitiesFor(PROFILES.gvisor, CI_POLICY, inLab, false);
     expect(g.enforces).not.toContain('resources.processes');
+    expect(g.enforces).toContain('isolation.separateKernel');
     const allow: Policy = { ...CI_POLICY, network: { mode: 'allowlist', allow: ['203.0.113.10:443'] } };
     expect(capabilitiesFor(PROFILES['docker-hardened'], allow, inLab, false).notEnforcedReasons?.['network.egress']).toMatch(/allowlist/);
   });

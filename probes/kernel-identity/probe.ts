@@ -1,0 +1,19 @@
+import type { SecurityProbe } from '../../harness/model/probe.js';
+import { judgeKernelIdentity, KERNEL_HOLD_SECONDS } from '../_shared/posture-kernel.js';
+
+export const kernelIdentity: SecurityProbe = {
+  kind: 'security',
+  id: 'kernel-identity',
+  title: "whether the box runs on the host's kernel, judged from the host",
+  category: 'identity',
+  policyItem: 'isolation.separateKernel',
+  severity: 'medium',
+  payload: 'kernel-identity',
+  remediation: 'Where the policy requires a separate kernel, run the box in a micro VM or a user-space kernel (Firecracker, Kata, gVisor) instead of a container on the host kernel.',
+  attack: ['T1611', 'T1068'],
+  cwe: ['CWE-653'],
+  sampleProcesses: true,
+  watchSurvivor: true,
+  args: () => ({ holdSeconds: KERNEL_HOLD_SECONDS }),
+  judge: (obs, ctx) => judgeKernelIdentity(obs, ctx),
+};
