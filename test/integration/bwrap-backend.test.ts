@@ -256,9 +256,16 @@ describe(`bwrap backend: hardened profile, real bubblewrap${SKIP ? ` (skipped: $
         'lifecycle.destroyAfter',
         'output.maxBytes',
         'exports.limits',
+        'posture.namespaces',
+        'posture.hostMounts',
+        'posture.capabilityBounding',
+        'posture.devices',
+        // x86_64: the seccomp deny list (backends/bwrap/seccomp.ts); elsewhere declared not enforced.
+        ...(process.arch === 'x64' ? ['posture.seccomp'] : []),
       ].sort(),
     );
     expect(caps.notEnforcedReasons?.['output.sanitized']).toMatch(/unchanged/);
+    expect(caps.notEnforcedReasons?.['isolation.separateKernel']).toMatch(/host kernel/);
     // An allowlist cannot be expressed with --unshare-net: declared, not faked.
     const allowlist: Policy = { ...CI_POLICY, network: { mode: 'allowlist', allow: ['203.0.113.10:443'] } };
     expect(backend.capabilities(allowlist).notEnforcedReasons?.['network.egress']).toMatch(/allowlist/);
