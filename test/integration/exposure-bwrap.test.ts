@@ -5,8 +5,9 @@
  * - hostDirsElsewhere (bwrap extraBinds): the run's decoy home, /run-like and /tmp-like directories bound
  *   read-only at OTHER paths (/mnt/host-home, /srv/host-run, /var/host-tmp), box still uid 65529 in its own
  *   user namespace → host-search (loose decoy files, daemon socket) and agent-socket cross.
- * - hostRootNoUserns (bwrap unprivilegedUid null, unshareUser false): the host's root in the host's user
- *   namespace, where the kernel keyring is shared → keyring-decoy crosses.
+ * - hostRootNoUsernsNoSeccomp (bwrap unprivilegedUid null, unshareUser false, seccomp false): the host's root in
+ *   the host's user namespace, where the kernel keyring is shared, without the filter that refuses keyctl
+ *   → keyring-decoy crosses.
  * - sharedNet (bwrap shareNetwork, inside the lab): the lab network namespace, where the abstract decoy
  *   listens → abstract-socket crosses.
  * - command-bwrap-shared-ipc (command backend): examples/command-bwrap.yaml without --unshare-ipc and with
@@ -118,7 +119,8 @@ describe.skipIf(SKIP !== undefined)('exposure probes: process control, hardened 
     const bind = (src: string, dest: string) => ({ src, dest, readOnly: true });
     const variants: [string, BwrapOptions, string[]][] = [
       ['hostDirsElsewhere', { extraBinds: [bind(run.decoyDir, '/mnt/host-home'), bind(join(run.scratchDir, 'decoy-run'), '/srv/host-run'), bind(join(run.scratchDir, 'decoy-tmp'), '/var/host-tmp')] }, ['host-search', 'agent-socket']],
-      ['hostRootNoUserns', { unprivilegedUid: null, unshareUser: false }, ['keyring-decoy']],
+      // Host root without the seccomp deny list (which refuses keyctl on its own).
+      ['hostRootNoUsernsNoSeccomp', { unprivilegedUid: null, unshareUser: false, seccomp: false }, ['keyring-decoy']],
       ['sharedNet', { shareNetwork: true }, ['abstract-socket']],
     ];
     for (const [name, options, crossing] of variants) {
