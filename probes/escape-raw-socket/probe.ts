@@ -28,11 +28,11 @@ function forgedSeen(obs: Observation, nonce: string): Judgement | undefined {
 }
 
 /**
- * EPERM: no CAP_NET_RAW; ENETUNREACH/EHOSTUNREACH/ENODEV: no route or link to the lab (the box's own
+ * EPERM: no CAP_NET_RAW; ENETUNREACH/EHOSTUNREACH/ENODEV/ENETDOWN: no route or (up) link to the lab (the box's own
  * network); EAFNOSUPPORT/EPROTONOSUPPORT/ESOCKTNOSUPPORT: the box's kernel offers no such socket. A
  * datagram sent that never reached the lab is no crossing: the witness decides.
  */
-const REFUSALS = new Set(['EPERM', 'EACCES', 'ENETUNREACH', 'EHOSTUNREACH', 'ENODEV', 'EAFNOSUPPORT', 'EPROTONOSUPPORT', 'ESOCKTNOSUPPORT', 'ENOSYS', 'no-af-packet']);
+const REFUSALS = new Set(['EPERM', 'EACCES', 'ENETUNREACH', 'EHOSTUNREACH', 'ENODEV', 'ENETDOWN', 'EAFNOSUPPORT', 'EPROTONOSUPPORT', 'ESOCKTNOSUPPORT', 'ENOSYS', 'no-af-packet']);
 
 export const escapeRawSocket: SecurityProbe = {
   kind: 'security',
