@@ -251,14 +251,7 @@ export class Runner {
       const release = await this.networkLock.acquire();
       try {
         const from = Date.now();
-        const companion = probe.companion ? await this.startCompanion(probe, ctx) : undefined;
-        let first: Observation;
-        try {
-          first = await this.executeOnce(probe, ctx, { extraArgs: companion?.args ?? {} });
-        } finally {
-          await companion?.stop();
-        }
-        if (companion) first.companionReady = companion.ready;
+        const first = await this.executeWithCompanion(probe, ctx);
         await new Promise((r) => setTimeout(r, NETWORK_SETTLE_MS));
         // The witness proves in this very window that it can see (a marked query both witnesses must record).
         await this.opts.run.proveLabWitness?.();
@@ -269,15 +262,7 @@ export class Runner {
         release();
       }
     }
-    // Two boxes of the run at the same time (a covert channel between them): the other one starts first.
-    const companion = probe.companion ? await this.startCompanion(probe, ctx) : undefined;
-    let first: Observation;
-    try {
-      first = await this.executeOnce(probe, ctx, { extraArgs: companion?.args ?? {} });
-    } finally {
-      await companion?.stop();
-    }
-    if (companion) first.companionReady = companion.ready;
+    const first = await this.executeWithCompanion(probe, ctx);
     if (probe.kind === 'security' && probe.hostCleanup) first.hostResidue = await probe.hostCleanup(ctx);
     if (probe.followUp && first.exec.killedBy !== 'harness-interrupt') {
       const secondCtx = { ...ctx, nonce: randomBytes(8).toString('hex') };
@@ -290,6 +275,19 @@ export class Runner {
    * A second environment of the same run, started first and kept running while the probe runs
    * (lateral movement: can one box reach another?). Resolves once it printed its ready marker.
    */
+  /** One execution, with its companion (a second box of the run, alongside: lateral movement, covert channels) started first and stopped after. */
+  private async executeWithCompanion(probe: ProbeSpec, ctx: ProbeContext): Promise<Observation> {
+    const companion = probe.kind === 'security' && probe.companion ? await this.startCompanion(probe, ctx) : undefined;
+    let obs: Observation;
+    try {
+      obs = await this.executeOnce(probe, ctx, { extraArgs: companion?.args ?? {} });
+    } finally {
+      await companion?.stop();
+    }
+    if (companion) obs.companionReady = companion.ready;
+    return obs;
+  }
+
   private async startCompanion(probe: SecurityProbe, ctx: ProbeContext): Promise<{ args: Record<string, unknown>; ready: boolean; stop(): Promise<void> }> {
     const spec = probe.companion;
     if (!spec) throw new SandcheckError('HARNESS', 'no companion');

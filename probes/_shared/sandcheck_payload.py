@@ -64,6 +64,15 @@ def done(args):
     sys.stdout.flush()
 
 
+def escape_step(name, outcome, target=None):
+    """One step of an escape attempt, signed with this execution's challenge (probes/_shared/escapes.ts reads it)."""
+    line = {"step": name, "outcome": outcome}
+    if target is not None:
+        line["target"] = str(target)[:300]
+    sys.stdout.write("SANDCHECK-ESCAPE %s %s\n" % (token("escape"), json.dumps(line, sort_keys=True)))
+    sys.stdout.flush()
+
+
 # --- network helpers: every attempt is bounded by a short timeout ---
 
 import socket  # noqa: E402

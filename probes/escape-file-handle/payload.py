@@ -7,7 +7,6 @@ printed. The in-box positive control is read and printed by the same routine (th
 open, since the handle call itself needs the privilege under test).
 """
 import errno
-import json
 import os
 import re
 import struct
@@ -17,14 +16,6 @@ import sandcheck_payload as sc
 
 MAX_MOUNT_FDS = 64
 MAX_BYTES = 64 * 1024
-
-
-def step(name, outcome, target=None):
-    line = {"step": name, "outcome": outcome}
-    if target is not None:
-        line["target"] = str(target)[:300]
-    sys.stdout.write("SANDCHECK-ESCAPE %s %s\n" % (sc.token("escape"), json.dumps(line, sort_keys=True)))
-    sys.stdout.flush()
 
 
 def show(fd, label):
@@ -63,7 +54,7 @@ try:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.open_by_handle_at.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
 except (ImportError, OSError, AttributeError) as e:
-    step("setup", "no-ctypes", type(e).__name__)
+    sc.escape_step("setup", "no-ctypes", type(e).__name__)
     sc.done(args)
     sys.exit(0)
 raw = bytes.fromhex(args["handleHex"])
@@ -73,12 +64,12 @@ for path in mount_points():
         # Not O_PATH: the kernel takes the mount descriptor with fdget(), which refuses O_PATH ones (EBADF).
         mfd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError as e:
-        step("mount-fd", errno.errorcode.get(e.errno, "E?"), path)
+        sc.escape_step("mount-fd", errno.errorcode.get(e.errno, "E?"), path)
         continue
     try:
         fd = libc.open_by_handle_at(mfd, handle, os.O_RDONLY)
         outcome = "ok" if fd >= 0 else errno.errorcode.get(ctypes.get_errno(), "E?")
-        step("open_by_handle_at", outcome, path)
+        sc.escape_step("open_by_handle_at", outcome, path)
         if fd >= 0:
             show(fd, "a file handle through %s" % path)
             break

@@ -6,21 +6,12 @@ the two it said is the whole result, reported as a challenge-bound step line; no
 changes either way. The payload then holds still briefly so the host can read its capabilities.
 """
 import errno
-import json
 import sys
 import time
 
 import sandcheck_payload as sc
 
 IMAGE = b"sandcheck: not a module\x00" * 2
-
-
-def step(name, outcome, target=None):
-    line = {"step": name, "outcome": outcome}
-    if target is not None:
-        line["target"] = str(target)[:300]
-    sys.stdout.write("SANDCHECK-ESCAPE %s %s\n" % (sc.token("escape"), json.dumps(line, sort_keys=True)))
-    sys.stdout.flush()
 
 
 args = sc.start()
@@ -30,7 +21,7 @@ try:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
 except (ImportError, OSError, AttributeError) as e:
-    step("setup", "no-ctypes", type(e).__name__)
+    sc.escape_step("setup", "no-ctypes", type(e).__name__)
     sc.done(args)
     sys.exit(0)
 NR_INIT_MODULE = {"x86_64": 175, "aarch64": 105}
@@ -38,11 +29,11 @@ import platform  # noqa: E402
 
 nr = NR_INIT_MODULE.get(platform.machine())
 if nr is None:
-    step("setup", "unknown-arch", platform.machine())
+    sc.escape_step("setup", "unknown-arch", platform.machine())
 else:
     buf = ctypes.create_string_buffer(IMAGE, len(IMAGE))
     rc = libc.syscall(ctypes.c_long(nr), buf, ctypes.c_ulong(len(IMAGE)), ctypes.c_char_p(b""))
-    step("init_module", "ok" if rc == 0 else errno.errorcode.get(ctypes.get_errno(), "E?"), "%d garbage bytes" % len(IMAGE))
+    sc.escape_step("init_module", "ok" if rc == 0 else errno.errorcode.get(ctypes.get_errno(), "E?"), "%d garbage bytes" % len(IMAGE))
 # A fixed hold (capped) so the host sampler sees the program itself, whatever the machine load.
 time.sleep(min(float(args.get("holdSeconds", 2)), 10.0))
 sc.done(args)

@@ -9,25 +9,15 @@ the canary prefix are printed, never other bytes of the disk. The in-box positiv
 through the same print routine. The outcome is one challenge-bound step line.
 """
 import errno
-import json
 import mmap
 import os
 import re
 import stat
-import sys
 
 import sandcheck_payload as sc
 
 BLOCK = 4096
 MAX_PLACES = 16
-
-
-def step(name, outcome, target=None):
-    line = {"step": name, "outcome": outcome}
-    if target is not None:
-        line["target"] = str(target)[:300]
-    sys.stdout.write("SANDCHECK-ESCAPE %s %s\n" % (sc.token("escape"), json.dumps(line, sort_keys=True)))
-    sys.stdout.flush()
 
 
 def show(data, label):
@@ -88,14 +78,14 @@ for place in places:
     try:
         os.mknod(node, stat.S_IFBLK | 0o400, rdev)
     except OSError as e:
-        step("mknod-read", errno.errorcode.get(e.errno, "E?"), "mknod in %s" % place)
+        sc.escape_step("mknod-read", errno.errorcode.get(e.errno, "E?"), "mknod in %s" % place)
         continue
     try:
         show(read_block(node, int(args["offset"])), "a device node of the host's disk")
-        step("mknod-read", "ok", "read in %s" % place)
+        sc.escape_step("mknod-read", "ok", "read in %s" % place)
         break
     except OSError as e:
-        step("mknod-read", errno.errorcode.get(e.errno, "E?"), "open/read in %s" % place)
+        sc.escape_step("mknod-read", errno.errorcode.get(e.errno, "E?"), "open/read in %s" % place)
     finally:
         try:
             os.unlink(node)

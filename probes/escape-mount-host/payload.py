@@ -8,7 +8,6 @@ carrying the canary prefix are printed; the in-box positive control goes through
 The outcome is one challenge-bound step line: `ok`, or the errno of the call that was refused.
 """
 import errno
-import json
 import os
 import re
 import stat
@@ -20,14 +19,6 @@ MAX_DEV_ENTRIES = 4096
 MAX_BYTES = 64 * 1024
 CLONE_NEWNS, MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 0x20000, 1, 2, 4, 8, 32, 4096
 MS_REC, MS_PRIVATE, MNT_DETACH = 0x4000, 0x40000, 2
-
-
-def step(name, outcome, target=None):
-    line = {"step": name, "outcome": outcome}
-    if target is not None:
-        line["target"] = str(target)[:300]
-    sys.stdout.write("SANDCHECK-ESCAPE %s %s\n" % (sc.token("escape"), json.dumps(line, sort_keys=True)))
-    sys.stdout.flush()
 
 
 class Refused(Exception):
@@ -76,7 +67,7 @@ try:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 except (ImportError, OSError, AttributeError) as e:
-    step("setup", "no-ctypes", type(e).__name__)
+    sc.escape_step("setup", "no-ctypes", type(e).__name__)
     sc.done(args)
     sys.exit(0)
 work = os.path.abspath("sc-escape-mnt")
@@ -84,7 +75,7 @@ target = os.path.join(work, "fs")
 try:
     os.mkdir(work, 0o700)
 except OSError as e:
-    step("setup", errno.errorcode.get(e.errno, "E?"), "workspace dir")
+    sc.escape_step("setup", errno.errorcode.get(e.errno, "E?"), "workspace dir")
     sc.done(args)
     sys.exit(0)
 mounted = []
@@ -116,13 +107,13 @@ try:
         mounted.append(target)
     try:
         read_out(target + args["pathInFs"], "a mount of the host's disk")
-        step("mount-host-fs", "ok", "read")
+        sc.escape_step("mount-host-fs", "ok", "read")
     except OSError as e:
-        step("mount-host-fs", errno.errorcode.get(e.errno, "E?"), "read")
+        sc.escape_step("mount-host-fs", errno.errorcode.get(e.errno, "E?"), "read")
 except Refused as r:
-    step("mount-host-fs", r.code, r.call)
+    sc.escape_step("mount-host-fs", r.code, r.call)
 except OSError as e:
-    step("mount-host-fs", errno.errorcode.get(e.errno, "E?"), "setup")
+    sc.escape_step("mount-host-fs", errno.errorcode.get(e.errno, "E?"), "setup")
 finally:
     for m in reversed(mounted):
         libc.umount2(m.encode(), MNT_DETACH)

@@ -6,23 +6,13 @@ control through /proc/self/root: that must come out, or finding nothing proves n
 attempt is reported as a challenge-bound step line (SANDCHECK-ESCAPE <token> <json>).
 """
 import errno
-import json
 import os
 import re
-import sys
 
 import sandcheck_payload as sc
 
 MAX_PIDS = 256
 MAX_BYTES = 64 * 1024
-
-
-def step(name, outcome, target=None):
-    line = {"step": name, "outcome": outcome}
-    if target is not None:
-        line["target"] = str(target)[:300]
-    sys.stdout.write("SANDCHECK-ESCAPE %s %s\n" % (sc.token("escape"), json.dumps(line, sort_keys=True)))
-    sys.stdout.flush()
 
 
 def errname(e):
@@ -43,7 +33,7 @@ def read_through(root, rel, label):
 
 args = sc.start()
 pattern = re.compile(re.escape(args["canaryPrefix"].encode()) + rb"[A-Za-z0-9]{4,64}")
-step("control", read_through("/proc/self/root", os.path.abspath(sc.control_path()), "/proc/self/root"))
+sc.escape_step("control", read_through("/proc/self/root", os.path.abspath(sc.control_path()), "/proc/self/root"))
 pids = [int(args["hostPid"]), 1]
 try:
     others = sorted(int(n) for n in os.listdir("/proc") if n.isdigit())
@@ -54,7 +44,7 @@ for pid in pids:
     label = "decoy process" if pid == pids[0] else ("pid 1" if pid == 1 else "pid %d" % pid)
     outcome = read_through("/proc/%d/root" % pid, args["decoyPath"], "/proc/<%s>/root" % label)
     # Only the two named targets are decisive; the rest is a bounded sweep.
-    step("proc-root" if pid in pids[:2] else "proc-root-sweep", outcome, label)
+    sc.escape_step("proc-root" if pid in pids[:2] else "proc-root-sweep", outcome, label)
     if outcome == "ok":
         break
 sc.done(args)

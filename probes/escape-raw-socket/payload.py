@@ -6,20 +6,10 @@ execution (a documentation address no interface has), so the lab's packet witnes
 packet from anything else. One datagram each, a few bytes; every outcome is a challenge-bound step line.
 """
 import errno
-import json
 import socket
 import struct
-import sys
 
 import sandcheck_payload as sc
-
-
-def step(name, outcome, target=None):
-    line = {"step": name, "outcome": outcome}
-    if target is not None:
-        line["target"] = str(target)[:300]
-    sys.stdout.write("SANDCHECK-ESCAPE %s %s\n" % (sc.token("escape"), json.dumps(line, sort_keys=True)))
-    sys.stdout.flush()
 
 
 def checksum(data):
@@ -47,11 +37,11 @@ try:
     s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
     try:
         s.sendto(datagram(args["rawSrc"], int(args["rawPort"]), dst, dport, body), (dst, 0))
-        step("raw-ip", "ok", "sent")
+        sc.escape_step("raw-ip", "ok", "sent")
     finally:
         s.close()
 except OSError as e:
-    step("raw-ip", errname(e))
+    sc.escape_step("raw-ip", errname(e))
 
 try:
     p = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
@@ -59,9 +49,9 @@ try:
         p.bind(("lo", 0))
         frame = b"\x00" * 12 + struct.pack("!H", 0x0800) + datagram(args["packetSrc"], int(args["packetPort"]), dst, dport, body)
         p.send(frame)
-        step("packet", "ok", "sent on lo")
+        sc.escape_step("packet", "ok", "sent on lo")
     finally:
         p.close()
 except (OSError, AttributeError) as e:
-    step("packet", errname(e) if isinstance(e, OSError) else "no-af-packet")
+    sc.escape_step("packet", errname(e) if isinstance(e, OSError) else "no-af-packet")
 sc.done(args)
