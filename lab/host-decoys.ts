@@ -4,6 +4,7 @@ import { chmod, mkdir, rm } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { CANARY_PREFIX, newCanary } from './canaries.js';
+import { invalidateKeys } from './keyring.js';
 import type { OwnershipJournal } from '../harness/ownership/journal.js';
 
 export type HostDecoyKind = 'daemon-socket' | 'agent-socket' | 'abstract-socket';
@@ -246,6 +247,9 @@ export async function startHostDecoys(opts: {
     { description: `sandcheck-decoy:${opts.runId}:session`, canary: newCanary('KEYSES'), ring: 'session' as const },
     { description: `sandcheck-decoy:${opts.runId}:user`, canary: newCanary('KEYUSR'), ring: 'user' as const },
   ];
+  // Recorded before the decoy adds them: the user-keyring key would outlive a decoy that dies unsignalled.
+  const ownedKeys = keys.map((k) => ({ kind: 'key' as const, description: k.description }));
+  for (const k of ownedKeys) opts.journal?.own(k);
   const child: ChildProcess = spawn('python3', ['-c', DECOY_SCRIPT, String(process.pid)], {
     env: {
       PATH: '/usr/local/bin:/usr/bin:/bin',
@@ -284,6 +288,10 @@ export async function startHostDecoys(opts: {
     await exited;
     clearTimeout(killer);
     if (owned) opts.journal?.release(owned);
+    // The kernel drops a dead session keyring's key asynchronously, and a decoy killed unsignalled leaves its
+    // user key: the harness invalidates what is still listed and waits (bounded) until the keyring shows none.
+    const left = await invalidateKeys(`sandcheck-decoy:${opts.runId}:`);
+    for (const k of ownedKeys) if (!left.includes(k.description)) opts.journal?.release(k);
   };
   const contacts: SocketContact[] = [];
   const servers: Server[] = [];

@@ -3,6 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultJournalDir, parseJournal } from '../harness/ownership/journal.js';
+import { listKeys } from '../lab/keyring.js';
 
 /** Everything on the host that names the run: the snapshot half of the leak check. */
 export function hostLeftovers(runId: string): string[] {
@@ -33,6 +34,7 @@ export function hostLeftovers(runId: string): string[] {
     }
   };
   walk('/sys/fs/cgroup', 3);
+  for (const k of listKeys(`sandcheck-decoy:${runId}:`)) found.push(`key ${k.description}`);
   for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) if (line.includes(runId)) found.push(`mount ${line.split(' ')[4]}`);
   for (const [dir, prefix] of [
     [tmpdir(), `sandcheck-${runId}`],

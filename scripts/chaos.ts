@@ -56,6 +56,16 @@ function runIdOf(pid: number): string | undefined {
   return undefined;
 }
 
+/** The run id an interrupted or finished run wrote into its security card, if it wrote one. */
+function runIdOfCard(dir: string): string | undefined {
+  try {
+    const card = JSON.parse(readFileSync(join(dir, 'security.json'), 'utf8')) as { run?: { id?: unknown } };
+    return typeof card.run?.id === 'string' ? card.run.id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function cardProblems(dir: string, label: string): string[] {
   const out: string[] = [];
   for (const kind of ['security', 'task'] as const) {
@@ -124,6 +134,8 @@ async function trial(n: number, backend: string, rand: () => number, root: strin
     }
   }
   const r = await first;
+  // A run interrupted right after it began can open and close its journal between two polls; its card names it.
+  runId ??= runIdOfCard(out);
   t.exit = r.code;
   if (runId) t.runId = runId;
   t.outcome = runId === undefined && r.signal === signal ? 'before-start' : 'ran';

@@ -3,6 +3,7 @@ import { readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, normalize } from 'node:path';
 import { z } from 'zod';
+import { DECOY_KEY_DESCRIPTION } from '../../lab/keyring.js';
 
 /**
  * The ownership journal: one append-only file per run listing every host resource the run creates,
@@ -23,6 +24,7 @@ export const OwnedResourceSchema = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('netns'), name: z.string().regex(/^sc-[A-Za-z0-9_-]{1,62}$/) }),
   z.strictObject({ kind: z.literal('cgroup'), path: AbsPath.refine((p) => p.startsWith('/sys/fs/cgroup/'), { error: 'expected a path under /sys/fs/cgroup' }) }),
   z.strictObject({ kind: z.literal('mount'), path: AbsPath }),
+  z.strictObject({ kind: z.literal('key'), description: z.string().regex(DECOY_KEY_DESCRIPTION) }),
 ]);
 export type OwnedResource = z.infer<typeof OwnedResourceSchema>;
 
@@ -69,7 +71,7 @@ export function readBootIdSync(): string {
 }
 
 export const resourceKey = (r: OwnedResource): string =>
-  r.kind === 'process' ? `process ${r.pid}@${r.startTime}` : r.kind === 'netns' ? `netns ${r.name}` : `${r.kind} ${r.path}`;
+  r.kind === 'process' ? `process ${r.pid}@${r.startTime}` : r.kind === 'netns' ? `netns ${r.name}` : r.kind === 'key' ? `key ${r.description}` : `${r.kind} ${r.path}`;
 
 export interface OwnershipJournal {
   readonly runId: string;

@@ -5,6 +5,7 @@ import { errorMessage } from '../errors.js';
 import { LAB_STATE_DIR } from '../../lab/netns/state.js';
 import { teardownNamespace } from '../../lab/netns/teardown.js';
 import { removeCgroupTree, runIdCgroups } from './run-id-cgroups.js';
+import { invalidateKeys, listKeys } from '../../lab/keyring.js';
 import { defaultJournalDir, processStartTime, readBootIdSync, readJournals, resourceKey, type JournalEntry, type OwnedResource } from './journal.js';
 
 /** A backend's own crash sweep (bwrap cgroups and workspaces, a private dockerd, …) run with the journal sweep. */
@@ -50,6 +51,7 @@ const under = (path: string, root: string): boolean => path === root || path.sta
 function carriesRunId(r: OwnedResource, runId: string): boolean {
   if (r.kind === 'process') return true;
   if (r.kind === 'netns') return r.name === `sc-${runId}`;
+  if (r.kind === 'key') return r.description.startsWith(`sandcheck-decoy:${runId}:`);
   return r.path.split('/').some((part) => part.includes(runId));
 }
 
@@ -101,6 +103,12 @@ async function removeOne(r: OwnedResource): Promise<'removed' | 'gone'> {
       await removeCgroup(r.path);
       return 'removed';
     }
+    case 'key': {
+      if (listKeys(r.description).length === 0) return 'gone';
+      const left = await invalidateKeys(r.description);
+      if (left.length > 0) throw new Error('the kernel still lists it after KEYCTL_INVALIDATE');
+      return 'removed';
+    }
     case 'dir': {
       if (!existsSync(r.path)) return 'gone';
       // Never follow rm into a mount that is still there (a bind of a host directory would lose its files).
@@ -120,12 +128,14 @@ function stillThere(r: OwnedResource): boolean {
       return mountPoints().includes(r.path);
     case 'netns':
       return existsSync(`/run/netns/${r.name}`);
+    case 'key':
+      return listKeys(r.description).length > 0;
     default:
       return existsSync(r.path);
   }
 }
 
-const ORDER: readonly OwnedResource['kind'][] = ['process', 'mount', 'netns', 'cgroup', 'dir'];
+const ORDER: readonly OwnedResource['kind'][] = ['process', 'key', 'mount', 'netns', 'cgroup', 'dir'];
 
 /** A journal directory another user could write into is not trusted. */
 function trustedDir(dir: string): string | undefined {

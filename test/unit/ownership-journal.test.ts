@@ -9,6 +9,7 @@ import { openOwnershipJournal, parseJournal, processStartTime, readBootIdSync } 
 import { sweepDeadRuns } from '../../harness/ownership/sweep.js';
 import { openRunContext } from '../../harness/run-context.js';
 import { DECOY_SCRIPT } from '../../lab/host-decoys.js';
+import { listKeys } from '../../lab/keyring.js';
 import { runIdCgroups } from '../../harness/ownership/run-id-cgroups.js';
 
 const made: string[] = [];
@@ -122,13 +123,35 @@ describe('ownership journal and crash sweep', () => {
     const journal = openOwnershipJournal('rctx000001', journalDir);
     const run = await openRunContext('rctx000001', { journal });
     const during = parseJournal(journal.path, readFileSync(journal.path, 'utf8'));
-    expect(during?.live.map((r) => r.kind).sort()).toEqual(['dir', 'process']);
+    expect(during?.live.map((r) => r.kind).sort()).toEqual(['dir', 'key', 'key', 'process']);
     expect(during?.live).toContainEqual({ kind: 'dir', path: run.scratchDir });
     expect(during?.live).toContainEqual(expect.objectContaining({ kind: 'process', pid: run.hostDecoys.processPid }));
     await run.dispose();
     const after = parseJournal(journal.path, readFileSync(journal.path, 'utf8'));
     expect(after?.live).toEqual([]);
+    // Released only once the kernel lists none of them: nothing of the run stays in any keyring.
+    expect(listKeys('sandcheck-decoy:rctx000001:')).toEqual([]);
     journal.close();
+  });
+
+  it('a dead run\'s decoy key left in the user keyring (its decoy killed unsignalled) is invalidated by the sweep', async () => {
+    const journalDir = join(await tempDir('owners'), 'j');
+    const description = 'sandcheck-decoy:rdeadkey01:user';
+    // add_key("user", …, KEY_SPEC_USER_KEYRING) and a 120 s kernel timeout, as the decoy does, in case this test dies.
+    const add = spawnSync('python3', ['-c', [
+      'import ctypes, sys',
+      'libc = ctypes.CDLL(None, use_errno=True)',
+      'k = libc.syscall(ctypes.c_long(248), b"user", sys.argv[1].encode(), b"SCNRYTESTKEY", ctypes.c_size_t(12), ctypes.c_long(-4))',
+      'assert k > 0, ctypes.get_errno()',
+      'libc.syscall(ctypes.c_long(250), ctypes.c_long(15), ctypes.c_long(k), ctypes.c_long(120))',
+    ].join('\n'), description], { encoding: 'utf8' });
+    expect(add.status, add.stderr).toBe(0);
+    expect(listKeys(description).map((k) => k.description)).toEqual([description]);
+    deadRunJournal(journalDir, 'rdeadkey01', [{ op: 'own', resource: { kind: 'key', description } }]);
+    expect((await sweepDeadRuns({ dir: journalDir, dryRun: true })).removed).toEqual([`rdeadkey01: key ${description}`]);
+    expect(listKeys(description)).toHaveLength(1);
+    expect((await sweepDeadRuns({ dir: journalDir })).removed).toEqual([`rdeadkey01: key ${description}`]);
+    expect(listKeys(description)).toEqual([]);
   });
 
   it('the decoy process dies with its parent (parent-death signal) instead of sleeping for hours', async () => {
