@@ -1,5 +1,6 @@
 import type { Policy } from '../harness/model/policy.js';
 import type { Tristate } from '../harness/model/observation.js';
+import type { BackendFact } from '../harness/environment-model.js';
 
 /** Policy items a backend can claim to enforce; anything it does not claim is refused (fail closed). */
 export const POLICY_ITEMS = [
@@ -176,6 +177,12 @@ export interface Backend {
    * close() is called after the last environment is destroyed and before the lab goes.
    */
   openRun?(ctx: { runId: string; lab?: LabHandle; controllerEnv?: Readonly<Record<string, string>> }): Promise<{ close(): Promise<Leftovers> }>;
+  /**
+   * What the backend can tell of itself once it has run (optional; asked after the last box, before openRun's
+   * close()): the image digest it ran, its daemon's version. Recorded in the cards' environment and the sign-off
+   * fingerprint. Never throws for want of an answer: a fact it cannot learn is left out.
+   */
+  describe?(): Promise<readonly BackendFact[]>;
   /** Called once when the harness is done with the backend (optional): end what load started (an adapter process). */
   dispose?(): Promise<void>;
 }

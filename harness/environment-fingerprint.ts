@@ -90,10 +90,12 @@ const tool = (tools: readonly ToolVersion[], name: string): string => {
 export function backendVersion(name: string, env: RunEnvironment): { version: string; runtime: string } {
   const t = env.tools;
   if (name === 'bwrap') return { version: tool(t, 'bwrap'), runtime: 'bubblewrap namespaces on the host kernel' };
-  if (name === 'gvisor') return { version: `${tool(t, 'runsc')}; ${tool(t, 'dockerd')}`, runtime: `runsc (gVisor): ${tool(t, 'runsc')}` };
+  // The daemon that ran the boxes, as it answered after the run (private daemons), over the binary on PATH.
+  const daemon = env.backendFacts?.find((f) => f.name === 'daemon')?.value;
+  if (name === 'gvisor') return { version: `${tool(t, 'runsc')}; ${daemon ?? tool(t, 'dockerd')}`, runtime: `runsc (gVisor): ${tool(t, 'runsc')}` };
   if (['docker', 'docker-default', 'docker-hardened'].includes(name)) {
     const api = t.find((x) => x.tool === 'docker-api');
-    return { version: api?.version ?? tool(t, 'dockerd'), runtime: `runc: ${tool(t, 'runc')}` };
+    return { version: api?.version ?? daemon ?? tool(t, 'dockerd'), runtime: `runc: ${tool(t, 'runc')}` };
   }
   if (name === 'process') return { version: tool(t, 'python3'), runtime: 'none: plain host processes (the unsandboxed control)' };
   const told = t.find((x) => x.tool.startsWith('backend:') && x.status === 'ok');
@@ -111,6 +113,8 @@ export async function environmentFingerprint(opts: { probes: readonly ProbeSpec[
   const probes = await probeFileHashes(opts.probes);
   const suiteSha256 = sha256Hex(probes.map((p) => `${p.id}\n${p.files.map((f) => `${f.sha256}  ${f.path}`).join('\n')}\n${p.inlineSourceSha256 ?? ''}`).join('\n'));
   const isDocker = ['docker', 'docker-default', 'docker-hardened', 'gvisor'].includes(opts.backendKind);
+  const fact = (name: string): string | undefined => opts.environment.backendFacts?.find((f) => f.name === name)?.value;
+  const digest = fact('image digest');
   return {
     fingerprint: 'sandcheck-environment',
     version: FINGERPRINT_VERSION,
@@ -121,7 +125,13 @@ export async function environmentFingerprint(opts: { probes: readonly ProbeSpec[
       name: visibleLine(opts.backendName).slice(0, 256),
       ...backendVersion(opts.backendKind, opts.environment),
       ...(isDocker
-        ? { image: { ref: visibleLine(opts.image ?? 'sandcheck-python:<hash> (built offline from the host python3)').slice(0, 512), digest: null, note: 'the docker backend does not report the image digest it ran' } }
+        ? {
+            image: {
+              ref: visibleLine(fact('image') ?? opts.image ?? 'sandcheck-python:<hash> (built offline from the host python3)').slice(0, 512),
+              digest: digest?.slice(0, 128) ?? null,
+              note: digest ? "the image ID the run's daemon reported after the last box (Engine API image inspect)" : 'the backend did not report the image it ran (the run ended before its daemon answered)',
+            },
+          }
         : {}),
       tools: opts.environment.tools,
     },

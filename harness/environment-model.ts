@@ -25,6 +25,12 @@ export const BackendConfigRecordSchema = z.strictObject({
   truncated: z.boolean(),
 });
 
+export const BackendFactSchema = z.strictObject({
+  name: z.string().max(64),
+  value: z.string().max(256),
+});
+export type BackendFact = z.infer<typeof BackendFactSchema>;
+
 export const CgroupMode = z.enum(['v1', 'hybrid', 'v2', 'unknown']);
 
 export const EnvironmentSchema = z.strictObject({
@@ -36,5 +42,10 @@ export const EnvironmentSchema = z.strictObject({
   policySha256: Sha256Hex.describe('of the policy as used, as canonical JSON (keys sorted, no whitespace)'),
   tools: z.array(ToolVersionSchema).max(32).describe('sandbox tools on this machine, asked with `<tool> --version`; missing is recorded, never an error'),
   backendConfig: BackendConfigRecordSchema.optional(),
+  backendFacts: z
+    .array(BackendFactSchema)
+    .max(16)
+    .optional()
+    .describe("what the backend told of itself while its boxes still ran (describe()): e.g. the image digest, the daemon's version and API version"),
 });
 export type RunEnvironment = z.infer<typeof EnvironmentSchema>;

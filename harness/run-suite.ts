@@ -27,7 +27,7 @@ import type { ExporterChoice } from './export-stage.js';
 import { backendFacts, exitCodeFor, securityScorecard, taskScorecard } from './scorecard-builder.js';
 import { applyRunWaivers, type WaiverUse } from './waivers.js';
 import type { Waiver } from './model/waiver.js';
-import type { RunEnvironment } from './environment-model.js';
+import { BackendFactSchema, type BackendFact, type RunEnvironment } from './environment-model.js';
 import { collectEnvironment } from './environment-facts.js';
 import type { Shard } from './shard.js';
 
@@ -107,6 +107,22 @@ const resultIds = (rs: readonly { id: string }[]): Set<string> => new Set(rs.map
  * fresh environment, both report cards written. Every resource is recorded in the ownership journal before it
  * exists and every result in the out dir's run journal as it comes, so nothing is lost or left whatever happens.
  */
+const DESCRIBE_TIMEOUT_MS = 10_000;
+
+async function describeBackend(backend: Backend): Promise<BackendFact[]> {
+  if (!backend.describe) return [];
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), DESCRIBE_TIMEOUT_MS)));
+  try {
+    const facts = await Promise.race([backend.describe(), late]);
+    return BackendFactSchema.array().max(16).safeParse(facts?.slice(0, 16)).data ?? [];
+  } catch {
+    return [];
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcome> {
   const opts = options.reporter ? { ...options, reporter: cleaningReporter(options.reporter) } : options;
   const runId = opts.runId ?? newRunId();
@@ -203,6 +219,9 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
     }
   }
 
+  // Asked while the backend's daemon still runs; bounded, and a backend that cannot tell is not an error.
+  const described = await describeBackend(opts.backend);
+
   // Teardown: every step runs whatever the others did.
   const step = async (what: string, f: () => Promise<void>): Promise<void> => {
     try {
@@ -257,7 +276,7 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
   opts.reporter?.onRunEnd?.({ interrupted: wasInterrupted });
   const meta = {
     runId,
-    environment: runEnvironment,
+    environment: described.length > 0 ? { ...runEnvironment, backendFacts: described } : runEnvironment,
     startedAt,
     finishedAt: new Date(),
     interrupted: wasInterrupted,

@@ -157,6 +157,8 @@ export interface DockerClient {
   readonly local: boolean;
   ping(signal?: AbortSignal): Promise<void>;
   info(): Promise<DaemonInfo>;
+  /** The daemon's version and Engine API version (optional: a fake client need not answer). */
+  version?(): Promise<{ Version: string; ApiVersion: string }>;
 
   createVolume(spec: VolumeSpec): Promise<void>;
   /** false when it did not exist. */

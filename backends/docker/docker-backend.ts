@@ -6,6 +6,8 @@ import type { Duplex } from 'node:stream';
 import { SandcheckError, errorMessage } from '../../harness/errors.js';
 import type { Tristate } from '../../harness/model/observation.js';
 import type { Policy } from '../../harness/model/policy.js';
+import type { BackendFact } from '../../harness/environment-model.js';
+import { visibleLine } from '../../reports/clean-text.js';
 import { RUN_MARKER } from '../../harness/run-context.js';
 import type {
   Backend,
@@ -206,6 +208,30 @@ export class DockerBackend implements Backend {
       throw err;
     });
     return this.imageRef;
+  }
+
+  /** The image this run's boxes ran (reference and content digest) and the daemon that ran them. */
+  async describe(): Promise<BackendFact[]> {
+    const conn = this.conn;
+    if (!conn) return [];
+    const facts: BackendFact[] = [];
+    const add = (name: string, value: string): void => {
+      if (value !== '') facts.push({ name, value: visibleLine(value).slice(0, 256) });
+    };
+    const [ref, version, info] = await Promise.all([
+      this.imageRef?.catch(() => undefined),
+      conn.client.version?.().catch(() => undefined),
+      this.info().catch(() => undefined),
+    ]);
+    if (ref !== undefined) {
+      add('image', ref);
+      add('image digest', (await conn.client.inspectImage(ref).catch(() => undefined))?.Id ?? '');
+    }
+    if (version) add('daemon', `${info?.Podman ? 'podman' : 'dockerd'} ${version.Version} (API ${version.ApiVersion})`);
+    else if (info) add('daemon', `${info.Podman ? 'podman' : 'dockerd'} ${info.ServerVersion}`);
+    add('daemon mode', conn.daemon ? "private: the run's own dockerd" : `external: ${conn.client.endpoint}`);
+    if (info) add('runtime', this.gvisor ? `runsc (default ${info.DefaultRuntime})` : info.DefaultRuntime);
+    return facts;
   }
 
   async preflight(): Promise<void> {

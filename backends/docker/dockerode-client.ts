@@ -129,6 +129,11 @@ export function createDockerodeClient(endpoint: DockerEndpoint = {}): DockerClie
         Podman: 'BuildahVersion' in i,
       } satisfies DaemonInfo;
     },
+    async version() {
+      const version = docker.version.bind(docker) as unknown as (o: { abortSignal: AbortSignal }) => Promise<Record<string, unknown>>;
+      const v = await call('version', (abortSignal) => version({ abortSignal }));
+      return { Version: String(v.Version ?? ''), ApiVersion: String(v.ApiVersion ?? '') };
+    },
 
     async createVolume(spec: VolumeSpec) {
       await call('create volume', (abortSignal) => docker.createVolume({ ...spec, abortSignal }));
