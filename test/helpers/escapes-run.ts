@@ -63,8 +63,8 @@ export function openTestLab(runId: string): Promise<LabSession> {
   return openLab(runId, packageRoot());
 }
 
-export async function runProbes(run: RunContext, backend: Backend, policy: Policy, probes: readonly SecurityProbe[]): Promise<Map<string, SecurityResult>> {
-  const { security } = await new Runner({ backend, policy, probes, run, concurrency: 1 }).run();
+export async function runProbes(run: RunContext, backend: Backend, policy: Policy, probes: readonly SecurityProbe[], concurrency = 1): Promise<Map<string, SecurityResult>> {
+  const { security } = await new Runner({ backend, policy, probes, run, concurrency }).run();
   return new Map(security.map((r) => [r.id, r]));
 }
 

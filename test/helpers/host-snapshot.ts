@@ -1,6 +1,7 @@
 /**
- * What the capability escapes must leave exactly as they found it: the run's decoy files (bytes, mode,
- * mtime), the host's mounts, its kernel modules, and no device node of theirs anywhere they may make one.
+ * What the probes must leave exactly as they found it: the run's decoy files (bytes, mode, mtime), the
+ * host's mounts, its kernel modules and keyrings, no device node, shared-memory object, System V IPC object or
+ * Unix socket of theirs anywhere they may make one.
  * The machine is shared with other test runs that mount and unmount their own things meanwhile, so the
  * mount comparison is scoped: nothing added under this test's own directories or named by a payload
  * (`sc-escape`), nothing removed that is not another sandcheck run's or a container runtime's own.
@@ -16,6 +17,12 @@ export interface HostSnapshot {
   modules: string[] | null;
   /** Device nodes a payload made (sc-escape-disk-*) in the places it may make them. */
   nodes: string[];
+  /** Key descriptions /proc/keys shows (type and description; serials differ between lookups of nothing). */
+  keys: string[];
+  /** Names in /dev/shm and System V IPC keys (shm, msg, sem): shared kernel objects a payload could leave. */
+  ipc: string[];
+  /** Unix socket files where a payload could leave one (/tmp, /run, /dev/shm, two levels deep). */
+  sockets: string[];
 }
 
 async function walk(dir: string): Promise<string[]> {
@@ -52,10 +59,31 @@ export async function hostSnapshot(decoyDir: string): Promise<HostSnapshot> {
   );
   const nodes: string[] = [];
   for (const dir of ['/dev', '/dev/shm', '/tmp', '/']) nodes.push(...(await readdir(dir).catch(() => [])).filter((n) => n.startsWith('sc-escape')).map((n) => join(dir, n)));
-  return { decoys, mounts: mountLines(await readFile('/proc/self/mountinfo', 'utf8')), modules, nodes };
+  const keys = (await readFile('/proc/keys', 'utf8').catch(() => ''))
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => l.split(/\s+/).slice(7).join(' ').replace(/: [^:]*$/, ''))
+    .sort();
+  const ipc = (await readdir('/dev/shm').catch(() => [] as string[])).map((n) => `/dev/shm/${n}`);
+  for (const kind of ['shm', 'msg', 'sem']) {
+    const lines = (await readFile(`/proc/sysvipc/${kind}`, 'utf8').catch(() => '')).split('\n').slice(1).filter(Boolean);
+    ipc.push(...lines.map((l) => `sysv ${kind} key ${l.trim().split(/\s+/)[0] ?? '?'}`));
+  }
+  const sockets: string[] = [];
+  const sockWalk = async (dir: string, depth: number): Promise<void> => {
+    for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+      const p = join(dir, e.name);
+      if (e.isSocket()) sockets.push(p);
+      else if (e.isDirectory() && depth > 0) await sockWalk(p, depth - 1);
+    }
+  };
+  for (const dir of ['/tmp', '/run', '/dev/shm']) await sockWalk(dir, 2);
+  return { decoys, mounts: mountLines(await readFile('/proc/self/mountinfo', 'utf8')), modules, nodes, keys, ipc: ipc.sort(), sockets: sockets.sort() };
 }
 
 const OTHERS = /sandcheck|sccmd|\/run\/netns\/|docker|containerd|runsc|\/sc-/;
+/** Sockets of the container engines and of other sandcheck runs' state (a payload's own socket is none of these). */
+const OTHER_SOCKETS = /\/run\/(sandcheck|docker|containerd|podman|netns)\/|\/sandcheck-|docker|containerd|runsc|podman/;
 
 /** Differences that are this test's (or its payloads') doing; empty when the host is as it was. */
 export function hostChanges(before: HostSnapshot, after: HostSnapshot, ownDirs: readonly string[]): string[] {
@@ -71,5 +99,11 @@ export function hostChanges(before: HostSnapshot, after: HostSnapshot, ownDirs: 
   for (const m of before.mounts) if (!is.has(m) && !OTHERS.test(m.split(' ')[1] ?? '')) changes.push(`mount removed: ${m}`);
   if (JSON.stringify(before.modules) !== JSON.stringify(after.modules)) changes.push(`kernel modules: ${JSON.stringify(before.modules)} → ${JSON.stringify(after.modules)}`);
   changes.push(...after.nodes.filter((n) => !before.nodes.includes(n)).map((n) => `device node left: ${n}`));
+  // Added only: another run's objects may go meanwhile; what a payload adds and leaves is the leak.
+  const added = (was: readonly string[], is: readonly string[]): string[] => is.filter((x) => !was.includes(x));
+  // Decoy keys are the runs' own (this run's exist before and after); runc gives each container a session keyring `_ses.<id>`.
+  changes.push(...added(before.keys, after.keys).filter((k) => !/sandcheck-decoy|^keyring _ses\.[0-9a-f]{64}$/.test(k)).map((k) => `key added: ${k}`));
+  changes.push(...added(before.ipc, after.ipc).map((x) => `ipc object left: ${x}`));
+  changes.push(...added(before.sockets, after.sockets).filter((x) => !OTHER_SOCKETS.test(x) && !ownDirs.some((d) => x.startsWith(`${d}/`))).map((x) => `socket left: ${x}`));
   return changes;
 }

@@ -6,7 +6,7 @@
  * - privileged-root (Privileged, User 0:0; where runc cannot start that because the host's bounding set
  *   lacks a capability: CapAdd ALL but that one, seccomp unconfined, PidMode host, the disks as devices)
  *   → the mount, file-handle, /proc/<pid>/root and mknod escapes; the host is exactly as before after
- *   the whole set on it;
+ *   the whole security suite on it (decoys, mounts, modules, keyrings, IPC objects, sockets);
  * - sys-admin-disk-root (User 0:0, CapAdd SYS_ADMIN, Devices: the decoy's disk, r) → escape-mount-host only;
  * - dac-read-search-root (User 0:0, CapAdd DAC_READ_SEARCH) → escape-file-handle only (the runtime's bind
  *   of /etc/hosts from its data root is a descriptor on the host's filesystem);
@@ -29,6 +29,7 @@ import { packageRoot } from '../../harness/paths.js';
 import type { RunContext } from '../../harness/run-context.js';
 import { probeLabSupport, type LabSession } from '../../lab/lab-session.js';
 import { escapeProbes } from '../../suites/escapes.js';
+import { securitySuite } from '../../suites/security.js';
 import { fsLocation } from '../../probes/_shared/escapes-host.js';
 import { explainResult, openLoopDisk, openRunIn, openTestLab, runProbes, type LoopDisk } from '../helpers/escapes-run.js';
 import { hostChanges, hostSnapshot } from '../helpers/host-snapshot.js';
@@ -119,7 +120,7 @@ describe.skipIf(SKIP !== undefined)(`capability escapes on Docker and gVisor${SK
     }
   }, 600_000);
 
-  it('privileged-root crosses the escapes it grants; after every escape on it the host is exactly as before', async () => {
+  it('privileged-root crosses the escapes it grants; after the whole security suite on it the host is exactly as before', async () => {
     if (!usual || !onLoop || !disk) throw new Error('no run');
     const hostDisk = fsLocation(usual.decoyDir)?.source ?? '/dev/null';
     let privileged = await variant(weakened('privileged-root', { Privileged: true }, ROOT));
@@ -143,7 +144,8 @@ describe.skipIf(SKIP !== undefined)(`capability escapes on Docker and gVisor${SK
       );
     }
     const before = [await hostSnapshot(usual.decoyDir), await hostSnapshot(onLoop.decoyDir)];
-    const a = await runProbes(usual, privileged, CI_POLICY, escapeProbes);
+    const a = await runProbes(usual, privileged, CI_POLICY, securitySuite, 2);
+    expect(a.size).toBe(securitySuite.length);
     const b = await runProbes(onLoop, privileged, CI_POLICY, escapeProbes);
     console.log(`privileged-root: ${verdicts(a)}\nprivileged-root, decoys on a loop disk: ${verdicts(b)}`);
     for (const id of ['escape-mount-host', 'escape-file-handle', 'escape-proc-root']) expectCrossed(a.get(id));
@@ -151,7 +153,7 @@ describe.skipIf(SKIP !== undefined)(`capability escapes on Docker and gVisor${SK
     const own = [usual.scratchDir, onLoop.scratchDir, disk.dir, join(DEFAULT_LAB_DAEMON_ROOT, runId)];
     expect(hostChanges(before[0]!, await hostSnapshot(usual.decoyDir), own)).toEqual([]);
     expect(hostChanges(before[1]!, await hostSnapshot(onLoop.decoyDir), own)).toEqual([]);
-  }, 300_000);
+  }, 600_000);
 
   it('each single-power variant crosses exactly its escape', async () => {
     if (!usual || !onLoop || !disk) throw new Error('no run');

@@ -1,7 +1,8 @@
 /**
  * The capability escapes (issue 17) on real local boxes, in one lab of this file's own:
- * - the unsandboxed `process` control crosses every one this machine can test (and the host is exactly
- *   as before afterwards: decoys, mounts, modules, no device node left);
+ * - the unsandboxed `process` control crosses every one this machine can test; it runs them as part of the
+ *   whole security suite, after which the host is exactly as before (decoys, mounts, modules, keyrings, no
+ *   device node, IPC object or socket left);
  * - hardened bwrap holds every one, with the payload's refusals on record;
  * - each weakened command-bwrap variant (test/helpers/escape-variants.ts: bwrap as root with exactly one
  *   `--cap-add`) crosses exactly its own probe and no other escape.
@@ -24,6 +25,7 @@ import type { SecurityResult } from '../../harness/model/scorecard.js';
 import type { RunContext } from '../../harness/run-context.js';
 import type { LabSession } from '../../lab/lab-session.js';
 import { escapeProbes } from '../../suites/escapes.js';
+import { securitySuite } from '../../suites/security.js';
 import { bwrapSkipReason } from '../helpers/bwrap.js';
 import { ESCAPE_VARIANTS, writeEscapeVariant } from '../helpers/escape-variants.js';
 import { explainResult, openLoopDisk, openRunIn, openTestLab, runProbes, type LoopDisk } from '../helpers/escapes-run.js';
@@ -77,14 +79,15 @@ describe.skipIf(SKIP !== undefined)(`capability escapes on local boxes${SKIP ? `
     if (variantDir) await rm(variantDir, { recursive: true, force: true });
   }, 60_000);
 
-  it('process control: every escape crosses (or is not-applicable for a named cause of this machine), and the host is as it was', async () => {
+  it('process control: every escape crosses (or is not-applicable for a named cause of this machine); after the whole security suite the host is as it was', async () => {
     if (!usual || !onLoop || !disk) throw new Error('no run');
     const process = await createProcessBackend();
     const beforeUsual = await hostSnapshot(usual.decoyDir);
     const beforeLoop = await hostSnapshot(onLoop.decoyDir);
-    const a = await runProbes(usual, process, CI_POLICY, escapeProbes);
+    const a = await runProbes(usual, process, CI_POLICY, securitySuite, 2);
+    expect(a.size).toBe(securitySuite.length);
     const b = await runProbes(onLoop, process, CI_POLICY, escapeProbes);
-    console.log(`process control, usual decoys: ${verdicts(a)}\nprocess control, decoys on a loop disk: ${verdicts(b)}`);
+    console.log(`process control, whole suite, usual decoys: ${verdicts(a)}\nprocess control, decoys on a loop disk: ${verdicts(b)}`);
     for (const p of escapeProbes) {
       const r = a.get(p.id);
       const limit = MACHINE_LIMITS[p.id];
@@ -96,7 +99,7 @@ describe.skipIf(SKIP !== undefined)(`capability escapes on local boxes${SKIP ? `
     const own = [usual.scratchDir, onLoop.scratchDir, disk.dir];
     expect(hostChanges(beforeUsual, await hostSnapshot(usual.decoyDir), own)).toEqual([]);
     expect(hostChanges(beforeLoop, await hostSnapshot(onLoop.decoyDir), own)).toEqual([]);
-  }, 240_000);
+  }, 480_000);
 
   it('hardened bwrap holds every escape, with the refusal on record', async () => {
     if (!usual || !onLoop) throw new Error('no run');

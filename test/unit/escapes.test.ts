@@ -178,14 +178,26 @@ const liars: Record<string, FakeScript> = {
 };
 
 describe('the host snapshot comparison can fail', () => {
-  const base: HostSnapshot = { decoys: { 'control-plane/token': 'abc mode 100600 mtime 1' }, mounts: ['22 / / 254:0 ext4 /dev/vda'], modules: ['loop'], nodes: [] };
-  it('flags a changed decoy, a mount left under the test\'s directories or named by a payload, a host mount gone, a module, a node', () => {
+  const base: HostSnapshot = {
+    decoys: { 'control-plane/token': 'abc mode 100600 mtime 1' },
+    mounts: ['22 / / 254:0 ext4 /dev/vda'],
+    modules: ['loop'],
+    nodes: [],
+    keys: ['keyring _uid.0', 'user sandcheck-decoy:r1:user'],
+    ipc: ['/dev/shm/other'],
+    sockets: ['/run/other.sock'],
+  };
+  it('flags a changed decoy, a mount left under the test\'s directories or named by a payload, a host mount gone, a module, a node, a key, an IPC object, a socket', () => {
     expect(hostChanges(base, base, ['/scratch'])).toEqual([]);
     const changed: HostSnapshot = {
       decoys: { 'control-plane/token': 'abd mode 100600 mtime 2' },
       mounts: ['40 /scratch/env/work/sc-escape-mnt/fs / 254:0 ext4 /dev/sc-escape', '41 /elsewhere/x / 7:3 ext4 /dev/loop3', '42 /var/lib/sandcheck/lab-docker/rx/data / 254:0 ext4 /dev/vda'],
       modules: ['loop', 'sandcheck'],
       nodes: ['/dev/sc-escape-disk-1'],
+      // A key a box added to the host's user keyring; the run's own decoy key gone is not the box's doing.
+      keys: ['keyring _uid.0', 'user sc-planted', `keyring _ses.${'a'.repeat(64)}`, 'keyring sandcheck-decoy-r2'],
+      ipc: ['/dev/shm/other', '/dev/shm/sandcheck-covert-1', 'sysv shm key 1234'],
+      sockets: ['/run/other.sock', '/tmp/sc-left.sock', '/scratch/env/own.sock', '/run/docker/x.sock'],
     };
     const found = hostChanges(base, changed, ['/scratch']).join('\n');
     expect(found).toMatch(/decoy control-plane\/token/);
@@ -194,6 +206,12 @@ describe('the host snapshot comparison can fail', () => {
     expect(found).toMatch(/mount removed: 22 \//);
     expect(found).toMatch(/kernel modules/);
     expect(found).toMatch(/device node left: \/dev\/sc-escape-disk-1/);
+    expect(found).toMatch(/key added: user sc-planted/);
+    expect(found).not.toMatch(/sandcheck-decoy|_ses\./);
+    expect(found).toMatch(/ipc object left: \/dev\/shm\/sandcheck-covert-1/);
+    expect(found).toMatch(/ipc object left: sysv shm key 1234/);
+    expect(found).toMatch(/socket left: \/tmp\/sc-left.sock/);
+    expect(found).not.toMatch(/own.sock|docker\/x.sock/);
   });
 });
 
