@@ -63,7 +63,8 @@ describe('sandcheck CLI', () => {
     const exported = await readFile(join(out, 'artifacts', 'average-correct', 'result.json'));
     expect(createHash('sha256').update(exported).digest('hex')).toBe(avg?.artifacts[0]?.sha256);
     expect(avg?.evidence.some((e) => e.witness === 'exporter' && e.detail.includes('byte-identical'))).toBe(true);
-  });
+    // The whole suite: about 30 s on an idle 2-core machine, several times that on a busy one.
+  }, 240_000);
 
   it('policy explain prints the worst-case end-to-end wait: 132 s for the reference policy', async () => {
     const res = await sandcheck(['policy', 'explain', '--policy', 'reference']);
