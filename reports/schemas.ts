@@ -12,6 +12,7 @@ import { GateReportSchema } from './gate.js';
 import { RunSummarySchema } from './run-summary.js';
 import { EnvironmentFingerprintSchema } from '../harness/environment-fingerprint.js';
 import { DoctorReportSchema } from '../harness/cli/doctor.js';
+import { MatrixReportSchema } from './matrix-model.js';
 
 /** JSON Schemas generated from the zod schemas: the published contract of the JSON reports. */
 export function generatedSchemas(): Record<string, unknown> {
@@ -29,6 +30,7 @@ export function generatedSchemas(): Record<string, unknown> {
     'gate-report.schema.json': z.toJSONSchema(GateReportSchema, { target: 'draft-2020-12', io: 'output' }),
     'run-summary.schema.json': z.toJSONSchema(RunSummarySchema, { target: 'draft-2020-12', io: 'output' }),
     'doctor-report.schema.json': z.toJSONSchema(DoctorReportSchema, { target: 'draft-2020-12', io: 'output' }),
+    'matrix.schema.json': z.toJSONSchema(MatrixReportSchema, { target: 'draft-2020-12', io: 'output' }),
     'environment-fingerprint.schema.json': z.toJSONSchema(EnvironmentFingerprintSchema, { target: 'draft-2020-12', io: 'output' }),
   };
 }

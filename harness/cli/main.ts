@@ -1,7 +1,6 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError, Option } from '@commander-js/extra-typings';
 import { describeBackends } from '../../backends/registry.js';
-import { readConfigFile } from '../config-file.js';
 import { doctor } from './doctor.js';
 import { allProbes } from '../../suites/index.js';
 import { EXIT, SandcheckError, errorMessage } from '../errors.js';
@@ -12,10 +11,8 @@ import { recoverCommand } from '../../reports/recover-command.js';
 import { safeJsonStringify, visibleLine } from '../../reports/clean-text.js';
 import { cleanCommand } from '../ownership/clean-command.js';
 import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { compareCards, comparisonMarkdown, comparisonText } from '../../reports/compare.js';
-import { validateScorecard } from '../../reports/validate.js';
-import type { SecurityScorecard, TaskScorecard } from '../model/scorecard.js';
+import { readRunCards } from '../../reports/read-cards.js';
 import { loadTaskDir } from '../task/load-tasks.js';
 import { adapterCheckCommand } from './adapter-command.js';
 import { witnessServeCommand } from './witness-command.js';
@@ -24,10 +21,19 @@ import { verifyCommand } from './certify-command.js';
 import { runCommand } from './run-command.js';
 import { parseShard, type Shard } from '../shard.js';
 import { mergeCommand } from './merge-command.js';
+import { matrixCommand, parseBackendList } from './matrix-command.js';
 
 function parseShardOption(value: string): Shard {
   try {
     return parseShard(value);
+  } catch (err) {
+    throw new InvalidArgumentError(err instanceof Error ? err.message : String(err));
+  }
+}
+
+function backendListOption(value: string, previous: string[] | undefined): string[] {
+  try {
+    return parseBackendList(value, previous);
   } catch (err) {
     throw new InvalidArgumentError(err instanceof Error ? err.message : String(err));
   }
@@ -65,18 +71,9 @@ async function listCommand(opts: { json?: boolean; tasks?: string }): Promise<nu
   return EXIT.ok;
 }
 
-async function readCard(dir: string, kind: 'security' | 'task'): Promise<unknown> {
-  const doc = await readConfigFile(join(dir, `${kind}.json`));
-  const check = validateScorecard(kind, doc);
-  if (!check.valid) throw new SandcheckError('CONFIG_INVALID', `${join(dir, `${kind}.json`)} is not a sandcheck ${kind} scorecard: ${check.errors.slice(0, 300)}`);
-  return doc;
-}
-
 async function compareCommand(dirs: string[], opts: { markdown?: string }): Promise<number> {
   const runs = [];
-  for (const dir of dirs) {
-    runs.push({ security: (await readCard(dir, 'security')) as SecurityScorecard, task: (await readCard(dir, 'task')) as TaskScorecard });
-  }
+  for (const dir of dirs) runs.push(await readRunCards(dir));
   const comparison = compareCards(runs);
   process.stdout.write(`${comparisonText(comparison)}\n`);
   if (opts.markdown) {
@@ -168,6 +165,20 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('--markdown <file>', 'also write the comparison (or the gate) with its evidence as Markdown')
     .action(async (dirs, opts) => {
       code = compareMode(dirs, opts) === 'gate' && opts.base !== undefined && opts.head !== undefined ? await gateCommand({ ...opts, base: opts.base, head: opts.head }) : await compareCommand(dirs, opts);
+    });
+
+  program
+    .command('matrix')
+    .description('several backends side by side in one report (matrix.md, self-contained matrix.html, matrix.json): verdicts linked to their evidence, totals, cold start, claims against what was observed; exit 2 when a backend was unavailable')
+    .argument('[dirs...]', 'output directories of earlier `sandcheck run`s')
+    .option('-b, --backend <names>', 'also run these backends (comma-separated, e.g. process,bwrap), each as `run` would into OUT/runs/<backend>; one this machine cannot run becomes a column marked unavailable with its install command', backendListOption)
+    .option('-p, --policy <preset|file>', 'policy for the --backend runs', 'reference')
+    .option('--only <ids...>', 'the --backend runs: only these probe / task ids')
+    .option('--tasks <dir>', 'the --backend runs: also run the task cases in this directory')
+    .option('-j, --concurrency <n>', 'the --backend runs: environments run at once', positiveInt, 2)
+    .requiredOption('-o, --out <dir>', 'directory for matrix.md, matrix.html, matrix.json (and runs/)')
+    .action(async (dirs, opts) => {
+      code = await matrixCommand(dirs, opts);
     });
 
   program
