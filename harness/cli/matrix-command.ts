@@ -47,8 +47,13 @@ const installOf = (backend: string): string => describeBackends().find((b) => b.
 async function runOne(backend: string, dir: string, opts: MatrixCommandOptions): Promise<{ input: MatrixInput; code: number }> {
   try {
     const code = await runCommand({ backend, policy: opts.policy, out: dir, concurrency: opts.concurrency, exporter: 'reference', ...(opts.only ? { only: opts.only } : {}), ...(opts.tasks ? { tasks: opts.tasks } : {}) });
-    if (code === EXIT.interrupted) return { input: { kind: 'unavailable', source: dir, backend, reason: 'interrupted before its run finished', install: installOf(backend) }, code };
-    return { input: { kind: 'cards', source: dir, ...(await readRunCards(dir)) }, code };
+    // An interrupted run still wrote its cards (marked interrupted, incomplete): they are a column too.
+    const cards = await readRunCards(dir).catch((err: unknown) => {
+      if (code === EXIT.interrupted) return undefined;
+      throw err;
+    });
+    if (!cards) return { input: { kind: 'unavailable', source: dir, backend, reason: 'interrupted before its run wrote scorecards', install: installOf(backend) }, code };
+    return { input: { kind: 'cards', source: dir, ...cards }, code };
   } catch (err) {
     // Policy, selection and names were checked before the first run: what fails now is this backend on this machine.
     if (!(err instanceof SandcheckError) || err.code === 'INTERNAL') throw err;
@@ -63,6 +68,28 @@ export async function writeMatrix(outDir: string, matrix: MatrixReport): Promise
   await writeFile(files.markdown, matrixMarkdown(matrix));
   await writeFile(files.html, matrixHtml(matrix));
   return files;
+}
+
+/** Each backend in turn into OUT/runs/<name>; once interrupted, the rest are columns marked not run. */
+async function runBackends(backends: readonly string[], opts: MatrixCommandOptions, stop: { interrupted: boolean }): Promise<MatrixInput[]> {
+  const inputs: MatrixInput[] = [];
+  const usedDirs = new Set<string>();
+  for (const backend of backends) {
+    let name = runDirName(backend);
+    while (usedDirs.has(name)) name = `${name}_`;
+    usedDirs.add(name);
+    const dir = join(opts.out, 'runs', name);
+    if (stop.interrupted) {
+      inputs.push({ kind: 'unavailable', source: dir, backend, reason: 'not run: the matrix was interrupted', install: installOf(backend) });
+      continue;
+    }
+    await mkdir(dir, { recursive: true });
+    process.stderr.write(`matrix: running ${visibleLine(backend)} into ${dir}\n`);
+    const one = await runOne(backend, dir, opts);
+    inputs.push(one.input);
+    if (one.code === EXIT.interrupted) stop.interrupted = true;
+  }
+  return inputs;
 }
 
 /**
@@ -85,23 +112,20 @@ export async function matrixCommand(dirs: readonly string[], opts: MatrixCommand
     await checkBackendNames(backends);
   }
   await prepareOutDir(opts.out, (m) => process.stderr.write(`${m}\n`));
-  let interrupted = false;
-  const usedDirs = new Set<string>();
-  for (const backend of backends) {
-    let name = runDirName(backend);
-    while (usedDirs.has(name)) name = `${name}_`;
-    usedDirs.add(name);
-    const dir = join(opts.out, 'runs', name);
-    if (interrupted) {
-      inputs.push({ kind: 'unavailable', source: dir, backend, reason: 'not run: the matrix was interrupted', install: installOf(backend) });
-      continue;
-    }
-    await mkdir(dir, { recursive: true });
-    process.stderr.write(`matrix: running ${visibleLine(backend)} into ${dir}\n`);
-    const one = await runOne(backend, dir, opts);
-    inputs.push(one.input);
-    if (one.code === EXIT.interrupted) interrupted = true;
+  // A signal (each run also catches its own) stops the runs still to come; the matrix of what exists is written.
+  const stop = { interrupted: false };
+  const onSignal = (): void => {
+    stop.interrupted = true;
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    inputs.push(...(await runBackends(backends, opts, stop)));
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
   }
+  const interrupted = stop.interrupted;
   const matrix = buildMatrix(inputs);
   const files = await writeMatrix(opts.out, matrix);
   for (const c of matrix.columns) out.write(`${c.header}: ${c.score}${c.falseClaims ? ` · FALSE CLAIMS ${c.falseClaims}` : ''}${c.status === 'unavailable' ? ` (${c.unavailable?.reason ?? ''}; install: ${c.unavailable?.install ?? ''})` : ''}\n`);
