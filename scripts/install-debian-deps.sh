@@ -19,6 +19,7 @@ apt-get update -qq >/dev/null
 # iproute2 + tcpdump + iptables: the lab namespace, its packet witness and filters;
 # docker.io + runsc: the docker-default, docker-hardened and gvisor backends;
 # libxml2-utils (xmllint): the tests validate the JUnit files against an XML Schema;
-# podman + catatonit (its --init, only recommended by the package): the docker backend on Podman's API.
-apt-get install -y -qq --no-install-recommends python3 bubblewrap util-linux iproute2 tcpdump iptables docker.io runsc libxml2-utils podman catatonit >/dev/null
-echo "installed: python3 bubblewrap util-linux iproute2 tcpdump iptables docker.io runsc libxml2-utils podman catatonit"
+# podman + catatonit (its --init, only recommended by the package): the docker backend on Podman's API;
+# chromium: the matrix's HTML is rendered in a real browser by its test and scripts/matrix-screenshot.ts.
+apt-get install -y -qq --no-install-recommends python3 bubblewrap util-linux iproute2 tcpdump iptables docker.io runsc libxml2-utils podman catatonit chromium >/dev/null
+echo "installed: python3 bubblewrap util-linux iproute2 tcpdump iptables docker.io runsc libxml2-utils podman catatonit chromium"
