@@ -1,5 +1,4 @@
 import { extname } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { CONFIG_FILE_MAX_BYTES, readBoundedText } from './bounded-file.js';
 import { SandcheckError, errorMessage } from './errors.js';
 
@@ -10,7 +9,7 @@ export async function readConfigFile(path: string): Promise<unknown> {
   if (!read.ok) throw new SandcheckError('CONFIG_INVALID', `cannot read ${path}: ${read.reason === 'not-regular' || read.reason === 'too-large' ? `it ${read.message}` : read.message}`);
   const text = read.text;
   try {
-    return extname(path) === '.json' ? JSON.parse(text) : parseYaml(text);
+    return extname(path) === '.json' ? JSON.parse(text) : (await import('yaml')).parse(text);
   } catch (err) {
     throw new SandcheckError('CONFIG_INVALID', `${path}: not valid ${extname(path) === '.json' ? 'JSON' : 'YAML'}: ${errorMessage(err)}`);
   }

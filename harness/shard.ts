@@ -1,23 +1,15 @@
 import { z } from 'zod';
-import { SandcheckError } from './errors.js';
+import { MAX_SHARDS } from './shard-arg.js';
 import type { Policy } from './model/policy.js';
 import type { ProbeSpec } from './model/probe.js';
 
 export const ShardSchema = z.strictObject({
   index: z.number().int().positive().describe('this shard, 1-based'),
-  total: z.number().int().positive().max(1000).describe('how many shards the selection was cut into'),
+  total: z.number().int().positive().max(MAX_SHARDS).describe('how many shards the selection was cut into'),
 });
 export type Shard = z.infer<typeof ShardSchema>;
 
-/** `i/n` with 1 ≤ i ≤ n ≤ 1000. */
-export function parseShard(text: string): Shard {
-  const m = /^(\d{1,4})\/(\d{1,4})$/.exec(text.trim());
-  const parsed = m ? ShardSchema.safeParse({ index: Number(m[1]), total: Number(m[2]) }) : undefined;
-  if (!parsed?.success || parsed.data.index > parsed.data.total) {
-    throw new SandcheckError('USAGE', `--shard ${JSON.stringify(text)}: expected i/n with 1 ≤ i ≤ n ≤ 1000 (e.g. 2/3)`, { hint: 'give each CI job one of 1/n … n/n, then `sandcheck merge` their --out directories' });
-  }
-  return parsed.data;
-}
+export { parseShard } from './shard-arg.js';
 
 /** Programs that run until the wall limit stops them (the harness waits the whole limit). */
 const RUNS_TO_THE_WALL = new Set(['wall-clock-spin', 'wall-clock-sleep', 'resource-headroom', 'average-hangs-after-result']);

@@ -1,29 +1,15 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError, Option } from '@commander-js/extra-typings';
 import { describeBackends } from '../../backends/registry.js';
-import { doctor } from './doctor.js';
-import { allProbes } from '../../suites/index.js';
 import { EXIT, SandcheckError, errorMessage } from '../errors.js';
-import { loadPolicy } from '../policy-loader.js';
-import { explainPolicy, policyBounds } from '../policy-explain.js';
 import { packageVersion } from '../paths.js';
-import { recoverCommand } from '../../reports/recover-command.js';
-import { safeJsonStringify, visibleLine } from '../../reports/clean-text.js';
-import { cleanCommand } from '../ownership/clean-command.js';
-import { writeFile } from 'node:fs/promises';
-import { compareCards, comparisonMarkdown, comparisonText } from '../../reports/compare.js';
-import { readRunCards } from '../../reports/read-cards.js';
-import { loadTaskDir } from '../task/load-tasks.js';
-import { adapterCheckCommand } from './adapter-command.js';
-import { witnessServeCommand } from './witness-command.js';
-import { compareMode, gateCommand } from './gate-command.js';
-import { verifyCommand } from './certify-command.js';
-import { runCommand } from './run-command.js';
-import { parseShard, type Shard } from '../shard.js';
-import { mergeCommand } from './merge-command.js';
-import { matrixCommand, parseBackendList } from './matrix-command.js';
+import { parseShard } from '../shard-arg.js';
+import { parseBackendList } from './backend-list-arg.js';
 
-function parseShardOption(value: string): Shard {
+// Each command imports what it needs when it runs: `--version`, `list` and `doctor` stay quick
+// (test/unit/cli-module-graph.test.ts holds the line).
+
+function parseShardOption(value: string): ReturnType<typeof parseShard> {
   try {
     return parseShard(value);
   } catch (err) {
@@ -43,44 +29,6 @@ function positiveInt(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive integer');
   return n;
-}
-
-
-async function listCommand(opts: { json?: boolean; tasks?: string }): Promise<number> {
-  const rows = allProbes(opts.tasks ? await loadTaskDir(opts.tasks) : []).map((p) => ({
-    id: p.id,
-    kind: p.kind,
-    category: p.kind === 'security' ? p.category : 'task',
-    policyItem: p.policyItem,
-    title: p.title,
-    ...(p.kind === 'task' ? { expected: p.expected } : { attack: [...p.attack], cwe: [...p.cwe] }),
-  }));
-  if (opts.json) {
-    process.stdout.write(`${safeJsonStringify(rows, 2)}\n`);
-    return EXIT.ok;
-  }
-  const cells = rows.map((r) => ({ ...r, attack: 'attack' in r ? r.attack.join(',') : '-', cwe: 'cwe' in r ? r.cwe.join(',') : '-' }));
-  type Cells = { id: string; kind: string; category: string; policyItem: string; attack: string; cwe: string; title: string };
-  const w = (k: Exclude<keyof Cells, 'title'>) => Math.max(k.length, ...cells.map((r) => r[k].length));
-  const line = (r: Cells) =>
-    `${r.id.padEnd(w('id'))}  ${r.kind.padEnd(w('kind'))}  ${r.category.padEnd(w('category'))}  ${r.policyItem.padEnd(w('policyItem'))}  ${r.attack.padEnd(w('attack'))}  ${r.cwe.padEnd(w('cwe'))}  ${r.title}`;
-  // Task files are user input: their ids and titles reach the terminal only cleaned.
-  for (const r of cells) Object.assign(r, { id: visibleLine(r.id), policyItem: visibleLine(r.policyItem), title: visibleLine(r.title) });
-  process.stdout.write(`${line({ id: 'id', kind: 'kind', category: 'category', policyItem: 'policyItem', attack: 'attack', cwe: 'cwe', title: 'title' })}\n`);
-  for (const r of cells) process.stdout.write(`${line(r)}\n`);
-  return EXIT.ok;
-}
-
-async function compareCommand(dirs: string[], opts: { markdown?: string }): Promise<number> {
-  const runs = [];
-  for (const dir of dirs) runs.push(await readRunCards(dir));
-  const comparison = compareCards(runs);
-  process.stdout.write(`${comparisonText(comparison)}\n`);
-  if (opts.markdown) {
-    await writeFile(opts.markdown, comparisonMarkdown(comparison));
-    process.stdout.write(`wrote ${opts.markdown}\n`);
-  }
-  return EXIT.ok;
 }
 
 export async function main(argv: readonly string[]): Promise<number> {
@@ -114,7 +62,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('--json', 'print the summary as JSON on stdout (reports/schema/run-summary.schema.json); progress and notices stay on stderr')
     .option('--certify <dir>', 'also write a sign-off bundle to this new directory (scorecards, JUnit, policy, environment fingerprint, manifest.sha256); refuses --waivers and skips for a missing tool or lab')
     .action(async (opts) => {
-      code = await runCommand(opts);
+      code = await (await import('./run-command.js')).runCommand(opts);
     });
 
   program
@@ -123,7 +71,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .argument('<dirs...>', 'the shards\' --out directories')
     .requiredOption('-o, --out <dir>', 'directory for the merged security.json, task.json, JUnit and SARIF')
     .action(async (dirs, opts) => {
-      code = await mergeCommand(dirs, opts);
+      code = await (await import('./merge-command.js')).mergeCommand(dirs, opts);
     });
 
   program
@@ -132,7 +80,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .argument('<dir>', 'the bundle directory')
     .option('--json', 'print the result as JSON')
     .action(async (dir, opts) => {
-      code = await verifyCommand(dir, opts);
+      code = await (await import('./certify-command.js')).verifyCommand(dir, opts);
     });
 
   program
@@ -141,7 +89,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('--json', 'machine-readable output')
     .option('--tasks <dir>', 'include the task cases in this directory')
     .action(async (opts) => {
-      code = await listCommand(opts);
+      code = await (await import('./list-command.js')).listCommand(opts);
     });
 
   program
@@ -151,7 +99,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('--backend-config <file>', 'YAML/JSON options for that backend')
     .option('--json', 'machine-readable output (reports/schema/doctor-report.schema.json)')
     .action(async (opts) => {
-      code = await doctor(process.stdout, opts);
+      code = await (await import('./doctor.js')).doctor(process.stdout, opts);
     });
 
   program
@@ -164,7 +112,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('--json', 'the gate: print the report as JSON (reports/schema/gate-report.schema.json) instead of text')
     .option('--markdown <file>', 'also write the comparison (or the gate) with its evidence as Markdown')
     .action(async (dirs, opts) => {
-      code = compareMode(dirs, opts) === 'gate' && opts.base !== undefined && opts.head !== undefined ? await gateCommand({ ...opts, base: opts.base, head: opts.head }) : await compareCommand(dirs, opts);
+      const { compareMode, gateCommand } = await import('./gate-command.js');
+      code = compareMode(dirs, opts) === 'gate' && opts.base !== undefined && opts.head !== undefined ? await gateCommand({ ...opts, base: opts.base, head: opts.head }) : await (await import('./compare-command.js')).compareCommand(dirs, opts);
     });
 
   program
@@ -178,7 +127,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('-j, --concurrency <n>', 'the --backend runs: environments run at once', positiveInt, 2)
     .requiredOption('-o, --out <dir>', 'directory for matrix.md, matrix.html, matrix.json (and runs/)')
     .action(async (dirs, opts) => {
-      code = await matrixCommand(dirs, opts);
+      code = await (await import('./matrix-command.js')).matrixCommand(dirs, opts);
     });
 
   program
@@ -192,7 +141,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('-o, --out <dir>', 'also write adapter-check.json and adapter.junit.xml here')
     .option('--json', 'print the report as JSON')
     .action(async (opts) => {
-      code = await adapterCheckCommand(opts);
+      code = await (await import('./adapter-command.js')).adapterCheckCommand(opts);
     });
 
   program
@@ -203,7 +152,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('--listen <where>', 'unix:/path/to.sock or http://HOST:PORT (default: a unix socket under /run/sandcheck)')
     .option('--state <file>', 'write url, token and pid here (mode 0600) for `sandcheck run --witness FILE`')
     .action(async (opts) => {
-      code = await witnessServeCommand(opts);
+      code = await (await import('./witness-command.js')).witnessServeCommand(opts);
     });
 
   program
@@ -211,7 +160,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .description('remove what runs that died left on this machine (namespaces, processes, cgroups, mounts, directories), by their ownership journals')
     .option('--dry-run', 'only list what would be removed')
     .action(async (opts) => {
-      code = await cleanCommand(opts);
+      code = await (await import('../ownership/clean-command.js')).cleanCommand(opts);
     });
 
   program
@@ -219,7 +168,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .description('turn the run journal a run that died left in its --out directory into valid scorecards marked incomplete')
     .requiredOption('--recover <dir>', 'the --out directory of the run that did not finish')
     .action(async (opts) => {
-      code = await recoverCommand(opts.recover);
+      code = await (await import('../../reports/recover-command.js')).recoverCommand(opts.recover);
     });
 
   const policy = program.command('policy').description('inspect policies');
@@ -229,6 +178,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('-p, --policy <preset|file>', 'policy preset or file', 'reference')
     .option('--json', 'machine-readable output')
     .action(async (opts) => {
+      const [{ loadPolicy }, { explainPolicy, policyBounds }] = await Promise.all([import('../policy-loader.js'), import('../policy-explain.js')]);
       const p = await loadPolicy(opts.policy);
       process.stdout.write(opts.json ? `${JSON.stringify(policyBounds(p), null, 2)}\n` : `${explainPolicy(p)}\n`);
       code = EXIT.ok;

@@ -23,11 +23,6 @@ export interface MatrixCommandOptions {
 }
 
 /** `--backend a,b,c` (and repeated flags) as one list, in order, without repeats. */
-export function parseBackendList(value: string, previous: string[] = []): string[] {
-  const names = value.split(',').map((s) => s.trim());
-  if (names.some((n) => n === '')) throw new SandcheckError('USAGE', `--backend "${value}" has an empty name`, { hint: 'give backend names separated by commas, e.g. --backend process,bwrap' });
-  return [...new Set([...previous, ...names])];
-}
 
 /** A name that is neither built in nor `rpc:` must load as a module adapter before anything runs (a typo is a usage error, not a column). */
 async function checkBackendNames(backends: readonly string[]): Promise<void> {

@@ -1,5 +1,8 @@
 import { crc32 } from 'node:zlib';
-import { PNG } from 'pngjs';
+import type * as pngjs from 'pngjs';
+import { lazyRequire } from '../lazy-require.js';
+
+const loadPngjs = lazyRequire<typeof pngjs>('pngjs');
 
 /** A decoded PNG as RGBA pixels. */
 export interface DecodedPng {
@@ -19,7 +22,7 @@ export interface PngExpectation {
 /** Decodes with pngjs (CRCs checked, filter bytes and chunk layout validated); a malformed file is a reason, never a throw. */
 export function decodePng(bytes: Uint8Array): DecodedPng | string {
   try {
-    const png = PNG.sync.read(Buffer.from(bytes), { checkCRC: true });
+    const png = loadPngjs().PNG.sync.read(Buffer.from(bytes), { checkCRC: true });
     return { width: png.width, height: png.height, data: png.data };
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);

@@ -1,11 +1,15 @@
 import { createHash } from 'node:crypto';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import formats from 'ajv-formats';
+import type * as Ajv2020Module from 'ajv/dist/2020.js';
+import type formatsModule from 'ajv-formats';
 import { parse as parseCsvSync } from 'csv-parse/sync';
 import { z } from 'zod';
 import { outside } from '../model/evidence.js';
 import type { Observation, PredicateResult } from '../model/probe.js';
 import { checkPng } from './png-check.js';
+import { lazyRequire } from '../lazy-require.js';
+
+const ajv2020 = lazyRequire<typeof Ajv2020Module>('ajv/dist/2020.js');
+const ajvFormats = lazyRequire<typeof formatsModule>('ajv-formats');
 
 const Artifact = z.string().min(1).describe('workspace-relative artifact path, or "stdout"');
 const FieldPath = z.string().min(1).describe('dot path into the artifact parsed as JSON, e.g. "totals.a"');
@@ -102,8 +106,8 @@ export function parseCsv(bytes: Uint8Array): string[][] | string {
 export function compilePredicate(spec: PredicateSpec): (obs: Observation) => PredicateResult {
   switch (spec.type) {
     case 'json-schema': {
-      const ajv = new Ajv2020({ allErrors: true, strict: false });
-      formats.default(ajv);
+      const ajv = new (ajv2020().Ajv2020)({ allErrors: true, strict: false });
+      ajvFormats().default(ajv);
       let validate;
       try {
         validate = ajv.compile(spec.schema);

@@ -54,8 +54,9 @@ export const averageInputs: HiddenInputs<AverageInput> = {
   },
 };
 
-/** result.json has exactly this shape: a partial result with extra keys is not a result. */
-const shape = compilePredicate({
+/** result.json has exactly this shape: a partial result with extra keys is not a result. Compiled when first judged, not on import. */
+let shapePredicate: ((obs: Observation) => PredicateResult) | undefined;
+const shape = (obs: Observation): PredicateResult => (shapePredicate ??= compilePredicate({
   type: 'json-schema',
   artifact: 'result.json',
   schema: {
@@ -64,7 +65,7 @@ const shape = compilePredicate({
     properties: { mean: { type: 'number' }, rows: { type: 'integer', minimum: 0 } },
     additionalProperties: false,
   },
-});
+}))(obs);
 
 function copiedFrom(result: { mean: number; rows: number }): string | undefined {
   for (const [name, bytes] of [['input/previous-result.json', STALE_RESULT], ['input/example-result.json', EXAMPLE_RESULT]] as const) {

@@ -1,5 +1,4 @@
 import { readFile, rm, stat } from 'node:fs/promises';
-import { execa } from 'execa';
 import { CANARY_PREFIX } from '../../lab/canaries.js';
 import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
 import { outside } from '../../harness/model/evidence.js';
@@ -17,6 +16,7 @@ export async function removeHostShm(ctx: ProbeContext): Promise<string[]> {
   const key = shmKey(ctx.nonce);
   const table = await readFile('/proc/sysvipc/shm', 'utf8').catch(() => '');
   if (table.split('\n').slice(1).some((l) => Number.parseInt(l.trim().split(/\s+/)[0] ?? '', 10) === key)) {
+    const { execa } = await import('execa');
     await execa('ipcrm', ['-M', String(key)], { reject: false });
     found.push(`a System V segment with this execution's key 0x${key.toString(16)} was in the host's IPC namespace (removed)`);
   }

@@ -1,0 +1,16 @@
+import { writeFile } from 'node:fs/promises';
+import { EXIT } from '../errors.js';
+import { compareCards, comparisonMarkdown, comparisonText } from '../../reports/compare.js';
+import { readRunCards } from '../../reports/read-cards.js';
+
+export async function compareCommand(dirs: string[], opts: { markdown?: string }): Promise<number> {
+  const runs = [];
+  for (const dir of dirs) runs.push(await readRunCards(dir));
+  const comparison = compareCards(runs);
+  process.stdout.write(`${comparisonText(comparison)}\n`);
+  if (opts.markdown) {
+    await writeFile(opts.markdown, comparisonMarkdown(comparison));
+    process.stdout.write(`wrote ${opts.markdown}\n`);
+  }
+  return EXIT.ok;
+}
