@@ -1,15 +1,16 @@
-import { z } from 'zod';
-
-export const EvidenceSource = z.enum(['outside', 'inside']);
-
-export const EvidenceSchema = z.strictObject({
+/**
+ * One observation behind a verdict. The schema a scorecard validates it with is in scorecard.ts, so that the
+ * probes, which build evidence, do not load zod (harness/model/evidence.ts is imported by `sandcheck list`).
+ */
+export interface Evidence {
   /** outside: observed by the harness; inside: what the payload said about itself (never decides a pass). */
-  source: EvidenceSource,
-  witness: z.string().min(1).describe('who observed it: canary-scan, harness-clock, output-capture, exit-status, payload-report, …'),
-  where: z.string().optional().describe('channel or location: stdout, stderr, artifact:<path>, cgroup:<file>, decoy:<service>'),
-  detail: z.string(),
-});
-export type Evidence = z.infer<typeof EvidenceSchema>;
+  source: 'outside' | 'inside';
+  /** who observed it: canary-scan, harness-clock, output-capture, exit-status, payload-report, … */
+  witness: string;
+  /** channel or location: stdout, stderr, artifact:<path>, cgroup:<file>, decoy:<service> */
+  where?: string | undefined;
+  detail: string;
+}
 
 export const outside = (witness: string, detail: string, where?: string): Evidence =>
   where === undefined ? { source: 'outside', witness, detail } : { source: 'outside', witness, detail, where };

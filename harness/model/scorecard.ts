@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { EvidenceSchema } from './evidence.js';
+import type { Evidence } from './evidence.js';
 import { ExecObservationSchema } from './observation.js';
 import { PolicySchema } from './policy.js';
 import { AttackTechniqueId, CweId } from './probe.js';
@@ -9,6 +9,14 @@ import { EnvironmentSchema } from '../environment-model.js';
 import { ShardSchema } from '../shard.js';
 
 export const SCORECARD_VERSION = '1.0.0';
+
+export const EvidenceSchema = z.strictObject({
+  /** outside: observed by the harness; inside: what the payload said about itself (never decides a pass). */
+  source: z.enum(['outside', 'inside']),
+  witness: z.string().min(1).describe('who observed it: canary-scan, harness-clock, output-capture, exit-status, payload-report, …'),
+  where: z.string().optional().describe('channel or location: stdout, stderr, artifact:<path>, cgroup:<file>, decoy:<service>'),
+  detail: z.string(),
+}) satisfies z.ZodType<Evidence, Evidence>;
 
 /** Bounds of the names a scorecard carries: ids, titles and names are short by construction (inputs are bounded tighter). */
 export const ID_MAX = 128;

@@ -8,7 +8,8 @@ import type { TaskCase } from '../model/probe.js';
 import { formatIssues } from '../policy-loader.js';
 import { CONFIG_FILE_MAX_BYTES, INPUT_FILE_MAX_BYTES, readBoundedFile, readBoundedText } from '../bounded-file.js';
 import { visibleLine } from '../../reports/clean-text.js';
-import { PredicateError, PredicateSpecSchema, compilePredicate } from './predicates.js';
+import { PredicateError, compilePredicate } from './predicates.js';
+import { PredicateSpecSchema } from './predicate-schema.js';
 import { expectedExitFromSpec, type TaskCaseSpec } from './task-case.js';
 
 /** Bounds of a task case: ids and titles reach report names and terminals; everything else is bounded by the file size. */

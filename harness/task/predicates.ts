@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import type * as Ajv2020Module from 'ajv/dist/2020.js';
 import type formatsModule from 'ajv-formats';
 import { parse as parseCsvSync } from 'csv-parse/sync';
-import { z } from 'zod';
 import { outside } from '../model/evidence.js';
 import type { Observation, PredicateResult } from '../model/probe.js';
 import { checkPng } from './png-check.js';
@@ -10,9 +9,6 @@ import { lazyRequire } from '../lazy-require.js';
 
 const ajv2020 = lazyRequire<typeof Ajv2020Module>('ajv/dist/2020.js');
 const ajvFormats = lazyRequire<typeof formatsModule>('ajv-formats');
-
-const Artifact = z.string().min(1).describe('workspace-relative artifact path, or "stdout"');
-const FieldPath = z.string().min(1).describe('dot path into the artifact parsed as JSON, e.g. "totals.a"');
 
 /** Declarative completion predicates a user can write in a YAML task case. */
 export type PredicateSpec =
@@ -24,25 +20,6 @@ export type PredicateSpec =
   | { type: 'png'; artifact: string; width?: number | undefined; height?: number | undefined; minColours?: number | undefined }
   | { type: 'exit-code'; code: number }
   | { type: 'all'; of: PredicateSpec[] };
-
-export const PredicateSpecSchema: z.ZodType<PredicateSpec> = z.lazy(() =>
-  z.discriminatedUnion('type', [
-    z.strictObject({ type: z.literal('json-schema'), artifact: Artifact, schema: z.record(z.string(), z.unknown()) }),
-    z.strictObject({ type: z.literal('exact'), artifact: Artifact, field: FieldPath.optional(), value: z.unknown() }),
-    z.strictObject({ type: z.literal('tolerance'), artifact: Artifact, field: FieldPath, expected: z.number(), tolerance: z.number().nonnegative() }),
-    z.strictObject({ type: z.literal('sha256'), artifact: Artifact, sha256: z.string().regex(/^[0-9a-f]{64}$/, 'expected 64 lowercase hex digits') }),
-    z.strictObject({ type: z.literal('csv-shape'), artifact: Artifact, rows: z.number().int().nonnegative().optional(), columns: z.array(z.string()).optional() }),
-    z.strictObject({
-      type: z.literal('png'),
-      artifact: Artifact,
-      width: z.number().int().positive().optional(),
-      height: z.number().int().positive().optional(),
-      minColours: z.number().int().min(1).optional().describe('distinct colours the image must have at least (default 2: not blank)'),
-    }),
-    z.strictObject({ type: z.literal('exit-code'), code: z.number().int() }).describe('also how the program must end: the case then expects this exit status instead of 0'),
-    z.strictObject({ type: z.literal('all'), of: z.array(PredicateSpecSchema).min(1) }),
-  ]),
-);
 
 /** A predicate could not be evaluated at all (bad schema, bad field path): a harness error, not a rejection. */
 export class PredicateError extends Error {}

@@ -8,7 +8,6 @@
  * (a box whose Python lacks ctypes, or that has no /dev at all, never reaches the decisive step), never
  * turn a crossing into a pass.
  */
-import { z } from 'zod';
 import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
 import { inside, outside, type Evidence } from '../../harness/model/evidence.js';
 import type { Judgement, Observation } from '../../harness/model/probe.js';
@@ -19,13 +18,22 @@ import { describeIdentity } from './identity.js';
 export const STEP_MARKER = 'SANDCHECK-ESCAPE';
 export const STEP_TOKEN_KIND = 'escape';
 
-const StepSchema = z.object({
-  step: z.string().min(1).max(64),
+export interface EscapeStep {
+  step: string;
   /** `ok`, an errno name (EPERM), or a payload-side reason such as `no-ctypes`. */
-  outcome: z.string().min(1).max(64),
-  target: z.string().max(300).optional(),
-});
-export type EscapeStep = z.infer<typeof StepSchema>;
+  outcome: string;
+  target?: string;
+}
+
+const sized = (v: unknown, min: number, max: number): v is string => typeof v === 'string' && v.length >= min && v.length <= max;
+
+/** A step line's JSON as the payload writes it (step and outcome 1..64 characters, target up to 300), else undefined. Other keys are dropped. */
+function stepOf(v: unknown): EscapeStep | undefined {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return undefined;
+  const { step, outcome, target } = v as Record<string, unknown>;
+  if (!sized(step, 1, 64) || !sized(outcome, 1, 64) || !(target === undefined || sized(target, 0, 300))) return undefined;
+  return target === undefined ? { step, outcome } : { step, outcome, target };
+}
 
 /** The step lines this execution's payload printed (lines without this execution's token are ignored). */
 export function escapeSteps(obs: Observation): EscapeStep[] {
@@ -38,8 +46,8 @@ export function escapeSteps(obs: Observation): EscapeStep[] {
     if (!line.startsWith(prefix) || seen.has(line)) continue;
     seen.add(line);
     try {
-      const parsed = StepSchema.safeParse(JSON.parse(line.slice(prefix.length)));
-      if (parsed.success) steps.push(parsed.data);
+      const parsed = stepOf(JSON.parse(line.slice(prefix.length)));
+      if (parsed) steps.push(parsed);
     } catch {
       // a torn line decides nothing
     }

@@ -61,8 +61,8 @@ const packages = (modules: readonly string[]): Set<string> =>
     return [rest[0]?.startsWith('@') ? `${rest[0]}/${rest[1] ?? ''}` : (rest[0] ?? '')];
   }));
 
-/** Packages and modules no quick command needs: backends, the runner, the lab, report writers, validators. */
-const HEAVY_PACKAGES = ['dockerode', 'ajv', 'ajv-formats', 'execa', 'junit-report-builder', 'pngjs', 'tar-stream', 'dns-packet', 'yaml'];
+/** Packages and modules `list` does without: schemas (zod), backends, the runner, the lab, report writers, validators. */
+const HEAVY_PACKAGES = ['zod', 'dockerode', 'ajv', 'ajv-formats', 'execa', 'junit-report-builder', 'pngjs', 'tar-stream', 'dns-packet', 'yaml'];
 const HEAVY_MODULES = [/^backends\/(docker|bwrap|process|command|rpc)\//, /^harness\/(runner|run-suite|scorecard-builder)\./, /^lab\/netns\/(?!addresses\.)/, /^reports\/(junit|validate|sarif)/];
 
 describe('CLI start-up: what the quick commands load', () => {
