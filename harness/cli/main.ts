@@ -4,7 +4,7 @@ import { describeBackends } from '../../backends/registry.js';
 import { EXIT, SandcheckError, errorMessage } from '../errors.js';
 import { packageVersion } from '../paths.js';
 import { parseShard } from '../shard-arg.js';
-import { parseBackendList } from './backend-list-arg.js';
+import { parseBackendList } from '../backend-list-arg.js';
 
 // Each command imports what it needs when it runs: `--version`, `list` and `doctor` stay quick
 // (test/unit/cli-module-graph.test.ts holds the line).

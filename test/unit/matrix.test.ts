@@ -5,7 +5,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runDirName, writeMatrix } from '../../harness/cli/matrix-command.js';
-import { parseBackendList } from '../../harness/cli/backend-list-arg.js';
+import { parseBackendList } from '../../harness/backend-list-arg.js';
 import { buildMatrix, coldStart, MatrixReportSchema, scoreLine } from '../../reports/matrix-model.js';
 import { matrixFixture } from '../helpers/matrix-fixtures.js';
 import { matrixHtml } from '../../reports/matrix-html.js';

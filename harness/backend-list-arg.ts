@@ -1,4 +1,4 @@
-import { SandcheckError } from '../errors.js';
+import { SandcheckError } from './errors.js';
 
 /** `--backend a,b,c` (repeatable): names in order, each once; an empty name is a usage error. */
 export function parseBackendList(value: string, previous: string[] = []): string[] {
