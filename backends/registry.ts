@@ -1,6 +1,7 @@
 import { SandcheckError } from '../harness/errors.js';
 import type { Backend } from './contract.js';
 import { loadModuleBackend } from '../adapter/load-module.js';
+import { PRESET_PREFIX, PRESETS } from './presets/catalog.js';
 
 interface Entry {
   description: string;
@@ -57,8 +58,12 @@ export function backendNames(): string[] {
   return Object.keys(REGISTRY);
 }
 
+/** Every built-in backend, then every preset (`preset:<name>`: a sandbox CLI run through the command backend, docs/presets.md). */
 export function describeBackends(): { name: string; description: string; install: string }[] {
-  return Object.entries(REGISTRY).map(([name, b]) => ({ name, description: b.description, install: b.install }));
+  return [
+    ...Object.entries(REGISTRY).map(([name, b]) => ({ name, description: b.description, install: b.install })),
+    ...PRESETS.map((p) => ({ name: `${PRESET_PREFIX}${p.name}`, description: p.summary, install: p.install })),
+  ];
 }
 
 export function isBuiltinBackend(name: string): boolean {
@@ -72,6 +77,7 @@ export function isBuiltinBackend(name: string): boolean {
  */
 export async function loadBackend(name: string, options?: unknown): Promise<Backend> {
   if (name.startsWith('rpc:')) return (await import('./rpc/index.js')).createRpcBackend(name, options);
+  if (name.startsWith(PRESET_PREFIX)) return (await import('./presets/preset-backend.js')).loadPreset(name.slice(PRESET_PREFIX.length), options);
   const entry = isBuiltinBackend(name) ? REGISTRY[name] : undefined;
   if (!entry) {
     if (name.trim() === '') throw new SandcheckError('BACKEND_UNKNOWN', 'empty backend name', { hint: `choose one of: ${backendNames().join(', ')}, or a module path` });

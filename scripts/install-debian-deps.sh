@@ -20,6 +20,21 @@ apt-get update -qq >/dev/null
 # docker.io + runsc: the docker-default, docker-hardened and gvisor backends;
 # libxml2-utils (xmllint): the tests validate the JUnit files against an XML Schema;
 # podman + catatonit (its --init, only recommended by the package): the docker backend on Podman's API;
+# e2fsprogs (mkfs.ext4): sized workspaces; firejail + systemd-container (systemd-nspawn): the firejail and nspawn presets;
+# socat + ripgrep: the srt presets (docs/presets.md; runsc-do and bwrap-cli use runsc and bubblewrap from above);
 # chromium: the matrix's HTML is rendered in a real browser by its test and scripts/matrix-screenshot.ts.
-apt-get install -y -qq --no-install-recommends python3 bubblewrap util-linux iproute2 tcpdump iptables docker.io runsc libxml2-utils podman catatonit chromium >/dev/null
-echo "installed: python3 bubblewrap util-linux iproute2 tcpdump iptables docker.io runsc libxml2-utils podman catatonit chromium"
+pkgs="python3 bubblewrap util-linux iproute2 tcpdump iptables docker.io runsc libxml2-utils podman catatonit e2fsprogs firejail systemd-container socat ripgrep chromium"
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
+echo "installed: $pkgs"
+
+# The npm-distributed sandbox CLIs of the presets, each in a private prefix under the package (never global; srt's
+# Node 22 comes as the node@22 package into its own prefix, the project's Node is untouched). Versions as measured.
+if command -v npm >/dev/null 2>&1; then
+  root=$(cd "$(dirname "$0")/.." && pwd)
+  npm install --prefix "$root/.presets/codex" --no-audit --no-fund --loglevel=error @openai/codex@0.171.0 >/dev/null
+  npm install --prefix "$root/.presets/srt" --no-audit --no-fund --loglevel=error @anthropic-ai/sandbox-runtime@0.0.78 node@22 >/dev/null
+  echo "installed: @openai/codex@0.171.0 in .presets/codex; @anthropic-ai/sandbox-runtime@0.0.78 and node@22 in .presets/srt"
+else
+  echo "install-debian-deps: npm not found: the codex and srt presets stay unavailable" >&2
+fi

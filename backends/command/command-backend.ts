@@ -15,7 +15,7 @@ import { killMarkedProcesses, killTree } from '../shared/process-kill.js';
 import { stopRunningExec, TeardownOnce } from '../shared/teardown.js';
 import { segmentsOf } from '../shared/workspace-path.js';
 import { createEnvRoot, ensurePrivateDir, getFile, ownerRecord, putFile, removeEnvRoot, type EnvRoot, type Ownership, type SizedFs } from '../bwrap/workspace.js';
-import type { CommandBackendConfig } from './config.js';
+import { HOST_PATH, type CommandBackendConfig } from './config.js';
 import { CountingCgroup, type CountingDetection } from './counting-cgroup.js';
 import { launch, runHelper, type LaunchOutcome, type Running } from './launch.js';
 import { expand, policyValues, type Values } from './template.js';
@@ -41,13 +41,37 @@ export interface CommandRuntime {
   stateDir: string;
 }
 
+/** The tool's answer to its version command: the first line it printed, or why there is none. */
+export type ToolVersionAnswer = { ok: true; version: string } | { ok: false; why: string };
+
 export class CommandBackend implements Backend {
   readonly name: string;
-  readonly description: string;
+  private readonly baseDescription: string;
+  private versionAnswer: Promise<ToolVersionAnswer> | undefined;
+  private versionLine: string | undefined;
 
   constructor(private readonly rt: CommandRuntime) {
     this.name = rt.cfg.name;
-    this.description = `command backend (${rt.cfg.shape}) from ${rt.file}${rt.cfg.description ? `: ${rt.cfg.description}` : ''}`;
+    this.baseDescription = `command backend (${rt.cfg.shape}) from ${rt.file}${rt.cfg.description ? `: ${rt.cfg.description}` : ''}`;
+  }
+
+  /** Reports read it after preflight: the tool's version, once asked, leads it. */
+  get description(): string {
+    return this.versionLine === undefined ? this.baseDescription : `${this.versionLine}; ${this.baseDescription}`;
+  }
+
+  /** The file's `version` command, run once (undefined without one). Never throws. */
+  toolVersion(): Promise<ToolVersionAnswer> | undefined {
+    const v = this.rt.cfg.version;
+    if (!v) return undefined;
+    this.versionAnswer ??= runHelper(v.argv, { PATH: BIN_DIRS.join(':'), LC_ALL: 'C' }, v.timeoutMs, [], this.rt.configDir).then((r): ToolVersionAnswer => {
+      const line = `${r.stdout}\n${r.stderr}`.split('\n').map((l) => l.replace(/[^\x20-\x7e]/g, '').trim()).find((l) => l !== '');
+      if (r.code !== 0) return { ok: false, why: `\`${v.argv.join(' ')}\` ${r.code === null ? 'did not finish' : `exited ${r.code}`}${line ? `: ${line.slice(0, 200)}` : ''}` };
+      if (line === undefined) return { ok: false, why: `\`${v.argv.join(' ')}\` printed nothing` };
+      this.versionLine = line.slice(0, 200);
+      return { ok: true, version: this.versionLine };
+    });
+    return this.versionAnswer;
   }
 
   /** Exactly what the file claims: the probes verify each claim, whatever the policy asks. */
@@ -75,12 +99,19 @@ export class CommandBackend implements Backend {
     if (cfg.workspace === 'disk-image' && !this.rt.tools.mkfs) throw new SandcheckError('BACKEND_UNAVAILABLE', 'mkfs.ext4 is not installed (workspace: disk-image)', { hint: 'apt-get install -y e2fsprogs' });
     // The launcher must exist; it is never run here (a tool's --version may have side effects of its own).
     const [cmd] = cfg.exec.argv;
-    if (cmd === undefined || cmd.startsWith('{')) return;
+    if (cmd === undefined || cmd.startsWith('{')) return this.checkVersion();
     const dirs = (cfg.exec.env['PATH'] ?? BIN_DIRS.join(':')).split(':').filter((d) => isAbsolute(d));
     const found = cmd.includes('/') ? await access(resolve(this.rt.configDir, cmd), constants.X_OK).then(() => cmd, () => undefined) : await findBinary(cmd, dirs);
     if (found === undefined) {
       throw new SandcheckError('BACKEND_UNAVAILABLE', `${this.rt.file}: exec.argv[0] "${cmd}" is not an executable ${cmd.includes('/') ? 'file' : `in ${dirs.join(':')}`}`, { hint: 'install the tool, or give its absolute path' });
     }
+    await this.checkVersion();
+  }
+
+  /** The file's own version command (its author vouches that it is harmless): a tool that cannot answer it is broken here. */
+  private async checkVersion(): Promise<void> {
+    const version = await this.toolVersion();
+    if (version && !version.ok) throw new SandcheckError('BACKEND_UNAVAILABLE', `${this.rt.file}: the tool does not answer its version command: ${version.why}`, { hint: 'install the tool (or fix version.argv)' });
   }
 
   async create(policy: Policy, ctx: BackendContext): Promise<Environment> {
@@ -139,12 +170,17 @@ class CommandEnvironment implements Environment {
     return this.rt.cfg;
   }
 
+  /** The workspace as the box sees it: its host path for tools that show the host's tree. */
+  private get boxWorkspace(): string {
+    return this.cfg.boxWorkspace === HOST_PATH ? this.root.work : this.cfg.boxWorkspace;
+  }
+
   private envValues(): Values {
     return {
       configDir: this.rt.configDir,
       workspace: this.root.work,
       ...(this.root.mounted ? { tmp: this.root.tmp } : {}),
-      boxWorkspace: this.cfg.boxWorkspace,
+      boxWorkspace: this.boxWorkspace,
       envId: this.id,
       runId: this.ctx.runId,
       ...(this.cfg.image !== undefined ? { image: this.cfg.image } : {}),
@@ -230,13 +266,13 @@ class CommandEnvironment implements Environment {
     const status = this.cfg.exec.status;
     const values: Values = {
       ...base,
-      boxCwd: cwd === '' ? this.cfg.boxWorkspace : posix.join(this.cfg.boxWorkspace, cwd),
+      boxCwd: cwd === '' ? this.boxWorkspace : posix.join(this.boxWorkspace, cwd),
       ...(status?.format === 'bwrap-json' ? { statusFd: String(status.fd) } : {}),
       ...(status?.format === 'json-file' ? { statusFile: join(this.root.root, 'status.json') } : {}),
       'argv...': req.argv,
       'env...': this.cfg.exec.envArg ? env.flatMap(([name, value]) => expand(this.cfg.exec.envArg ?? [], { ...base, name, value })) : [],
       'readOnly...': this.cfg.exec.readOnlyArg
-        ? [...this.readOnly].flatMap((rel) => expand(this.cfg.exec.readOnlyArg ?? [], { ...base, hostPath: join(this.root.work, rel), boxPath: posix.join(this.cfg.boxWorkspace, rel) }))
+        ? [...this.readOnly].flatMap((rel) => expand(this.cfg.exec.readOnlyArg ?? [], { ...base, hostPath: join(this.root.work, rel), boxPath: posix.join(this.boxWorkspace, rel) }))
         : [],
     };
     return this.inLab(expand(this.cfg.exec.argv, values));

@@ -8,6 +8,8 @@ import { POLICY_ITEMS } from '../contract.js';
  */
 
 const argvTemplate = z.array(z.string()).min(1);
+/** `boxWorkspace: "{workspace}"`: the box sees the workspace at its host path. */
+export const HOST_PATH = '{workspace}';
 const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'expected an environment variable name' });
 
 export const StatusSourceSchema = z.discriminatedUnion('format', [
@@ -43,8 +45,11 @@ export const CommandBackendConfigSchema = z
     notClaimedReasons: z.partialRecord(z.enum(POLICY_ITEMS), z.string()).default({}),
     /** The host uid (and gid) the tool runs the box as: writable inputs are given to it, read-only ones stay root's. */
     boxUid: z.number().int().min(0).max(4294967294).optional(),
-    /** The workspace as the box sees it: `{boxWorkspace}`, `{boxCwd}` and `{boxPath}` are built on it. */
-    boxWorkspace: z.string().regex(/^\//, { error: 'an absolute path' }).default('/work'),
+    /**
+     * The workspace as the box sees it: `{boxWorkspace}`, `{boxCwd}` and `{boxPath}` are built on it. The literal
+     * `{workspace}` means the box sees the host directory at its host path (tools that show the host's tree: firejail, `runsc do`).
+     */
+    boxWorkspace: z.union([z.literal(HOST_PATH), z.string().regex(/^\//, { error: 'an absolute path, or {workspace} for the host path' })]).default('/work'),
     /**
      * The host side of the workspace (`{workspace}`; `{tmp}` a second directory on the same filesystem):
      * 'disk-image' = an ext4 image of the policy's diskMb, loop-mounted; 'tmpfs' = a sized tmpfs;
@@ -66,6 +71,16 @@ export const CommandBackendConfigSchema = z
       /** Out-of-band outcome; without one the launcher's exit status is the program's (never stderr). */
       status: StatusSourceSchema.optional(),
     }),
+    /**
+     * How to ask the tool for its version (no placeholders): run by preflight with an empty environment and a short
+     * timeout, its first line shown with the backend's description in every report.
+     */
+    version: z
+      .strictObject({
+        argv: argvTemplate,
+        timeoutMs: z.number().int().positive().max(60_000).default(10_000),
+      })
+      .optional(),
     session: z
       .strictObject({
         /** Run once per environment; the first line of its stdout is `{sessionRef}`. */

@@ -4,13 +4,13 @@ import { z } from 'zod';
 import { readConfigFile } from '../../harness/config-file.js';
 import { SandcheckError } from '../../harness/errors.js';
 import { findBinary } from '../shared/find-binary.js';
-import { CommandBackend } from './command-backend.js';
+import { CommandBackend, type CommandRuntime } from './command-backend.js';
 import { CommandBackendConfigSchema, type CommandBackendConfig } from './config.js';
 import { detectCountingRoots } from './counting-cgroup.js';
 import { checkTemplates } from './template.js';
 
-export { CommandBackend, ENV_MARKER } from './command-backend.js';
-export { CommandBackendConfigSchema, StatusSourceSchema, type CommandBackendConfig } from './config.js';
+export { CommandBackend, ENV_MARKER, type CommandRuntime, type ToolVersionAnswer } from './command-backend.js';
+export { CommandBackendConfigSchema, HOST_PATH, StatusSourceSchema, type CommandBackendConfig } from './config.js';
 export { sweepStaleCommandEnvironments } from './sweep.js';
 export { checkTemplates, expand, policyValues, POLICY_PLACEHOLDERS } from './template.js';
 
@@ -45,9 +45,14 @@ export default async function createCommandBackend(options: unknown): Promise<Co
     raw = options;
   }
   const cfg = parseCommandConfig(raw, file);
+  return new CommandBackend(await commandRuntime(cfg, file, ref.success ? dirname(resolve(file)) : process.cwd()));
+}
+
+/** What a command backend needs from this machine besides its file (also used by the presets). */
+export async function commandRuntime(cfg: CommandBackendConfig, file: string, configDir: string): Promise<CommandRuntime> {
   const [nsenter, mkfs, counting] = await Promise.all([findBinary('nsenter'), findBinary('mkfs.ext4'), detectCountingRoots()]);
   const isRoot = process.getuid?.() === 0;
-  return new CommandBackend({ cfg, file, configDir: ref.success ? dirname(resolve(file)) : process.cwd(), tools: { nsenter, mkfs }, counting, stateDir: isRoot ? DEFAULT_STATE_DIR : join(tmpdir(), `sandcheck-command-${process.getuid?.() ?? 'u'}`) });
+  return { cfg, file, configDir, tools: { nsenter, mkfs }, counting, stateDir: isRoot ? DEFAULT_STATE_DIR : join(tmpdir(), `sandcheck-command-${process.getuid?.() ?? 'u'}`) };
 }
 
 export { createCommandBackend };

@@ -32,6 +32,15 @@ export type Values = Partial<Record<Scalar, string>> & Partial<Record<Splice, re
 
 const WHOLE = /^\{([A-Za-z]+(?:\.\.\.)?)\}$/;
 const ANY = /\{[^{}]*\}/;
+const EACH = /\{([A-Za-z]+)\}/g;
+/**
+ * Per-item templates may join their item's values into one argument, for tools whose options take `--opt=value` only
+ * (`--setenv={name}={value}`, `--read-only={hostPath}`): still exactly one argv element, never a shell string.
+ */
+const JOINABLE = new Map<string, readonly string[]>([
+  ['exec.envArg', ENV_ITEM],
+  ['exec.readOnlyArg', READONLY_ITEM],
+]);
 
 /** Which placeholders a template at `key` may use, given the file: anything else is a config error. */
 function allowedAt(key: string, cfg: CommandBackendConfig): Map<string, string | undefined> {
@@ -75,6 +84,12 @@ export function checkTemplates(cfg: CommandBackendConfig, file: string): void {
     const allowed = allowedAt(key, cfg);
     argv.forEach((arg, i) => {
       if (!ANY.test(arg)) return;
+      const joinable = JOINABLE.get(key);
+      if (joinable && !WHOLE.test(arg)) {
+        const rest = arg.replace(EACH, (_m, name: string) => (joinable.includes(name) ? '' : `{${name}}`));
+        if (!ANY.test(rest) && !/[{}]/.test(rest)) return;
+        throw new SandcheckError('CONFIG_INVALID', `${file}: ${key}[${i}]: only ${joinable.map((p) => `{${p}}`).join(' ')} may be joined with text in one argument, got "${arg}"`);
+      }
       const whole = WHOLE.exec(arg);
       if (!whole) throw new SandcheckError('CONFIG_INVALID', `${file}: ${key}[${i}]: a placeholder must be a whole argument, got "${arg}"`);
       const name = whole[1] ?? '';
@@ -87,6 +102,9 @@ export function checkTemplates(cfg: CommandBackendConfig, file: string): void {
       if (why !== undefined) throw new SandcheckError('CONFIG_INVALID', `${file}: ${key}[${i}]: {${name}} is not set: ${why}`);
     });
   }
+  cfg.version?.argv.forEach((arg, i) => {
+    if (ANY.test(arg)) throw new SandcheckError('CONFIG_INVALID', `${file}: version.argv[${i}]: the version command takes no placeholders, got "${arg}"`);
+  });
   if (!cfg.exec.argv.includes('{argv...}')) throw new SandcheckError('CONFIG_INVALID', `${file}: exec.argv: the template never runs the program (no {argv...})`);
 }
 
@@ -114,7 +132,13 @@ export function expand(template: readonly string[], values: Values): string[] {
   for (const arg of template) {
     const name = WHOLE.exec(arg)?.[1];
     if (name === undefined) {
-      out.push(arg);
+      // A joined per-item argument (checked by checkTemplates): its item values in place, one element.
+      out.push(
+        arg.replace(EACH, (m, p: string) => {
+          const v = (ENV_ITEM as readonly string[]).includes(p) || (READONLY_ITEM as readonly string[]).includes(p) ? values[p as Scalar] : undefined;
+          return v ?? m;
+        }),
+      );
       continue;
     }
     if (name.endsWith('...')) {

@@ -84,6 +84,14 @@ export async function main(argv: readonly string[]): Promise<number> {
     });
 
   program
+    .command('backends')
+    .description('every built-in backend and preset: its claims (ci policy), whether it works here, the exact install command when it does not')
+    .option('--json', 'print the report as JSON')
+    .action(async (o) => {
+      code = await (await import('./backends-command.js')).backendsCommand({ json: o.json === true }, process.stdout);
+    });
+
+  program
     .command('list')
     .description('list probes and task cases: id, category, policy item, ATT&CK and CWE ids, title')
     .option('--json', 'machine-readable output')

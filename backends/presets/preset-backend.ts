@@ -1,0 +1,44 @@
+import { z } from 'zod';
+import { SandcheckError } from '../../harness/errors.js';
+import { CommandBackend, commandRuntime, parseCommandConfig, type CommandRuntime } from '../command/index.js';
+import { findPreset, missingRequirements, PRESET_PREFIX, presetNames } from './catalog.js';
+import type { PresetDefinition } from './model.js';
+
+/** A preset: the command backend on a shipped file, whose preflight first names what is missing and how to install it. */
+export class PresetBackend extends CommandBackend {
+  constructor(
+    readonly preset: PresetDefinition,
+    rt: CommandRuntime,
+  ) {
+    super(rt);
+  }
+
+  override async preflight(): Promise<void> {
+    const missing = await missingRequirements(this.preset);
+    if (missing.length > 0) {
+      throw new SandcheckError('BACKEND_UNAVAILABLE', `preset ${this.preset.name}: ${missing.map((m) => m.binary).join(', ')} ${missing.length === 1 ? 'is' : 'are'} not installed`, {
+        hint: `install with: ${this.preset.install}`,
+      });
+    }
+    await super.preflight();
+  }
+}
+
+/** Presets take no options: what they run is the tool's documented mode; your own variant is a command backend file. */
+const PresetOptions = z.union([z.undefined(), z.null(), z.strictObject({})]);
+
+export async function loadPreset(name: string, options?: unknown): Promise<PresetBackend> {
+  const def = findPreset(name);
+  if (!def) {
+    throw new SandcheckError('BACKEND_UNKNOWN', `no preset "${name}"`, { hint: `presets: ${presetNames().map((n) => PRESET_PREFIX + n).join(', ')}` });
+  }
+  if (!PresetOptions.safeParse(options).success) {
+    throw new SandcheckError('CONFIG_INVALID', `preset ${name} takes no --backend-config options`, {
+      hint: 'to change its flags, copy its configuration into a file of your own and run it with --backend command --backend-config FILE (docs/presets.md)',
+    });
+  }
+  const { raw, configDir } = await def.config();
+  const file = `preset ${name}`;
+  const cfg = parseCommandConfig(raw, file);
+  return new PresetBackend(def, await commandRuntime(cfg, file, configDir));
+}

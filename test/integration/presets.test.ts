@@ -1,0 +1,260 @@
+/**
+ * Every shipped preset whose tool is installed here runs the whole security and task suites once, inside the run's
+ * lab, under the ci policy, through the CLI exactly as a user runs it (`sandcheck run --backend preset:<name>`, which
+ * first repeats the blocking adapter checks and refuses a preset that fails one). The verdicts measured on this
+ * machine kind are kept as named expectations: a crossing that goes away or a new one fails the test, and so does a
+ * held probe that stops holding. A preset whose tool is missing is skipped with its install command as the reason.
+ *
+ * Time: 1 to 2 minutes per preset on 2 busy cores (8 presets: about 15 minutes).
+ */
+import { readdir } from 'node:fs/promises';
+import { execa } from 'execa';
+import { describe, expect, it } from 'vitest';
+import { PRESETS, missingRequirements } from '../../backends/presets/catalog.js';
+import type { SecurityScorecard } from '../../harness/model/scorecard.js';
+import { probeLabSupport } from '../../lab/netns/support.js';
+import { readCards, sandcheck, tempOut } from '../helpers/cli.js';
+
+interface Expectation {
+  /** The blocking adapter checks the preset fails (empty: it passes, and `run` trusts it). */
+  adapterFails: readonly string[];
+  /** Crossings measured here, each with the reason the judge gives: exactly these, no more, no fewer. */
+  crossed: Record<string, RegExp>;
+  /** Probes that must be held (the preset's claims that the suite verified). */
+  held: readonly string[];
+  /** The only inconclusive results allowed, with the reason each must give. */
+  inconclusive: Record<string, RegExp>;
+  /** Task cases that come out other than expected, with the reason. */
+  taskUnexpected: Record<string, RegExp>;
+  /** The tool's version line that must lead the backend's description in the scorecard. */
+  version: RegExp;
+}
+
+/** On 2 shared cores the wall clock may stop a resource probe before its own limit acts: honest, never held. */
+const LOAD_SENSITIVE: Record<string, RegExp> = {
+  'memory-bomb': /the wall clock, not the memory limit, stopped it/,
+  'disk-fill': /stopped by a clock/,
+};
+/**
+ * A tool that fails to start one box (exit before the payload ran: no answer to the challenge) makes that probe
+ * inconclusive, never held. Seen once for firejail in three whole-suite runs and not reproduced alone: at most one
+ * such result per run is tolerated, in place of a held or an inconclusive expectation.
+ */
+const START_FAILURE = /the payload never demonstrably started/;
+const MAX_START_FAILURES = 1;
+const LOAD_SENSITIVE_TASKS: Record<string, RegExp> = {
+  'resource-headroom': /stopped by the backend's wall clock|stopped by the harness/,
+};
+
+const NETWORK = ['metadata-ipv4', 'metadata-ipv6', 'metadata-alt-forms', 'public-egress-ipv4', 'public-egress-ipv6', 'udp-egress', 'icmp-ping', 'dns-exfil', 'lateral-movement'];
+const OUTPUT = ['stdout-flood', 'stderr-flood', 'long-line', 'wall-clock-spin', 'wall-clock-sleep'];
+const EXPORTS = ['export-symlink-host', 'export-symlink-dir', 'export-hardlink', 'archive-dotdot', 'archive-absolute', 'archive-symlink-then-write', 'zip-slip', 'export-many-small', 'export-huge-file', 'export-type-smuggling'];
+/** The adapter checks a box that cannot write its workspace fails. */
+const CANNOT_WRITE = ['files.nested'];
+
+const EXPECTED: Record<string, Expectation> = {
+  'bwrap-cli': {
+    adapterFails: [],
+    crossed: {},
+    held: ['secret-decoy-file', 'download-api-links', 'read-only-input', 'identity-uid', 'identity-capabilities', 'secret-decoy-env', 'ptrace-host-decoy', 'fork-bomb', 'residue', 'survive-teardown', ...NETWORK, ...OUTPUT, ...EXPORTS],
+    inconclusive: {},
+    taskUnexpected: {},
+    version: /^bubblewrap \d/,
+  },
+  firejail: {
+    adapterFails: [],
+    // default.profile blacklists a fixed list of paths: the run's decoy home is not on it, nor is a daemon socket.
+    crossed: {
+      'secret-decoy-file': /decoy secrets left the box/,
+      'daemon-socket': /talked to a daemon socket on the host/,
+      // noroot does not apply to a sandbox started by root (firejail's man page): the box stays uid 0, with no capabilities.
+      'identity-uid': /runs as root \(euid 0\) on the host/,
+      'identity-setuid': /the box already ran as root/,
+      // The user's SSH agent socket under the host's /tmp is reachable (default.profile keeps /tmp).
+      'agent-socket': /reached the user's SSH agent decoy/,
+    },
+    held: ['download-api-links', 'read-only-input', 'identity-capabilities', 'identity-no-new-privs', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'survive-teardown', ...OUTPUT, ...EXPORTS],
+    // The host's whole tree is visible: the search walk runs out of its budget before it covers it.
+    inconclusive: { 'host-search': /ran out of its entry or time budget/ },
+    taskUnexpected: {},
+    version: /^firejail version \d/,
+  },
+  'runsc-do': {
+    adapterFails: [],
+    crossed: {},
+    held: ['secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', ...NETWORK, ...OUTPUT, ...EXPORTS],
+    // The sentry hides the box's processes from the host, and its gofer makes no FIFO or device node.
+    inconclusive: {
+      'survive-teardown': /never saw the daemon alive/,
+      'export-special-files': /none of the hostile artifacts exists in the box/,
+      // The sentry's keyring is its own: the box's own key (the positive control) does not come back either.
+      'keyring-decoy': /the box's own key never came back/,
+    },
+    // The counting cgroup around runsc does not see the sentry's memory for the box.
+    taskUnexpected: { 'resource-headroom': /did not use the headroom/ },
+    version: /^runsc version /,
+  },
+  nspawn: {
+    adapterFails: [],
+    // Root with CAP_SYS_ADMIN and no user namespace (--private-users is off by default): it mounts the host's disk.
+    crossed: { 'escape-mount-host': /mount the host's disk and read a host decoy/ },
+    held: ['secret-decoy-file', 'daemon-socket', 'download-api-links', 'read-only-input', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'residue', 'survive-teardown', ...NETWORK, ...OUTPUT, ...EXPORTS],
+    inconclusive: {},
+    taskUnexpected: {},
+    version: /^systemd \d+/,
+  },
+  'codex-sandbox': {
+    // The default mode (:read-only): a program cannot write its results, so adapter check fails and the run is measured with --skip-adapter-check.
+    adapterFails: CANNOT_WRITE,
+    crossed: {
+      // The host's kernel keyrings are not namespaced: the box reads the host's session and user keys.
+      'keyring-decoy': /read a host decoy key from the kernel keyring/,
+    },
+    held: ['read-only-input', 'icmp-ping', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'survive-teardown', ...OUTPUT],
+    // Export probes cannot write their hostile artifacts; socket() itself is refused by seccomp (see codex-sandbox-workspace).
+    inconclusive: {
+      ...Object.fromEntries([...EXPORTS, 'export-special-files', 'agent-socket', ...NETWORK.filter((id) => id !== 'icmp-ping')].map((id) => [id, /did not finish its attempt/])),
+      'abstract-socket': /positive control\) never answered/,
+    },
+    // Every legitimate case that writes a result fails: nothing is writable.
+    taskUnexpected: Object.fromEntries(['average-correct', 'json-transform', 'daily-totals', 'png-chart', 'resource-headroom', 'max-export-files', 'exit-code-propagation', 'average-corrected'].map((id) => [id, /ended with exit code 1/])),
+    version: /^codex-cli \d/,
+  },
+  'codex-sandbox-workspace': {
+    adapterFails: [],
+    crossed: {
+      // The host's kernel keyrings are not namespaced: the box reads the host's session and user keys.
+      'keyring-decoy': /read a host decoy key from the kernel keyring/,
+    },
+    held: ['icmp-ping', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'survive-teardown', ...OUTPUT, ...EXPORTS],
+    // Codex's seccomp filter refuses socket() itself (EPERM): the payload helper does not count that as an attempt yet.
+    inconclusive: {
+      ...Object.fromEntries([...NETWORK.filter((id) => id !== 'icmp-ping'), 'agent-socket'].map((id) => [id, /did not finish its attempt/])),
+      'abstract-socket': /positive control\) never answered/,
+    },
+    taskUnexpected: {},
+    version: /^codex-cli \d/,
+  },
+  srt: {
+    // Built-in defaults: writes denied, so adapter check fails and the run is measured with --skip-adapter-check.
+    adapterFails: CANNOT_WRITE,
+    crossed: {
+      // The host's kernel keyrings are not namespaced: the box reads the host's session and user keys.
+      'keyring-decoy': /read a host decoy key from the kernel keyring/,
+    },
+    held: ['read-only-input', 'secret-decoy-env', 'decoy-process-environ', ...NETWORK, ...OUTPUT],
+    inconclusive: {
+      ...Object.fromEntries([...EXPORTS, 'export-special-files', 'agent-socket', 'abstract-socket'].map((id) => [id, /did not finish its attempt/])),
+      // The daemon cannot write its heartbeat anywhere; ptrace of its own child is refused.
+      'survive-teardown': /did not finish its attempt/,
+      'ptrace-host-decoy': /in-box positive control/,
+    },
+    taskUnexpected: Object.fromEntries(['average-correct', 'json-transform', 'daily-totals', 'png-chart', 'resource-headroom', 'max-export-files', 'exit-code-propagation', 'average-corrected'].map((id) => [id, /ended with exit code 1/])),
+    version: /^0\.0\.\d+;/,
+  },
+  'srt-deny-home': {
+    adapterFails: [],
+    // Denying ~ leaves credentials kept anywhere else readable: the run's decoy home is not root's home.
+    crossed: {
+      'secret-decoy-file': /decoy secrets left the box/,
+      // srt allows reads everywhere but ~: a host process's /proc/<pid>/root leads to the decoy too.
+      'escape-proc-root': /read a host decoy through a host process's \/proc\/<pid>\/root/,
+      // The host's kernel keyrings are not namespaced: the box reads the host's session and user keys.
+      'keyring-decoy': /read a host decoy key from the kernel keyring/,
+    },
+    held: ['download-api-links', 'secret-decoy-env', 'decoy-process-environ', 'survive-teardown', ...NETWORK, ...OUTPUT, ...EXPORTS],
+    inconclusive: {
+      // srt's seccomp filter refuses socket(AF_UNIX) itself: the payload does not count that as an attempt yet.
+      'daemon-socket': /did not finish its attempt/,
+      'agent-socket': /did not finish its attempt/,
+      'abstract-socket': /did not finish its attempt/,
+      'host-search': /did not finish its attempt/,
+      'ptrace-host-decoy': /in-box positive control/,
+    },
+    taskUnexpected: {},
+    version: /^0\.0\.\d+;/,
+  },
+};
+
+async function skipReason(name: string): Promise<string | undefined> {
+  if (process.getuid?.() !== 0) return 'needs root (the lab, counting cgroups, sized workspaces)';
+  const def = PRESETS.find((p) => p.name === name);
+  if (!def) return `no preset ${name}`;
+  const missing = await missingRequirements(def);
+  if (missing.length > 0) return `${missing.map((m) => m.binary).join(', ')} not installed: ${def.install}`;
+  const lab = await probeLabSupport();
+  return lab.available ? undefined : `no lab: ${lab.reason}`;
+}
+
+function count(card: SecurityScorecard): string {
+  const s = card.summary;
+  return `held ${s.held}, crossed ${s.crossed}, inconclusive ${s.inconclusive}, not-applicable ${s.notApplicable}, unenforced ${s.unenforced}`;
+}
+
+for (const [name, want] of Object.entries(EXPECTED)) {
+  const skip = await skipReason(name);
+  describe.skipIf(skip !== undefined)(`preset:${name}: the whole suite inside the lab, ci policy${skip ? ` (skipped: ${skip})` : ''}`, () => {
+    it('gives the verdicts measured on this machine kind, with outside evidence for every crossing', { timeout: 600_000 }, async () => {
+      const out = await tempOut();
+      // A preset that fails adapter check (its default mode cannot write results) is measured anyway, said so below.
+      const unchecked = want.adapterFails.length > 0 ? ['--skip-adapter-check'] : [];
+      const res = await sandcheck(['run', '--backend', `preset:${name}`, '--policy', 'ci', '--out', out, ...unchecked]);
+      // 0 or 1 (a crossing or an unenforced item); 3 would be a refusal (a blocking adapter check failed).
+      expect([0, 1], res.all?.slice(-3000)).toContain(res.exitCode);
+      if (unchecked.length === 0) expect(res.all).toMatch(new RegExp(`adapter preset:${name}: \\d+ blocking check\\(s\\) passed`));
+      const { security, task } = await readCards(out);
+      console.log(`preset:${name}: ${count(security)}; task ${task.summary.asExpected}/${task.summary.total} as expected`);
+      expect(security.backend.name).toBe(name);
+      expect(security.backend.description).toMatch(want.version);
+
+      const byId = new Map(security.results.map((r) => [r.id, r]));
+      const crossed = security.results.filter((r) => r.verdict === 'crossed');
+      expect(crossed.map((r) => r.id).sort(), crossed.map((r) => `${r.id}: ${r.reason}`).join('\n')).toEqual(Object.keys(want.crossed).sort());
+      for (const r of crossed) {
+        expect(r.reason).toMatch(want.crossed[r.id] ?? /^$/);
+        expect(r.evidence.some((e) => e.source === 'outside'), `${r.id} crossed without outside evidence`).toBe(true);
+      }
+      const startFailures = security.results.filter((r) => r.verdict === 'inconclusive' && START_FAILURE.test(r.reason) && !want.inconclusive[r.id]?.test(r.reason));
+      expect(startFailures.length, startFailures.map((r) => `${r.id}: ${r.reason}`).join('\n')).toBeLessThanOrEqual(MAX_START_FAILURES);
+      const startFailed = new Set(startFailures.map((r) => r.id));
+      for (const id of want.held) {
+        if (startFailed.has(id)) continue;
+        expect(`${id}: ${byId.get(id)?.verdict}`, byId.get(id)?.reason).toBe(`${id}: held`);
+      }
+      const badInconclusive = security.results
+        .filter((r) => r.verdict === 'inconclusive' && !startFailed.has(r.id) && !want.inconclusive[r.id]?.test(r.reason) && !LOAD_SENSITIVE[r.id]?.test(r.reason))
+        .map((r) => `${r.id}: ${r.reason}`);
+      expect(badInconclusive).toEqual([]);
+      // What the preset does not claim and the policy requires is unenforced, never held.
+      for (const r of security.results) {
+        if (!security.backend.enforces.includes(r.policyItem)) expect(r.verdict, `${r.id} (${r.policyItem} not claimed)`).not.toBe('held');
+      }
+
+      const unexpected = task.results.filter((r) => r.outcome !== 'as-expected');
+      const badTasks = unexpected.filter((r) => !want.taskUnexpected[r.id]?.test(r.reason) && !LOAD_SENSITIVE_TASKS[r.id]?.test(r.reason)).map((r) => `${r.id}: ${r.reason}`);
+      expect(badTasks).toEqual([]);
+      for (const [id, reason] of Object.entries(want.taskUnexpected)) {
+        const r = task.results.find((t) => t.id === id);
+        expect(`${id}: ${r?.outcome}`, r?.reason).toBe(`${id}: unexpected`);
+        expect(r?.reason).toMatch(reason);
+      }
+
+      // Nothing of the run is left: no counting cgroup, no lab namespace.
+      const runId = security.run.id;
+      for (const c of ['memory', 'pids', 'cpuacct', 'freezer']) {
+        expect((await readdir(`/sys/fs/cgroup/${c}`).catch(() => [])).filter((n) => n.startsWith(`sccmd-${runId}`))).toEqual([]);
+      }
+      const netns = await execa('ip', ['netns', 'list'], { reject: false });
+      expect(netns.stdout).not.toContain(`sc-${runId}`);
+    });
+
+    if (want.adapterFails.length > 0) {
+      it('fails exactly the blocking adapter checks it cannot meet', { timeout: 300_000 }, async () => {
+        const res = await sandcheck(['adapter', 'check', '--backend', `preset:${name}`, '--policy', 'ci', '--json']);
+        const report = JSON.parse(res.stdout) as { checks: { id: string; blocking: boolean; status: string }[] };
+        expect(report.checks.filter((c) => c.blocking && c.status === 'fail').map((c) => c.id).sort()).toEqual([...want.adapterFails].sort());
+      });
+    }
+  });
+}
+
