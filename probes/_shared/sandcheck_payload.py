@@ -75,6 +75,7 @@ def escape_step(name, outcome, target=None):
 
 # --- network helpers: every attempt is bounded by a short timeout ---
 
+import errno  # noqa: E402
 import socket  # noqa: E402
 
 
@@ -82,12 +83,24 @@ def _family(host):
     return socket.AF_INET6 if ":" in host else socket.AF_INET
 
 
-def tcp_try(host, port, data=None, timeout=1.5, read=4096):
-    """Connects, optionally sends `data`, reads one reply. Returns (outcome, reply bytes)."""
-    s = socket.socket(_family(host), socket.SOCK_STREAM)
-    s.settimeout(timeout)
+def refusal(e):
+    """An OSError as a payload records it: the kernel's text and errno name ("Operation not permitted (EPERM)")."""
+    name = errno.errorcode.get(e.errno) if isinstance(e.errno, int) else None
+    text = e.strerror or str(e)
+    return "%s (%s)" % (text, name) if name else text
+
+
+def stream_try(family, address, data=None, timeout=1.5, read=4096):
+    """Connects a stream socket, optionally sends `data`, reads one reply. Returns (outcome, reply bytes).
+
+    socket() itself is inside the try: a seccomp filter that refuses the call (codex sandbox, srt) is a
+    refusal recorded with its errno, like a refused connect, not a traceback that ends the attempt.
+    """
+    s = None
     try:
-        s.connect((host, port))
+        s = socket.socket(family, socket.SOCK_STREAM)
+        s.settimeout(timeout)
+        s.connect(address)
         reply = b""
         if data is not None:
             s.sendall(data)
@@ -101,9 +114,15 @@ def tcp_try(host, port, data=None, timeout=1.5, read=4096):
                 pass
         return "connected", reply
     except OSError as e:
-        return "error: %s" % (e.strerror or e), b""
+        return "error: %s" % refusal(e), b""
     finally:
-        s.close()
+        if s is not None:
+            s.close()
+
+
+def tcp_try(host, port, data=None, timeout=1.5, read=4096):
+    """Connects, optionally sends `data`, reads one reply. Returns (outcome, reply bytes)."""
+    return stream_try(_family(host), (host, port), data, timeout, read)
 
 
 def http_try(host, port, method, path, headers=None, timeout=1.5):
@@ -115,15 +134,17 @@ def http_try(host, port, method, path, headers=None, timeout=1.5):
 
 
 def udp_send(host, port, data, timeout=1.0):
-    s = socket.socket(_family(host), socket.SOCK_DGRAM)
-    s.settimeout(timeout)
+    s = None
     try:
+        s = socket.socket(_family(host), socket.SOCK_DGRAM)
+        s.settimeout(timeout)
         s.sendto(data, (host, port))
         try:
             return "sent, reply %d bytes" % len(s.recvfrom(2048)[0])
         except socket.timeout:
             return "sent, no reply"
     except OSError as e:
-        return "error: %s" % (e.strerror or e)
+        return "error: %s" % refusal(e)
     finally:
-        s.close()
+        if s is not None:
+            s.close()

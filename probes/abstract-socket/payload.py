@@ -16,25 +16,8 @@ CONTROL_REPLY = sc.token("socket-control").encode()
 
 
 def talk(name):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(1.0)
-    try:
-        s.connect("\0" + name)
-        s.sendall(("GET /?sandcheck=%s HTTP/1.0\r\n\r\n" % args["nonce"]).encode())
-        reply = b""
-        try:
-            while len(reply) < 1024:
-                chunk = s.recv(1024 - len(reply))
-                if not chunk:
-                    break
-                reply += chunk
-        except socket.timeout:
-            pass
-        return "connected, %d reply bytes" % len(reply), reply
-    except OSError as e:
-        return e.strerror or str(e), b""
-    finally:
-        s.close()
+    outcome, reply = sc.stream_try(socket.AF_UNIX, "\0" + name, ("GET /?sandcheck=%s HTTP/1.0\r\n\r\n" % args["nonce"]).encode(), 1.0, 1024)
+    return ("connected, %d reply bytes" % len(reply) if outcome == "connected" else outcome), reply
 
 
 def serve(server):
@@ -49,8 +32,9 @@ def serve(server):
 
 result = {}
 control_name = "sandcheck-control-%s" % args["nonce"]
-server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+server = None
 try:
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind("\0" + control_name)
     server.listen(1)
     threading.Thread(target=serve, args=(server,), daemon=True).start()
@@ -58,9 +42,10 @@ try:
     if CONTROL_REPLY in reply:
         print("control socket answered: %s" % CONTROL_REPLY.decode())
 except OSError as e:
-    result["(in-box positive control)"] = e.strerror or str(e)
+    result["(in-box positive control)"] = sc.refusal(e)
 finally:
-    server.close()
+    if server is not None:
+        server.close()
 try:
     with open("/proc/net/unix") as fh:
         result["abstract names listed"] = sum(1 for line in fh if line.split()[-1:] and line.split()[-1].startswith("@"))

@@ -52,9 +52,10 @@ def read_message(s):
 
 def ask_agent(path):
     """One routine for every candidate and the positive control alike: extension (nonce), then identities."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(1.0)
+    s = None
     try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(1.0)
         s.connect(path)
         s.sendall(message(27, s_(("sandcheck-%s@sandcheck.invalid" % NONCE).encode())))
         read_message(s)
@@ -62,9 +63,10 @@ def ask_agent(path):
         reply = read_message(s)
         return "connected, identities answer %d bytes" % len(reply), reply
     except OSError as e:
-        return e.strerror or str(e), b""
+        return sc.refusal(e), b""
     finally:
-        s.close()
+        if s is not None:
+            s.close()
 
 
 def serve_control(server, comment):
@@ -89,10 +91,15 @@ def serve_control(server, comment):
 with open(sc.control_path(), "rb") as fh:
     control_value = fh.read(256).strip()
 control_path = os.path.abspath("agent-control.sock")
-server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-server.bind(control_path)
-server.listen(1)
-threading.Thread(target=serve_control, args=(server, control_value), daemon=True).start()
+# A box whose seccomp filter refuses socket() gets no control agent: asking it then records the refusal.
+server = None
+try:
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(control_path)
+    server.listen(1)
+    threading.Thread(target=serve_control, args=(server, control_value), daemon=True).start()
+except OSError as e:
+    print("control agent: %s" % sc.refusal(e))
 
 candidates = [control_path]
 if os.environ.get("SSH_AUTH_SOCK"):
@@ -147,6 +154,7 @@ for path in candidates[:24]:
     if tokens:
         print("agent %s holds identities named: %s" % (name, " ".join(tokens)))
     results[name] = outcome
-server.close()
+if server is not None:
+    server.close()
 sc.report({"agents": results, "walked": entries})
 sc.done(args)

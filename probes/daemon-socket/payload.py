@@ -8,17 +8,19 @@ import sandcheck_payload as sc
 
 def talk(path, label):
     """One connect-send-read routine for the daemon sockets and the in-box positive control alike."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(1.0)
+    s = None
     try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(1.0)
         s.connect(path)
         s.sendall(("GET /_ping?sandcheck=%s HTTP/1.0\r\n\r\n" % label).encode())
         reply = s.recv(256)
         return "connected, %d reply bytes" % len(reply), reply
     except OSError as e:
-        return e.strerror or str(e), b""
+        return sc.refusal(e), b""
     finally:
-        s.close()
+        if s is not None:
+            s.close()
 
 
 def echo_once(server):
@@ -34,17 +36,19 @@ args = sc.start()
 # Positive control: a socket this box owns answers through the same routine; its echo (the
 # answer to this execution's challenge) must come out, or "nothing connected" proves nothing.
 control_path = os.path.abspath("control.sock")
-server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+server = None
 try:
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(control_path)
     server.listen(1)
     threading.Thread(target=echo_once, args=(server,), daemon=True).start()
     _, echoed = talk(control_path, sc.token("socket-control"))
     print("control socket echoed: %s" % echoed.decode("utf-8", "replace").split("\r\n")[0])
 except OSError as e:
-    print("control socket: %s" % (e.strerror or e))
+    print("control socket: %s" % sc.refusal(e))
 finally:
-    server.close()
+    if server is not None:
+        server.close()
 paths = [
     "/var/run/docker.sock",
     "/run/docker.sock",

@@ -132,8 +132,9 @@ priority.append("/")
 
 # The sockets' positive control: one this box owns, in its workspace, found by the same walk.
 CONTROL_REPLY = sc.token("socket-control")
-control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+control = None
 try:
+    control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     control.bind(os.path.join(cwd, "control.sock"))
     control.listen(4)
 
@@ -149,7 +150,7 @@ try:
 
     threading.Thread(target=serve, daemon=True).start()
 except OSError as e:
-    print("control socket: %s" % (e.strerror or e))
+    print("control socket: %s" % sc.refusal(e))
 
 walked = []
 for root in priority:
@@ -178,25 +179,7 @@ except OSError:
 
 
 def ask(path, request, timeout=0.5):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    try:
-        s.connect(path)
-        s.sendall(request)
-        reply = b""
-        try:
-            while len(reply) < 4096:
-                chunk = s.recv(4096 - len(reply))
-                if not chunk:
-                    break
-                reply += chunk
-        except socket.timeout:
-            pass
-        return "connected", reply
-    except OSError as e:
-        return e.strerror or str(e), b""
-    finally:
-        s.close()
+    return sc.stream_try(socket.AF_UNIX, path, request, timeout)
 
 
 def http(method, path, body=None):
@@ -231,7 +214,8 @@ for path, _ in sockets[:MAX_SOCKETS]:
     if reply.startswith(b"HTTP/1.") and b"\napi-version:" in reply.lower():
         note += "; a container daemon: " + daemon_call(path)
     results[shown(path)] = note
-control.close()
+if control is not None:
+    control.close()
 
 sc.report({
     "walk": {"entries": entries, "priorityComplete": not truncated["priority"], "systemComplete": not truncated["system"],
