@@ -16,8 +16,9 @@ export class PresetBackend extends CommandBackend {
   override async preflight(): Promise<void> {
     const missing = await missingRequirements(this.preset);
     if (missing.length > 0) {
-      throw new SandcheckError('BACKEND_UNAVAILABLE', `preset ${this.preset.name}: ${missing.map((m) => m.binary).join(', ')} ${missing.length === 1 ? 'is' : 'are'} not installed`, {
-        hint: `install with: ${this.preset.install}`,
+      // The hint is the exact command alone: `backends` and `doctor` show it as the install command, `run` prints it.
+      throw new SandcheckError('BACKEND_UNAVAILABLE', `preset ${this.preset.name}: ${missing.map((m) => m.binary).join(', ')} ${missing.length === 1 ? 'is' : 'are'} not installed; install with: ${this.preset.install}`, {
+        hint: this.preset.install,
       });
     }
     await super.preflight();

@@ -4,6 +4,7 @@ import { describeBackends, loadBackend } from '../../backends/registry.js';
 import { safeJsonStringify, visibleLine } from '../../reports/clean-text.js';
 import { SandcheckError, errorMessage } from '../errors.js';
 import { CI_POLICY } from '../model/policy.js';
+import { nameColumn } from './doctor.js';
 
 export const BACKENDS_REPORT_VERSION = '1.0.0';
 
@@ -38,11 +39,12 @@ function versionOf(b: Backend): Promise<{ ok: true; version: string } | { ok: fa
   return typeof ask === 'function' ? ask.call(b) : undefined;
 }
 
-async function entry(name: string, description: string, install: string): Promise<BackendsEntry> {
+/** One backend's line: loaded (by `load`, the registry unless a test says otherwise), asked for its claims, preflighted. */
+export async function backendEntry(name: string, description: string, install: string, load: (name: string) => Promise<Backend> = loadBackend): Promise<BackendsEntry> {
   const kind: BackendsEntry['kind'] = name.startsWith('preset:') ? 'preset' : 'built-in';
   let backend: Backend | undefined;
   try {
-    backend = await loadBackend(name);
+    backend = await load(name);
     const caps = backend.capabilities(CI_POLICY);
     const base: Omit<BackendsEntry, 'status'> = { name, kind, description, isolation: caps.isolation, claims: [...caps.enforces] };
     try {
@@ -66,12 +68,12 @@ async function entry(name: string, description: string, install: string): Promis
 export async function backendsReport(): Promise<BackendsReport> {
   const backends: BackendsEntry[] = [];
   // One at a time: a preflight may start a tool, and the machine is shared.
-  for (const b of describeBackends()) backends.push(await entry(b.name, b.description, b.install));
+  for (const b of describeBackends()) backends.push(await backendEntry(b.name, b.description, b.install));
   return BackendsReportSchema.parse({ report: 'sandcheck-backends', version: BACKENDS_REPORT_VERSION, policy: 'ci', backends });
 }
 
-function text(e: BackendsEntry): string {
-  const lines = [`${e.status.padEnd(12)} ${e.name}${e.version ? `  (${e.version})` : ''}`, `             ${e.description}`];
+function text(e: BackendsEntry, width: number): string {
+  const lines = [`${e.status.padEnd(12)} ${e.version ? `${e.name.padEnd(width)}  (${e.version})` : e.name}`, `             ${e.description}`];
   if (e.claims.length > 0) lines.push(`             claims: ${e.claims.join(', ')}`);
   else if (e.isolation === 'none') lines.push('             claims: nothing (the unsandboxed control)');
   if (e.detail) lines.push(`             ${e.detail}`);
@@ -89,7 +91,13 @@ export async function backendsCommand(opts: { json?: boolean }, out: NodeJS.Writ
     out.write(`${safeJsonStringify(report, 2)}\n`);
     return 0;
   }
-  const available = report.backends.filter((b) => b.status === 'available').length;
-  out.write(`${report.backends.map(text).join('\n')}\n\n${available} of ${report.backends.length} available here; claims are for the ci policy (sandcheck run verifies each)\n`);
+  out.write(backendsText(report));
   return 0;
+}
+
+/** `sandcheck backends` as text: the versions in one column after the longest name. */
+export function backendsText(report: BackendsReport): string {
+  const width = nameColumn(report.backends.map((b) => b.name));
+  const available = report.backends.filter((b) => b.status === 'available').length;
+  return `${report.backends.map((b) => text(b, width)).join('\n')}\n\n${available} of ${report.backends.length} available here; claims are for the ci policy (sandcheck run verifies each)\n`;
 }

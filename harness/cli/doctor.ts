@@ -79,9 +79,23 @@ export async function doctorReport(opts: { backend?: string; backendConfig?: str
   return DoctorReportSchema.parse({ doctor: 'sandcheck-doctor', version: DOCTOR_REPORT_VERSION, ok, exitCode: ok ? EXIT.ok : EXIT.unexpected, chosen, lab, backends });
 }
 
-function line(c: DoctorCheck): string {
-  const head = `${c.status.padEnd(8)} ${c.name.padEnd(16)} ${c.detail}`;
+/** The name column of `doctor` and `backends`: as wide as the longest name shown (preset:codex-sandbox-workspace), at least 16. */
+export function nameColumn(names: readonly string[]): number {
+  return Math.max(16, ...names.map((n) => n.length));
+}
+
+function line(c: DoctorCheck, width: number): string {
+  const head = `${c.status.padEnd(8)} ${c.name.padEnd(width)} ${c.detail}`;
   return c.hint ? `${head}\n         ${c.status === 'missing' ? 'install: ' : ''}${c.hint}` : head;
+}
+
+/** `sandcheck doctor` as text: one line per backend and for the lab, then the chosen backend, names in one column. */
+export function doctorText(report: DoctorReport): string {
+  const width = nameColumn([...report.backends, report.lab, report.chosen].map((c) => c.name));
+  const lines = [...report.backends.map((c) => line(c, width)), line(report.lab, width)];
+  const fallback = report.chosen.fallbackFrom ? ` (bwrap: ${report.chosen.fallbackFrom.reason})` : '';
+  lines.push('', `chosen: ${line(report.chosen, width)}${fallback}`, report.ok ? 'ok: the chosen backend and the lab work' : `NOT READY: ${report.chosen.status !== 'ok' ? `backend ${report.chosen.name}` : ''}${report.chosen.status !== 'ok' && report.lab.status !== 'ok' ? ' and ' : ''}${report.lab.status !== 'ok' ? 'the lab' : ''} cannot work here (exit ${report.exitCode})`);
+  return `${lines.join('\n')}\n`;
 }
 
 /** One line per backend and for the lab, then the chosen backend; exit 1 when the chosen backend or the lab cannot work. */
@@ -91,9 +105,6 @@ export async function doctor(out: NodeJS.WritableStream, opts: { backend?: strin
     out.write(`${safeJsonStringify(report, 2)}\n`);
     return report.exitCode;
   }
-  const lines = [...report.backends.map(line), line(report.lab)];
-  const fallback = report.chosen.fallbackFrom ? ` (bwrap: ${report.chosen.fallbackFrom.reason})` : '';
-  lines.push('', `chosen: ${line(report.chosen)}${fallback}`, report.ok ? 'ok: the chosen backend and the lab work' : `NOT READY: ${report.chosen.status !== 'ok' ? `backend ${report.chosen.name}` : ''}${report.chosen.status !== 'ok' && report.lab.status !== 'ok' ? ' and ' : ''}${report.lab.status !== 'ok' ? 'the lab' : ''} cannot work here (exit ${report.exitCode})`);
-  out.write(`${lines.join('\n')}\n`);
+  out.write(doctorText(report));
   return report.exitCode;
 }

@@ -9,9 +9,11 @@ import { commandRuntime, parseCommandConfig } from '../../backends/command/index
 import { CommandBackend } from '../../backends/command/command-backend.js';
 import { expand } from '../../backends/command/template.js';
 import { describeBackends, isBuiltinBackend, loadBackend } from '../../backends/registry.js';
-import { ADAPTER_CLAIMS, PRESETS, findPreset, presetNames } from '../../backends/presets/catalog.js';
+import { ADAPTER_CLAIMS, PRESETS, findPreset, missingRequirements, presetNames } from '../../backends/presets/catalog.js';
 import { PresetBackend, loadPreset } from '../../backends/presets/preset-backend.js';
-import { BackendsReportSchema, backendsCommand } from '../../harness/cli/backends-command.js';
+import { BackendsReportSchema, backendEntry, backendsCommand, backendsText, type BackendsEntry } from '../../harness/cli/backends-command.js';
+import { doctorText, type DoctorReport } from '../../harness/cli/doctor.js';
+import { collectEnvironment } from '../../harness/environment-facts.js';
 import { SandcheckError } from '../../harness/errors.js';
 import { CI_POLICY } from '../../harness/model/policy.js';
 
@@ -33,6 +35,17 @@ const JUDGED = [
   'output.sanitized',
   'exports.limits',
 ] as const;
+
+const MISSING_INSTALL = 'apt-get install -y sandcheck-missing-tool';
+
+/** The firejail preset, as if its tool were not installed here. */
+async function presetMissingItsTool(): Promise<PresetBackend> {
+  const real = findPreset('firejail');
+  if (!real) throw new Error('no firejail preset');
+  const { raw, configDir } = await real.config();
+  const def = { ...real, install: MISSING_INSTALL, requires: [{ binary: '/nonexistent/sandcheck-missing-tool', install: MISSING_INSTALL }] };
+  return new PresetBackend(def, await commandRuntime(parseCommandConfig(raw, 'preset firejail'), 'preset firejail', configDir));
+}
 
 async function codeOf(p: Promise<unknown>): Promise<string> {
   const err = await p.then(
@@ -79,16 +92,22 @@ describe('shipped presets', () => {
     expect(await codeOf(loadPreset('firejail', { extraBinds: ['/'] }))).toBe('CONFIG_INVALID');
   });
 
-  it('a preset whose tool is missing is BACKEND_UNAVAILABLE naming it, with the exact install command', async () => {
-    const real = findPreset('firejail');
-    if (!real) throw new Error('no firejail preset');
-    const { raw, configDir } = await real.config();
-    const def = { ...real, install: 'apt-get install -y sandcheck-missing-tool', requires: [{ binary: '/nonexistent/sandcheck-missing-tool', install: 'apt-get install -y sandcheck-missing-tool' }] };
-    const backend = new PresetBackend(def, await commandRuntime(parseCommandConfig(raw, 'preset firejail'), 'preset firejail', configDir));
+  it('a preset whose tool is missing is BACKEND_UNAVAILABLE naming it, with the exact install command (what `run` prints)', async () => {
+    const backend = await presetMissingItsTool();
     const err = await backend.preflight().catch((e: unknown) => e);
     expect(err instanceof SandcheckError && err.code).toBe('BACKEND_UNAVAILABLE');
-    expect(String(err)).toMatch(/preset firejail: \/nonexistent\/sandcheck-missing-tool is not installed/);
-    expect(err instanceof SandcheckError && err.hint).toBe('install with: apt-get install -y sandcheck-missing-tool');
+    expect(String(err)).toMatch(/preset firejail: \/nonexistent\/sandcheck-missing-tool is not installed; install with: apt-get install -y sandcheck-missing-tool/);
+    expect(err instanceof SandcheckError && err.hint).toBe(MISSING_INSTALL);
+  });
+
+  it('`sandcheck backends` lists a preset whose tool is missing as unavailable, with the exact install command', async () => {
+    const backend = await presetMissingItsTool();
+    const e = await backendEntry('preset:firejail', 'firejail', MISSING_INSTALL, () => Promise.resolve(backend));
+    expect(e.status).toBe('unavailable');
+    expect(e.install).toBe(MISSING_INSTALL);
+    expect(e.detail).toMatch(/sandcheck-missing-tool is not installed/);
+    expect(e.claims).toContain('files.readOnlyInput');
+    expect(backendsText({ report: 'sandcheck-backends', version: '1.0.0', policy: 'ci', backends: [e] })).toContain(`install: ${MISSING_INSTALL}`);
   });
 });
 
@@ -143,4 +162,37 @@ describe('sandcheck backends', () => {
     expect(fj?.claims).toEqual(expect.arrayContaining([...ADAPTER_CLAIMS, 'files.readOnlyInput']));
     if (fj?.status === 'available') expect(fj.version).toMatch(/firejail version \d/);
   }, 120_000);
+});
+
+describe('name columns of `sandcheck backends` and `sandcheck doctor`', () => {
+  const names = ['bwrap', ...presetNames().map((n) => `preset:${n}`)];
+  const column = (line: string, marker: string): number => line.indexOf(marker);
+
+  it('backends: every version starts in one column, after the longest preset name', () => {
+    const backends: BackendsEntry[] = names.map((name) => ({ name, kind: 'preset', description: 'd', status: 'available', version: `v-${name}`, claims: [] }));
+    const lines = backendsText({ report: 'sandcheck-backends', version: '1.0.0', policy: 'ci', backends }).split('\n').filter((l) => l.includes('(v-'));
+    expect(lines).toHaveLength(names.length);
+    const starts = new Set(lines.map((l) => column(l, '(v-')));
+    expect(starts.size, lines.join('\n')).toBe(1);
+    expect([...starts][0]).toBeGreaterThan(column(lines.find((l) => l.includes('codex-sandbox-workspace')) ?? '', 'preset:codex-sandbox-workspace') + 'preset:codex-sandbox-workspace'.length);
+  });
+
+  it('doctor: every detail starts in one column, preset:codex-sandbox-workspace included', () => {
+    const check = (name: string): DoctorReport['backends'][number] => ({ name, status: 'ok', detail: `detail-of-${name}` });
+    const report: DoctorReport = { doctor: 'sandcheck-doctor', version: '1.0.0', ok: true, exitCode: 0, chosen: check('bwrap'), lab: check('lab'), backends: names.map(check) } as DoctorReport;
+    const lines = doctorText(report).split('\n').filter((l) => l.includes('detail-of-') && !l.startsWith('chosen:'));
+    const starts = new Set(lines.map((l) => column(l, 'detail-of-')));
+    expect(starts.size, lines.join('\n')).toBe(1);
+  });
+});
+
+describe("a preset's tool version in the scorecard's environment", () => {
+  it('environment.tools records the preset tool\'s own answer to its version command', async () => {
+    const backend = await loadBackend('preset:bwrap-cli');
+    const missing = await missingRequirements(PRESETS.find((p) => p.name === 'bwrap-cli') ?? PRESETS[0]!);
+    const env = await collectEnvironment({ policy: CI_POLICY, backendName: 'preset:bwrap-cli', backend });
+    const own = env.tools.find((t) => t.tool === 'backend:preset:bwrap-cli');
+    if (missing.length > 0) expect(own?.status).toBe('failed');
+    else expect(own).toMatchObject({ status: 'ok', version: expect.stringMatching(/^bubblewrap \d/) });
+  });
 });
