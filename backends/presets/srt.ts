@@ -72,9 +72,20 @@ function srtPreset(name: string, summary: string, settings: Record<string, unkno
   };
 }
 
-/** srt with no settings file: its built-in defaults (no network, no writes outside its default write paths, reads everywhere). */
-export const srtDefault = srtPreset('srt', "Anthropic's sandbox-runtime with its built-in defaults (no settings file: network off, writes denied, reads allowed)", undefined, ['network.egress', 'files.readOnlyInput', 'identity.hostCredentials'], {
+/**
+ * The settings of srt: its defaults (network off, reads allowed everywhere) with the workspace writable. With no
+ * settings file at all srt denies every write, so a program cannot leave its results and the preset failed
+ * `sandcheck adapter check` (files.nested), which `run` requires.
+ */
+export const SRT_SETTINGS = {
+  network: { allowedDomains: [], deniedDomains: [] },
+  filesystem: { denyRead: [], allowWrite: ['.'], denyWrite: [] },
+};
+
+/** srt with its default read and network policy and the workspace writable: the least a program that writes results needs. */
+export const srtDefault = srtPreset('srt', "Anthropic's sandbox-runtime with its defaults and the workspace writable (network off, reads allowed everywhere)", SRT_SETTINGS, ['network.egress', 'identity.hostCredentials'], {
   'files.hostPaths': 'srt allows reads everywhere by default (its README: "By default, read access is allowed everywhere")',
+  'files.readOnlyInput': 'allowWrite "." makes the whole workspace writable: srt has no per-file read-only inputs',
 });
 
 /** The settings of srt-deny-home: the home directory unreadable, the workspace writable, no network. */

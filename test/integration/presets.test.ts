@@ -49,6 +49,14 @@ const LOAD_SENSITIVE_TASKS: Record<string, RegExp> = {
 const NETWORK = ['metadata-ipv4', 'metadata-ipv6', 'metadata-alt-forms', 'public-egress-ipv4', 'public-egress-ipv6', 'udp-egress', 'icmp-ping', 'dns-exfil', 'lateral-movement'];
 const OUTPUT = ['stdout-flood', 'stderr-flood', 'long-line', 'wall-clock-spin', 'wall-clock-sleep'];
 const EXPORTS = ['export-symlink-host', 'export-symlink-dir', 'export-hardlink', 'archive-dotdot', 'archive-absolute', 'archive-symlink-then-write', 'zip-slip', 'export-many-small', 'export-huge-file', 'export-type-smuggling'];
+/**
+ * A seccomp filter that refuses socket() (codex sandbox, srt): the payloads record the refusal with its errno and
+ * finish, and the Unix-socket probes are inconclusive because their in-box positive controls (sockets) never answer.
+ */
+const SOCKET_CONTROL_REFUSED: Record<string, RegExp> = {
+  'agent-socket': /in-box positive control .* did not come out/,
+  'abstract-socket': /positive control\) never answered/,
+};
 /** The adapter checks a box that cannot write its workspace fails. */
 const CANNOT_WRITE = ['files.nested'];
 
@@ -110,11 +118,13 @@ const EXPECTED: Record<string, Expectation> = {
       // The host's kernel keyrings are not namespaced: the box reads the host's session and user keys.
       'keyring-decoy': /read a host decoy key from the kernel keyring/,
     },
-    held: ['read-only-input', 'icmp-ping', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'survive-teardown', ...OUTPUT],
-    // Export probes cannot write their hostile artifacts; socket() itself is refused by seccomp (see codex-sandbox-workspace).
+    // socket() itself is refused by seccomp (see codex-sandbox-workspace): recorded as a refusal, the network probes hold.
+    held: ['read-only-input', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'survive-teardown', ...NETWORK.filter((id) => id !== 'lateral-movement'), ...OUTPUT],
+    // Export probes cannot write their hostile artifacts.
     inconclusive: {
-      ...Object.fromEntries([...EXPORTS, 'export-special-files', 'agent-socket', ...NETWORK.filter((id) => id !== 'icmp-ping')].map((id) => [id, /did not finish its attempt/])),
-      'abstract-socket': /positive control\) never answered/,
+      ...Object.fromEntries([...EXPORTS, 'export-special-files'].map((id) => [id, /did not finish its attempt/])),
+      'lateral-movement': /never announced its listener/,
+      ...SOCKET_CONTROL_REFUSED,
     },
     // Every legitimate case that writes a result fails: nothing is writable.
     taskUnexpected: Object.fromEntries(['average-correct', 'json-transform', 'daily-totals', 'png-chart', 'resource-headroom', 'max-export-files', 'exit-code-propagation', 'average-corrected'].map((id) => [id, /ended with exit code 1/])),
@@ -126,30 +136,34 @@ const EXPECTED: Record<string, Expectation> = {
       // The host's kernel keyrings are not namespaced: the box reads the host's session and user keys.
       'keyring-decoy': /read a host decoy key from the kernel keyring/,
     },
-    held: ['icmp-ping', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'survive-teardown', ...OUTPUT, ...EXPORTS],
-    // Codex's seccomp filter refuses socket() itself (EPERM): the payload helper does not count that as an attempt yet.
+    // Codex's seccomp filter refuses socket() itself (EPERM): the payloads record that refusal and finish their attempt,
+    // and with nothing reaching the lab's witness the network probes hold.
+    held: ['secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'survive-teardown', ...NETWORK.filter((id) => id !== 'lateral-movement'), ...OUTPUT, ...EXPORTS],
     inconclusive: {
-      ...Object.fromEntries([...NETWORK.filter((id) => id !== 'icmp-ping'), 'agent-socket'].map((id) => [id, /did not finish its attempt/])),
-      'abstract-socket': /positive control\) never answered/,
+      // The other box cannot open its listener either: there is nothing to reach.
+      'lateral-movement': /never announced its listener/,
+      // The Unix-socket probes' positive controls are sockets too: refused, so silence proves nothing.
+      ...SOCKET_CONTROL_REFUSED,
     },
     taskUnexpected: {},
     version: /^codex-cli \d/,
   },
   srt: {
-    // Built-in defaults: writes denied, so adapter check fails and the run is measured with --skip-adapter-check.
-    adapterFails: CANNOT_WRITE,
+    // srt's default read and network policy with the workspace writable (with no settings file nothing is writable
+    // and adapter check failed files.nested): every task case writes its result.
+    adapterFails: [],
     crossed: {
       // The host's kernel keyrings are not namespaced: the box reads the host's session and user keys.
       'keyring-decoy': /read a host decoy key from the kernel keyring/,
     },
-    held: ['read-only-input', 'secret-decoy-env', 'decoy-process-environ', ...NETWORK, ...OUTPUT],
+    held: ['secret-decoy-env', 'decoy-process-environ', 'survive-teardown', ...NETWORK, ...OUTPUT, ...EXPORTS],
     inconclusive: {
-      ...Object.fromEntries([...EXPORTS, 'export-special-files', 'agent-socket', 'abstract-socket'].map((id) => [id, /did not finish its attempt/])),
-      // The daemon cannot write its heartbeat anywhere; ptrace of its own child is refused.
-      'survive-teardown': /did not finish its attempt/,
+      // srt's seccomp filter refuses socket(AF_UNIX) itself: the Unix-socket probes' own controls cannot answer.
+      ...SOCKET_CONTROL_REFUSED,
+      // ptrace of the probe's own child (its positive control) is refused.
       'ptrace-host-decoy': /in-box positive control/,
     },
-    taskUnexpected: Object.fromEntries(['average-correct', 'json-transform', 'daily-totals', 'png-chart', 'resource-headroom', 'max-export-files', 'exit-code-propagation', 'average-corrected'].map((id) => [id, /ended with exit code 1/])),
+    taskUnexpected: {},
     version: /^0\.0\.\d+;/,
   },
   'srt-deny-home': {
@@ -164,11 +178,10 @@ const EXPECTED: Record<string, Expectation> = {
     },
     held: ['download-api-links', 'secret-decoy-env', 'decoy-process-environ', 'survive-teardown', ...NETWORK, ...OUTPUT, ...EXPORTS],
     inconclusive: {
-      // srt's seccomp filter refuses socket(AF_UNIX) itself: the payload does not count that as an attempt yet.
-      'daemon-socket': /did not finish its attempt/,
-      'agent-socket': /did not finish its attempt/,
-      'abstract-socket': /did not finish its attempt/,
-      'host-search': /did not finish its attempt/,
+      // srt's seccomp filter refuses socket(AF_UNIX) itself: the Unix-socket probes' own controls cannot answer.
+      ...SOCKET_CONTROL_REFUSED,
+      'daemon-socket': /positive control \(a socket the box owns, reached by the same routine\) did not echo back/,
+      'host-search': /never reached the box's own control socket/,
       'ptrace-host-decoy': /in-box positive control/,
     },
     taskUnexpected: {},
@@ -248,13 +261,14 @@ for (const [name, want] of Object.entries(EXPECTED)) {
       expect(netns.stdout).not.toContain(`sc-${runId}`);
     });
 
-    if (want.adapterFails.length > 0) {
-      it('fails exactly the blocking adapter checks it cannot meet', { timeout: 300_000 }, async () => {
-        const res = await sandcheck(['adapter', 'check', '--backend', `preset:${name}`, '--policy', 'ci', '--json']);
-        const report = JSON.parse(res.stdout) as { checks: { id: string; blocking: boolean; status: string }[] };
-        expect(report.checks.filter((c) => c.blocking && c.status === 'fail').map((c) => c.id).sort()).toEqual([...want.adapterFails].sort());
-      });
-    }
+    // `sandcheck adapter check` on every preset: it passes (exit 0, which `run` requires), or fails exactly the blocking checks listed.
+    it(want.adapterFails.length === 0 ? 'passes sandcheck adapter check' : `fails exactly the blocking adapter checks it cannot meet (${want.adapterFails.join(', ')})`, { timeout: 300_000 }, async () => {
+      const res = await sandcheck(['adapter', 'check', '--backend', `preset:${name}`, '--policy', 'ci', '--json']);
+      const report = JSON.parse(res.stdout) as { checks: { id: string; blocking: boolean; status: string; detail: string }[] };
+      const failed = report.checks.filter((c) => c.blocking && c.status === 'fail');
+      expect(failed.map((c) => c.id).sort(), failed.map((c) => `${c.id}: ${c.detail}`).join('\n')).toEqual([...want.adapterFails].sort());
+      expect(res.exitCode).toBe(want.adapterFails.length === 0 ? 0 : 1);
+    });
   });
 }
 

@@ -6,6 +6,7 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { commandRuntime, parseCommandConfig } from '../../backends/command/index.js';
+import { POLICY_ITEMS } from '../../backends/contract.js';
 import { CommandBackend } from '../../backends/command/command-backend.js';
 import { expand } from '../../backends/command/template.js';
 import { describeBackends, isBuiltinBackend, loadBackend } from '../../backends/registry.js';
@@ -17,24 +18,8 @@ import { collectEnvironment } from '../../harness/environment-facts.js';
 import { SandcheckError } from '../../harness/errors.js';
 import { CI_POLICY } from '../../harness/model/policy.js';
 
-/** The items every preset either claims or explains (the policy items the suite judges). */
-const JUDGED = [
-  'files.hostPaths',
-  'files.readOnlyInput',
-  'network.egress',
-  'resources.cpus',
-  'resources.memoryMb',
-  'resources.wallSeconds',
-  'resources.processes',
-  'resources.diskMb',
-  'identity.unprivileged',
-  'identity.hostCredentials',
-  'lifecycle.freshEnvironment',
-  'lifecycle.destroyAfter',
-  'output.maxBytes',
-  'output.sanitized',
-  'exports.limits',
-] as const;
+/** The items every preset either claims or explains: every policy item but the posture ones (no preset claims those yet) and the kernel's. */
+const JUDGED = POLICY_ITEMS.filter((item) => !item.startsWith('posture.') && item !== 'isolation.separateKernel');
 
 const MISSING_INSTALL = 'apt-get install -y sandcheck-missing-tool';
 
