@@ -18,7 +18,11 @@ const srtCli = (): string => join(presetToolPrefix('srt'), 'node_modules', '@ant
  */
 const LAUNCHER = [
   'tmp=$1; node=$2; cli=$3; shift 3',
-  'cmd=$(printf "%q " "$@")',
+  // srt's proxies put their sockets in its TMPDIR and do not remove them when stopped: in the environment's own
+  // {tmp}, which destroy removes. The program gets the TMPDIR it was given (or none).
+  'if printenv TMPDIR >/dev/null; then keep=$(printf "export TMPDIR=%q; " "$TMPDIR"); else keep="unset TMPDIR; "; fi',
+  'cmd="$keep""exec $(printf "%q " "$@")"',
+  'export TMPDIR="$tmp"',
   'if [ -n "$SRT_SETTINGS" ]; then',
   '  printf %s "$SRT_SETTINGS" > "$tmp/srt-settings.json"; unset SRT_SETTINGS',
   '  exec "$node" "$cli" --settings "$tmp/srt-settings.json" -c "$cmd"',
