@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { packageRoot } from '../../harness/paths.js';
 import type { PresetDefinition } from './model.js';
 
@@ -19,6 +18,8 @@ export const bwrapCli: PresetDefinition = {
   ],
   async config() {
     const dir = join(packageRoot(), 'examples');
+    // yaml is loaded here, not at import: `sandcheck --version` and `list` load the preset catalogue.
+    const { parse: parseYaml } = await import('yaml');
     const raw = parseYaml(await readFile(join(dir, 'command-bwrap.yaml'), 'utf8')) as Record<string, unknown>;
     return { raw: { ...raw, name: 'bwrap-cli', version: { argv: ['/usr/bin/bwrap', '--version'] } }, configDir: dir };
   },
