@@ -87,10 +87,11 @@ const oneLine = (t: string, max = 300): string => {
 /** The tool whose version says most about each built-in backend. */
 const BACKEND_TOOL: Record<string, string> = { bwrap: 'bwrap', process: 'python3', 'docker-default': 'docker', 'docker-hardened': 'docker', docker: 'docker', gvisor: 'runsc', command: 'bwrap' };
 
+/** The backend's own answer (a preset, the command backend), else the tool a built-in backend drives; never another tool that merely is installed. */
 function toolOf(card: SecurityScorecard): string | undefined {
   const tools = card.environment?.tools ?? [];
   const name = BACKEND_TOOL[card.backend.name];
-  const tool = tools.find((t) => t.tool === name) ?? tools.find((t) => t.status === 'ok');
+  const tool = tools.find((t) => t.tool.startsWith('backend:') && t.status === 'ok') ?? tools.find((t) => t.tool === name);
   if (!tool) return undefined;
   return oneLine(tool.status === 'ok' ? (tool.version ?? `${tool.tool} (version unknown)`) : `${tool.tool}: ${tool.status}`, 120);
 }

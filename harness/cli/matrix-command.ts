@@ -9,6 +9,7 @@ import { matrixMarkdown } from '../../reports/matrix-markdown.js';
 import { prepareOutDir } from '../../reports/out-dir.js';
 import { readRunCards } from '../../reports/read-cards.js';
 import { EXIT, SandcheckError } from '../errors.js';
+import { packageRoot } from '../paths.js';
 import { loadPolicy } from '../policy-loader.js';
 import { loadTaskDir } from '../task/load-tasks.js';
 import { runCommand } from './run-command.js';
@@ -36,7 +37,9 @@ async function checkBackendNames(backends: readonly string[]): Promise<void> {
 /** A file-system-safe directory name for a backend's run (module paths and rpc commands hold slashes and spaces). */
 export const runDirName = (backend: string): string => backend.replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^\.+/, '_').slice(0, 100) || 'backend';
 
-const installOf = (backend: string): string => describeBackends().find((b) => b.name === backend)?.install ?? `see \`sandcheck doctor --backend ${backend}\``;
+/** A matrix is shared: where sandcheck is installed on this machine is written as `<sandcheck>`. */
+const shareable = (text: string): string => text.replaceAll(packageRoot(), '<sandcheck>');
+const installOf = (backend: string): string => shareable(describeBackends().find((b) => b.name === backend)?.install ?? `see \`sandcheck doctor --backend ${backend}\``);
 
 /** Runs one backend as `sandcheck run` would, into dir; a backend this machine cannot run becomes an unavailable column. */
 async function runOne(backend: string, dir: string, opts: MatrixCommandOptions): Promise<{ input: MatrixInput; code: number }> {
@@ -53,7 +56,7 @@ async function runOne(backend: string, dir: string, opts: MatrixCommandOptions):
     // Policy, selection and names were checked before the first run: what fails now is this backend on this machine.
     if (!(err instanceof SandcheckError) || err.code === 'INTERNAL') throw err;
     process.stderr.write(`${err.format()}\n`);
-    return { input: { kind: 'unavailable', source: dir, backend, reason: `${err.code}: ${err.message}${err.hint ? ` (${err.hint})` : ''}`, install: installOf(backend) }, code: EXIT.inconclusive };
+    return { input: { kind: 'unavailable', source: dir, backend, reason: shareable(`${err.code}: ${err.message}${err.hint ? ` (${err.hint})` : ''}`), install: installOf(backend) }, code: EXIT.inconclusive };
   }
 }
 

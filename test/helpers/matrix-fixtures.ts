@@ -10,7 +10,7 @@ import { secResult, taskResult } from '../unit/gate-fixtures.js';
 
 /** Scorecards for `sandcheck matrix` tests, built by the real scorecard builders and checked against the published schemas. */
 
-const env = (label?: string): RunEnvironment => ({
+const env = (label?: string, extraTools: RunEnvironment['tools'] = []): RunEnvironment => ({
   ...(label !== undefined ? { label } : {}),
   sandcheckVersion: '0.1.0',
   node: 'v20.19.0',
@@ -21,15 +21,16 @@ const env = (label?: string): RunEnvironment => ({
     { tool: 'bwrap', status: 'ok', version: 'bubblewrap 0.8.0' },
     { tool: 'python3', status: 'ok', version: 'Python 3.11.2' },
     { tool: 'docker', status: 'missing' },
+    ...extraTools,
   ],
 });
 
 const withStartup = <T extends SecurityResult | TaskResult>(r: T, startupMs: number): T => ({ ...r, observation: fakeObservation({ startupMs }).exec });
 
 /** The two cards of one run as `sandcheck run` writes them: the real builders, then the published schemas. */
-export function cards(backend: string, security: SecurityResult[], task: TaskResult[], opts: { enforces?: string[]; label?: string; isolation?: 'none' | 'sandbox' } = {}): MatrixInput {
+export function cards(backend: string, security: SecurityResult[], task: TaskResult[], opts: { enforces?: string[]; label?: string; isolation?: 'none' | 'sandbox'; tools?: RunEnvironment['tools'] } = {}): MatrixInput {
   const facts: BackendFacts = { name: backend, description: 'fixture', isolation: opts.isolation ?? 'sandbox', enforces: opts.enforces ?? [] };
-  const meta = { runId: `r-${backend}`, startedAt: new Date(0), finishedAt: new Date(0), interrupted: false, environment: env(opts.label) };
+  const meta = { runId: `r-${backend}`, startedAt: new Date(0), finishedAt: new Date(0), interrupted: false, environment: env(opts.label, opts.tools) };
   const s = securityScorecard(facts, FAST_POLICY, meta, security);
   const t = taskScorecard(facts, FAST_POLICY, meta, task);
   for (const card of [s, t]) {

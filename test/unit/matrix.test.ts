@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runDirName, writeMatrix } from '../../harness/cli/matrix-command.js';
 import { parseBackendList } from '../../harness/backend-list-arg.js';
 import { buildMatrix, coldStart, MatrixReportSchema, scoreLine } from '../../reports/matrix-model.js';
-import { matrixFixture } from '../helpers/matrix-fixtures.js';
+import { cards, matrixFixture, sec } from '../helpers/matrix-fixtures.js';
 import { matrixHtml } from '../../reports/matrix-html.js';
 import { matrixMarkdown } from '../../reports/matrix-markdown.js';
 import { generatedSchemas } from '../../reports/schemas.js';
@@ -41,6 +41,14 @@ describe('sandcheck matrix', () => {
     expect(p?.tool).toBe('Python 3.11.2');
     expect(b?.kernel).toBe('6.1.0-test');
     expect(scoreLine(undefined, undefined)).toBe('not run');
+  });
+
+  it("a preset's column names its own tool (the backend's answer), not another tool that is merely installed", () => {
+    const preset = cards('firejail', [sec('files-secret', 'held', 'files')], [], { tools: [{ tool: 'backend:preset:firejail', status: 'ok', version: 'firejail version 0.9.72' }] });
+    const unknown = cards('my-adapter', [sec('files-secret', 'held', 'files')], []);
+    const [f, u] = buildMatrix([preset, unknown]).columns;
+    expect(f?.tool).toBe('firejail version 0.9.72');
+    expect(u?.tool).toBeUndefined();
   });
 
   it('cold start p50/p95 from every execution of both cards (nearest rank); none recorded is null, never 0', () => {
