@@ -2,21 +2,14 @@
  * A docker-hardened run with --certify: the cards and the sign-off fingerprint name the image the run's own
  * daemon ran (its content digest, as the daemon reports it) and that daemon's version and Engine API version.
  */
-import { access, constants, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EnvironmentFingerprintSchema } from '../../harness/environment-fingerprint.js';
-import { probeLabSupport } from '../../lab/lab-session.js';
 import { readCards, sandcheck, tempOut } from '../helpers/cli.js';
+import { dockerLabSkipReason } from '../helpers/docker.js';
 
-async function skipReason(): Promise<string | undefined> {
-  if (process.getuid?.() !== 0) return 'needs root (a lab namespace and a dockerd inside it)';
-  const found = await Promise.all(['/usr/sbin/dockerd', '/usr/bin/dockerd'].map((p) => access(p, constants.X_OK).then(() => true, () => false)));
-  if (!found.includes(true)) return 'dockerd is not installed (apt-get install -y docker.io)';
-  const lab = await probeLabSupport();
-  return lab.available ? undefined : `no lab: ${lab.reason}`;
-}
-const SKIP = await skipReason();
+const SKIP = await dockerLabSkipReason();
 
 describe.skipIf(SKIP !== undefined)('docker-hardened: the image digest and the daemon in the cards and the fingerprint', () => {
   it('records the image ID and "dockerd <version> (API <version>)" of the run\'s private daemon', async () => {

@@ -14,7 +14,7 @@
  * - bridge: NetworkMode bridge → metadata-ipv4 crosses.
  */
 import { randomBytes } from 'node:crypto';
-import { access, constants, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -36,8 +36,9 @@ import type { SecurityResult } from '../../harness/model/scorecard.js';
 import { packageRoot } from '../../harness/paths.js';
 import { openRunContext, type RunContext } from '../../harness/run-context.js';
 import { Runner } from '../../harness/runner.js';
-import { openLab, probeLabSupport, type LabSession } from '../../lab/lab-session.js';
+import { openLab, type LabSession } from '../../lab/lab-session.js';
 import { securitySuite } from '../../suites/security.js';
+import { dockerLabSkipReason } from '../helpers/docker.js';
 
 const temps: string[] = [];
 /** A temporary directory of this file's tests, removed after them. */
@@ -49,14 +50,6 @@ async function tempDir(prefix: string): Promise<string> {
 afterAll(async () => {
   await Promise.all(temps.map((d) => rm(d, { recursive: true, force: true })));
 });
-
-const executable = (p: string): Promise<boolean> => access(p, constants.X_OK).then(() => true, () => false);
-async function skipReason(): Promise<string | undefined> {
-  if (process.getuid?.() !== 0) return 'needs root (a lab namespace and a dockerd inside it)';
-  if (!(await executable('/usr/sbin/dockerd')) && !(await executable('/usr/bin/dockerd'))) return 'dockerd is not installed';
-  const lab = await probeLabSupport();
-  return lab.available ? undefined : `no lab: ${lab.reason}`;
-}
 
 const HARDENED_FILE = await readFile(join(packageRoot(), 'examples', 'docker-hardened.yaml'), 'utf8').then((t) => parseYaml(t) as Record<string, unknown>);
 const hardened = ContainerConfigSchema.parse(HARDENED_FILE);
@@ -117,7 +110,7 @@ describe('docker container configuration: Docker key names, derived claims', () 
   });
 });
 
-const SKIP = await skipReason();
+const SKIP = await dockerLabSkipReason();
 const runId = `rdc${randomBytes(4).toString('hex')}`;
 const byId = new Map(securitySuite.map((p) => [p.id, p]));
 const CONTROLS = ['secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'fork-bomb', 'metadata-ipv4', 'identity-uid', 'read-only-input'];

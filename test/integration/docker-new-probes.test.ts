@@ -7,7 +7,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { access, constants } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import createDockerBackend, { DEFAULT_LAB_DAEMON_ROOT, startLabDaemon, type DockerBackend, type LabDaemon, type ProfileName } from '../../backends/docker/index.js';
@@ -16,21 +15,12 @@ import type { SecurityResult } from '../../harness/model/scorecard.js';
 import { packageRoot } from '../../harness/paths.js';
 import { openRunContext, type RunContext } from '../../harness/run-context.js';
 import { Runner } from '../../harness/runner.js';
-import { openLab, probeLabSupport, type LabSession } from '../../lab/lab-session.js';
+import { openLab, type LabSession } from '../../lab/lab-session.js';
 import { securitySuite } from '../../suites/security.js';
+import { findBinary } from '../../backends/shared/find-binary.js';
+import { dockerLabSkipReason } from '../helpers/docker.js';
 
-const executable = (p: string): Promise<boolean> => access(p, constants.X_OK).then(() => true, () => false);
-
-async function skipReason(): Promise<string | undefined> {
-  if (process.platform !== 'linux') return `Docker backends need Linux (this is ${process.platform})`;
-  if (process.getuid?.() !== 0) return 'needs root (a lab namespace and a private dockerd inside it)';
-  if (!(await executable('/usr/sbin/dockerd')) && !(await executable('/usr/bin/dockerd'))) return 'dockerd is not installed (apt-get install -y docker.io)';
-  const lab = await probeLabSupport();
-  if (!lab.available) return `no lab: ${lab.reason}`;
-  return undefined;
-}
-
-const SKIP = await skipReason();
+const SKIP = await dockerLabSkipReason();
 const runId = `rdn${randomBytes(4).toString('hex')}`;
 const IDENTITY = ['identity-uid', 'identity-capabilities', 'identity-no-new-privs', 'identity-setuid'];
 const LOW_CPU: Policy = { ...CI_POLICY, resources: { ...CI_POLICY.resources, cpus: 0.1 } };
@@ -114,7 +104,7 @@ describe.skipIf(SKIP !== undefined)(`docker: the new and repaired probes${SKIP ?
   }, 120_000);
 
   it('gvisor: the box program runs inside the Sentry, invisible to the host: identity is inconclusive, never judged on runsc itself', async () => {
-    if (!(await executable('/usr/bin/runsc'))) return;
+    if (!(await findBinary('runsc'))) return;
     const r = await runOn('gvisor', IDENTITY);
     if (process.env.SC_DEBUG) console.log(IDENTITY.map((id) => explain(r.get(id))).join('\n'));
     for (const id of IDENTITY) {

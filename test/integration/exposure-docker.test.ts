@@ -14,7 +14,7 @@
  * - host-ipc: IpcMode host (the host's System V IPC and /dev/shm) → ipc-covert crosses.
  */
 import { randomBytes } from 'node:crypto';
-import { access, chmod, constants, readFile, readdir, stat } from 'node:fs/promises';
+import { chmod, readFile, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
@@ -24,18 +24,11 @@ import type { SecurityResult } from '../../harness/model/scorecard.js';
 import { packageRoot } from '../../harness/paths.js';
 import { openRunContext, type RunContext } from '../../harness/run-context.js';
 import { Runner } from '../../harness/runner.js';
-import { openLab, probeLabSupport, type LabSession } from '../../lab/lab-session.js';
+import { openLab, type LabSession } from '../../lab/lab-session.js';
 import { exposureProbes } from '../../suites/exposure.js';
+import { dockerLabSkipReason } from '../helpers/docker.js';
 
-const executable = (p: string): Promise<boolean> => access(p, constants.X_OK).then(() => true, () => false);
-async function skipReason(): Promise<string | undefined> {
-  if (process.getuid?.() !== 0) return 'needs root (a lab namespace and a dockerd inside it)';
-  if (!(await executable('/usr/sbin/dockerd')) && !(await executable('/usr/bin/dockerd'))) return 'dockerd is not installed';
-  const lab = await probeLabSupport();
-  return lab.available ? undefined : `no lab: ${lab.reason}`;
-}
-
-const SKIP = await skipReason();
+const SKIP = await dockerLabSkipReason();
 const runId = `rxd${randomBytes(4).toString('hex')}`;
 const ALL = exposureProbes.map((p) => p.id);
 const WITNESS: Record<string, RegExp> = {

@@ -17,7 +17,7 @@
  * sandbox's own posture) and a required separate kernel is held on outside evidence.
  */
 import { randomBytes } from 'node:crypto';
-import { access, constants, readFile, stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
@@ -38,22 +38,15 @@ import type { SecurityResult } from '../../harness/model/scorecard.js';
 import { packageRoot } from '../../harness/paths.js';
 import { openRunContext, type RunContext } from '../../harness/run-context.js';
 import { Runner } from '../../harness/runner.js';
-import { openLab, probeLabSupport, type LabSession } from '../../lab/lab-session.js';
+import { openLab, type LabSession } from '../../lab/lab-session.js';
 import { kernelIdentity } from '../../probes/kernel-identity/probe.js';
 import { postureCapabilities } from '../../probes/posture-capabilities/probe.js';
 import { postureDevices } from '../../probes/posture-devices/probe.js';
 import { postureMounts } from '../../probes/posture-mounts/probe.js';
 import { postureNamespaces } from '../../probes/posture-namespaces/probe.js';
 import { postureSeccomp } from '../../probes/posture-seccomp/probe.js';
-
-const executable = (p: string): Promise<boolean> => access(p, constants.X_OK).then(() => true, () => false);
-async function skipReason(): Promise<string | undefined> {
-  if (process.platform !== 'linux') return `Docker backends need Linux (this is ${process.platform})`;
-  if (process.getuid?.() !== 0) return 'needs root (a lab namespace and a private dockerd inside it)';
-  if (!(await executable('/usr/sbin/dockerd')) && !(await executable('/usr/bin/dockerd'))) return 'dockerd is not installed (apt-get install -y docker.io)';
-  const lab = await probeLabSupport();
-  return lab.available ? undefined : `no lab: ${lab.reason}`;
-}
+import { findBinary } from '../../backends/shared/find-binary.js';
+import { dockerLabSkipReason } from '../helpers/docker.js';
 
 /** The host block device holding / (found at run time, never a fixed name). */
 async function rootDiskNode(): Promise<string | undefined> {
@@ -63,8 +56,8 @@ async function rootDiskNode(): Promise<string | undefined> {
   return name ? `/dev/${name}` : undefined;
 }
 
-const SKIP = await skipReason();
-const HAVE_RUNSC = await executable('/usr/bin/runsc');
+const SKIP = await dockerLabSkipReason();
+const HAVE_RUNSC = (await findBinary('runsc')) !== undefined;
 const DISK = await rootDiskNode();
 const runId = `rpd${randomBytes(4).toString('hex')}`;
 const POSTURE: SecurityProbe[] = [postureNamespaces, postureMounts, postureSeccomp, postureCapabilities, postureDevices];
