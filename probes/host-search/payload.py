@@ -5,6 +5,7 @@ letters and digits) are printed, never anything else of a file. Sockets: each on
 once with a harmless request naming the nonce; a reply that is a container daemon's gets one more call
 its event log records (a volume named with the nonce, created and removed at once).
 """
+import collections
 import json
 import os
 import re
@@ -63,12 +64,13 @@ def look_at_file(path, st):
         print("decoy marker in %s: %s" % (shown(path), " ".join(tokens)))
 
 
-def walk(root, budget, phase, skip_system):
-    """Depth-first from `root`, children in name order, never following links; False when a bound cut it short."""
+def walk(roots, budget, phase, skip_system):
+    """Breadth-first over all `roots` together, never following links, so a shallow host tree anywhere is
+    reached before the deep corners of a crowded one; False when a bound cut it short."""
     global entries
-    stack = [(root, 0)]
-    while stack:
-        path, depth = stack.pop()
+    queue = collections.deque((root, 0) for root in roots)
+    while queue:
+        path, depth = queue.popleft()
         if entries >= budget or time.monotonic() > WALK_END:
             truncated[phase] = True
             return False
@@ -92,8 +94,7 @@ def walk(root, budget, phase, skip_system):
                 names = sorted(os.listdir(path))[:PER_DIR]
             except OSError:
                 continue
-            for name in reversed(names):
-                stack.append((os.path.join(path, name), depth + 1))
+            queue.extend((os.path.join(path, name), depth + 1) for name in names)
     return True
 
 
@@ -152,15 +153,9 @@ try:
 except OSError as e:
     print("control socket: %s" % sc.refusal(e))
 
-walked = []
-for root in priority:
-    if not walk(root, PRIORITY_ENTRIES, "priority", True):
-        break
-    walked.append(root)
+walk(priority, PRIORITY_ENTRIES, "priority", True)
 # The host's system trees last, for file markers only: a daemon socket there is not one a box was given.
-for root in system_mounts + list(SYSTEM):
-    if not walk(root, MAX_ENTRIES, "system", False):
-        break
+walk(system_mounts + list(SYSTEM), MAX_ENTRIES, "system", False)
 
 # Sockets bound in the box's network namespace (listed by the kernel even where the walk did not reach).
 try:
@@ -219,7 +214,7 @@ if control is not None:
 
 sc.report({
     "walk": {"entries": entries, "priorityComplete": not truncated["priority"], "systemComplete": not truncated["system"],
-             "roots": len(walked), "markers": len(found)},
+             "roots": len(priority), "markers": len(found)},
     "sockets": results,
     "socketControl": control_seen,
 })
