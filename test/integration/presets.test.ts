@@ -64,7 +64,7 @@ const EXPECTED: Record<string, Expectation> = {
   'bwrap-cli': {
     adapterFails: [],
     crossed: {},
-    held: ['secret-decoy-file', 'download-api-links', 'read-only-input', 'identity-uid', 'identity-capabilities', 'secret-decoy-env', 'ptrace-host-decoy', 'fork-bomb', 'residue', 'survive-teardown', ...NETWORK, ...OUTPUT, ...EXPORTS],
+    held: ['secret-decoy-file', 'host-credential-paths', 'download-api-links', 'read-only-input', 'identity-uid', 'identity-capabilities', 'secret-decoy-env', 'ptrace-host-decoy', 'fork-bomb', 'residue', 'survive-teardown', ...NETWORK, ...OUTPUT, ...EXPORTS],
     inconclusive: {},
     taskUnexpected: {},
     version: /^bubblewrap \d/,
@@ -81,7 +81,8 @@ const EXPECTED: Record<string, Expectation> = {
       // The user's SSH agent socket under the host's /tmp is reachable (default.profile keeps /tmp).
       'agent-socket': /reached the user's SSH agent decoy/,
     },
-    held: ['download-api-links', 'read-only-input', 'identity-capabilities', 'identity-no-new-privs', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'survive-teardown', ...OUTPUT, ...EXPORTS],
+    // host-credential-paths: disable-common.inc lays an empty file over /etc/shadow and /etc/gshadow (another inode, 0 bytes read).
+    held: ['host-credential-paths', 'download-api-links', 'read-only-input', 'identity-capabilities', 'identity-no-new-privs', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'survive-teardown', ...OUTPUT, ...EXPORTS],
     // The host's whole tree is visible: the search walk runs out of its budget before it covers it.
     inconclusive: { 'host-search': /ran out of its entry or time budget/ },
     taskUnexpected: {},
@@ -106,7 +107,7 @@ const EXPECTED: Record<string, Expectation> = {
     adapterFails: [],
     // Root with CAP_SYS_ADMIN and no user namespace (--private-users is off by default): it mounts the host's disk.
     crossed: { 'escape-mount-host': /mount the host's disk and read a host decoy/ },
-    held: ['secret-decoy-file', 'daemon-socket', 'download-api-links', 'read-only-input', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'residue', 'survive-teardown', ...NETWORK, ...OUTPUT, ...EXPORTS],
+    held: ['secret-decoy-file', 'host-credential-paths', 'daemon-socket', 'download-api-links', 'read-only-input', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'residue', 'survive-teardown', ...NETWORK, ...OUTPUT, ...EXPORTS],
     inconclusive: {},
     taskUnexpected: {},
     version: /^systemd \d+/,
