@@ -174,6 +174,8 @@ const EXPECTED: Record<string, Expectation> = {
       'secret-decoy-file': /decoy secrets left the box/,
       // srt allows reads everywhere but ~: a host process's /proc/<pid>/root leads to the decoy too.
       'escape-proc-root': /read a host decoy through a host process's \/proc\/<pid>\/root/,
+      // …and the machine's own /etc/shadow and /etc/gshadow (the box is root in its user namespace): the host's own hashes match.
+      'host-credential-paths': /the box read the host's own credential files: \/etc\/shadow/,
       // The host's kernel keyrings are not namespaced: the box reads the host's session and user keys.
       'keyring-decoy': /read a host decoy key from the kernel keyring/,
     },
