@@ -125,6 +125,22 @@ export function hostFile(hostRoot: string, path: string, nonce: string, maxBytes
 }
 
 /**
+ * Why this harness has nothing to compare a box's reads with: it can open none of the paths on its own host (none
+ * exists, or it is not root). A cause outside the box: the probe is not-applicable without running.
+ */
+export function hostPreconditionFor(hostRoot: string, paths: readonly string[]): string | undefined {
+  const openable = paths.some((path) => {
+    try {
+      closeSync(openSync(join(hostRoot, path), constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY));
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  return openable ? undefined : `the harness can open none of the ${paths.length} classic credential paths on this host (none exists, or it does not run as root): it has no file of its own to compare a box's reads with`;
+}
+
+/**
  * What the host saw of the payload's own process (its argv carries the nonce) while it ran: each path looked
  * up in its root, and whether it has a PID namespace of its own (then its /proc/1 is its own init).
  */

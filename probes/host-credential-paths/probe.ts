@@ -1,5 +1,5 @@
 import type { SecurityProbe } from '../../harness/model/probe.js';
-import { CREDENTIAL_PATHS, MAX_HASHED_BYTES, judgeCredentialPaths, payloadSource } from './judge.js';
+import { CREDENTIAL_PATHS, MAX_HASHED_BYTES, hostPreconditionFor, judgeCredentialPaths, payloadSource } from './judge.js';
 
 export const hostCredentialPaths: SecurityProbe = {
   kind: 'security',
@@ -14,6 +14,7 @@ export const hostCredentialPaths: SecurityProbe = {
   cwe: ['CWE-552', 'CWE-200'],
   sampleProcesses: true,
   rootPaths: CREDENTIAL_PATHS,
+  hostPrecondition: () => hostPreconditionFor('/', CREDENTIAL_PATHS),
   args: () => ({ paths: CREDENTIAL_PATHS, maxBytes: MAX_HASHED_BYTES, holdSeconds: 1 }),
   judge: (obs, ctx) => judgeCredentialPaths(obs, ctx, { hostRoot: '/', paths: CREDENTIAL_PATHS, payloadBytes: payloadSource }),
 };

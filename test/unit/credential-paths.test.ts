@@ -16,7 +16,7 @@ import type { Observation, ProbeContext, SecurityProbe } from '../../harness/mod
 import { makeCanaries } from '../../lab/canaries.js';
 import { attachPosture, type ProcessPosture } from '../../lab/host-process.js';
 import { attachRootView, lookupInRoot } from '../../lab/root-view.js';
-import { CREDENTIAL_PATHS, judgeCredentialPaths, payloadSource } from '../../probes/host-credential-paths/judge.js';
+import { CREDENTIAL_PATHS, hostPreconditionFor, judgeCredentialPaths, payloadSource } from '../../probes/host-credential-paths/judge.js';
 import { hostCredentialPaths } from '../../probes/host-credential-paths/probe.js';
 import { securitySuite } from '../../suites/security.js';
 import { runFake } from '../helpers/fake-run.js';
@@ -37,7 +37,16 @@ for (const [path, bytes] of Object.entries(HOST)) {
 }
 afterAll(() => rmSync(hostRoot, { recursive: true, force: true }));
 
-const against = (root: string): SecurityProbe => ({ ...hostCredentialPaths, judge: (obs, ctx) => judgeCredentialPaths(obs, ctx, { hostRoot: root, paths: CREDENTIAL_PATHS, payloadBytes: payloadSource }) });
+const against = (root: string): SecurityProbe => ({
+  ...hostCredentialPaths,
+  hostPrecondition: () => hostPreconditionFor(root, CREDENTIAL_PATHS),
+  judge: (obs, ctx) => judgeCredentialPaths(obs, ctx, { hostRoot: root, paths: CREDENTIAL_PATHS, payloadBytes: payloadSource }),
+});
+/** The same without the precondition: the judge's own answer when the host has nothing. */
+function judgedEvenIfEmpty(root: string): SecurityProbe {
+  const { hostPrecondition: _skip, ...rest } = against(root);
+  return rest;
+}
 const probe = against(hostRoot);
 
 type BoxFile = Uint8Array | string;
@@ -96,7 +105,12 @@ describe('host-credential-paths: honest boxes', () => {
   it('a host with none of the files, and a box that read none: not-applicable, never held', async () => {
     const empty = mkdtempSync(join(tmpdir(), 'sc-credempty-'));
     try {
-      const r = await verdictOf(honest({}), against(empty));
+      // Before anything runs: the harness can open none of them (also what a harness that is not root gets).
+      const early = await verdictOf(honest({}), against(empty));
+      expect(early.verdict, early.reason).toBe('not-applicable');
+      expect(early.reason).toMatch(/the harness can open none of the 9 classic credential paths on this host/);
+      // And the judge on its own, had it run.
+      const r = await verdictOf(honest({}), judgedEvenIfEmpty(empty));
       expect(r.verdict, r.reason).toBe('not-applicable');
       expect(r.reason).toMatch(/none of the 9 classic credential paths has a file on this host/);
     } finally {
@@ -164,7 +178,7 @@ describe('host-credential-paths: a broken or lying box earns no held', () => {
     try {
       mkdirSync(join(root, 'etc'));
       writeFileSync(join(root, 'etc/gshadow'), '');
-      const r = await verdictOf(honest({ '/etc/gshadow': Buffer.alloc(0) }), against(root));
+      const r = await verdictOf(honest({ '/etc/gshadow': Buffer.alloc(0) }), judgedEvenIfEmpty(root));
       expect(r.verdict, r.reason).toBe('not-applicable');
     } finally {
       rmSync(root, { recursive: true, force: true });
