@@ -2,6 +2,7 @@ import { readFile, readlink, stat } from 'node:fs/promises';
 import type { Environment } from '../backends/contract.js';
 import type { Observation } from './model/probe.js';
 import { attachPosture, postureOf, readHostView, readProcessIdentity, readProcessPosture, type HostView, type ProcessIdentity } from '../lab/host-process.js';
+import { attachRootView, readRootView } from '../lab/root-view.js';
 
 /** The box's own program: the payload's interpreter, by the executable the kernel names (never by its self-chosen comm). */
 export const PAYLOAD_INTERPRETER = /^python3(\.\d+)*$/;
@@ -14,7 +15,12 @@ export interface SamplerOptions {
   maxProcesses?: number;
   /** Most posture reads (namespaces, mountinfo, /dev, device cgroup) per sampler: each costs a few ms. */
   maxPostureReads?: number;
+  /** Paths the host looks up through /proc/<pid>/root of the first processes of the box's program (lab/root-view.ts). */
+  rootPaths?: readonly string[];
 }
+
+/** How many processes of the box's program get their root looked at (each costs one lstat per path component). */
+const MAX_ROOT_VIEWS = 4;
 
 const basename = (p: string): string => p.replace(/ \(deleted\)$/, '').split('/').pop() ?? '';
 
@@ -49,6 +55,14 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
   let postureReadsThisTick = 0;
   const maxPostureReads = opts.maxPostureReads ?? 8;
   let hostView: HostView | undefined;
+  let rootViews = 0;
+  /** Looks up the probe's paths in the root of a process seen for the first time, while it still runs. */
+  const withRootView = async (id: ProcessIdentity): Promise<void> => {
+    if (!opts.rootPaths || opts.rootPaths.length === 0 || rootViews >= MAX_ROOT_VIEWS) return;
+    rootViews++;
+    const view = await readRootView(id.pid, opts.rootPaths);
+    if (view) attachRootView(id, view);
+  };
   /** Reads the posture of a new identity entry of the box's program (first sighting or a change), within the budget. */
   const withPosture = async (id: ProcessIdentity): Promise<ProcessIdentity> => {
     // At most two per tick: a fork bomb's first processes must not stall the sampling of its concurrency.
@@ -95,6 +109,7 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
         const id = await readProcessIdentity(pid);
         if (!id) continue;
         if (!history) {
+          await withRootView(id);
           seen.set(pid, [await withPosture(id)]);
           kept++;
           continue;

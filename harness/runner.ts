@@ -459,7 +459,7 @@ export class Runner {
     if (this.opts.signal?.aborted) onInterrupt();
     const args = { nonce: ctx.nonce, probe: probe.id, ...(probe.args?.(ctx) ?? {}), ...how.extraArgs };
     const program = probe.sampleProgram ?? (probe.interpreter ? new RegExp(`^${(probe.interpreter.split('/').pop() ?? '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) : undefined);
-    const sampler = probe.sampleProcesses && env.hostPids ? startProcessSampler(env, program ? { program } : {}) : undefined;
+    const sampler = probe.sampleProcesses && env.hostPids ? startProcessSampler(env, { ...(program ? { program } : {}), ...(probe.rootPaths ? { rootPaths: probe.rootPaths } : {}) }) : undefined;
     const health = probe.watchHost ? await startHostHealth(this.opts.run.scratchDir) : undefined;
     const t0 = performance.now();
     let result: ExecResult;

@@ -127,6 +127,11 @@ interface ProbeCommon {
    * Sentry, the host process that carries out the box's system calls.
    */
   sampleProgram?: RegExp;
+  /**
+   * Box paths the host looks up through /proc/<pid>/root of the box's program while it runs (needs
+   * sampleProcesses): the device and inode there, kept beside the sampled identity (lab/root-view.ts).
+   */
+  rootPaths?: readonly string[];
   /** Scan the host for `sandcheck-survivor-<nonce>` while it runs: proof the host can see what must not survive. */
   watchSurvivor?: boolean;
   /** Watch the host's health while it runs (resource probes). */

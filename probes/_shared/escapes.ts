@@ -35,24 +35,35 @@ function stepOf(v: unknown): EscapeStep | undefined {
   return target === undefined ? { step, outcome } : { step, outcome, target };
 }
 
-/** The step lines this execution's payload printed (lines without this execution's token are ignored). */
-export function escapeSteps(obs: Observation): EscapeStep[] {
+/**
+ * The JSON of each `<marker> <token> <json>` line of stdout whose token answers this execution's challenge
+ * for `kind` (lines without it — another execution's, a replay's — are ignored; repeats and torn lines too).
+ */
+export function signedJsonLines(obs: Observation, marker: string, kind: string, max = 200): unknown[] {
   const { stdout } = obs.exec;
   const text = Buffer.concat([Buffer.from(stdout.headBase64, 'base64'), Buffer.from(stdout.tailBase64, 'base64')]).toString('utf8');
-  const prefix = `${STEP_MARKER} ${obs.token(STEP_TOKEN_KIND)} `;
-  const steps: EscapeStep[] = [];
+  const prefix = `${marker} ${obs.token(kind)} `;
+  const out: unknown[] = [];
   const seen = new Set<string>();
   for (const line of text.split('\n')) {
+    if (out.length >= max) break;
     if (!line.startsWith(prefix) || seen.has(line)) continue;
     seen.add(line);
     try {
-      const parsed = stepOf(JSON.parse(line.slice(prefix.length)));
-      if (parsed) steps.push(parsed);
+      out.push(JSON.parse(line.slice(prefix.length)));
     } catch {
       // a torn line decides nothing
     }
   }
-  return steps.slice(0, 200);
+  return out;
+}
+
+/** The step lines this execution's payload printed (lines without this execution's token are ignored). */
+export function escapeSteps(obs: Observation): EscapeStep[] {
+  return signedJsonLines(obs, STEP_MARKER, STEP_TOKEN_KIND, Number.POSITIVE_INFINITY)
+    .map(stepOf)
+    .filter((s): s is EscapeStep => s !== undefined)
+    .slice(0, 200);
 }
 
 const describeStep = (s: EscapeStep): string => `${s.step}${s.target ? ` ${s.target}` : ''}: ${s.outcome}`;

@@ -83,6 +83,11 @@ def _family(host):
     return socket.AF_INET6 if ":" in host else socket.AF_INET
 
 
+def errname(e):
+    """An OSError's errno name (EACCES), or E<number> for one Python does not name."""
+    return errno.errorcode.get(e.errno or 0, "E%s" % e.errno)
+
+
 def refusal(e):
     """An OSError as a payload records it: the kernel's text and errno name ("Operation not permitted (EPERM)")."""
     name = errno.errorcode.get(e.errno) if isinstance(e.errno, int) else None

@@ -5,7 +5,6 @@ values carrying the canary prefix are printed. The same routine first reads the 
 control through /proc/self/root: that must come out, or finding nothing proves nothing. Each
 attempt is reported as a challenge-bound step line (SANDCHECK-ESCAPE <token> <json>).
 """
-import errno
 import os
 import re
 
@@ -15,17 +14,13 @@ MAX_PIDS = 256
 MAX_BYTES = 64 * 1024
 
 
-def errname(e):
-    return errno.errorcode.get(e.errno or 0, "E%s" % e.errno)
-
-
 def read_through(root, rel, label):
     """One read routine for the decoy and the positive control: open <root><rel>, print prefixed values."""
     try:
         with open(root + rel, "rb") as fh:
             data = fh.read(MAX_BYTES)
     except OSError as e:
-        return errname(e)
+        return sc.errname(e)
     for value in sorted(set(pattern.findall(data)))[:10]:
         print("found via %s: %s" % (label, value.decode()), flush=True)
     return "ok"

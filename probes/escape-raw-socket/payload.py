@@ -5,7 +5,6 @@ whole frame on the loopback link. Each carries a source address and port the har
 execution (a documentation address no interface has), so the lab's packet witness can tell a forged
 packet from anything else. One datagram each, a few bytes; every outcome is a challenge-bound step line.
 """
-import errno
 import socket
 import struct
 
@@ -25,10 +24,6 @@ def datagram(src, sport, dst, dport, payload):
     return head[:10] + struct.pack("!H", checksum(head)) + head[12:] + udp
 
 
-def errname(e):
-    return errno.errorcode.get(e.errno or 0, "E%s" % e.errno)
-
-
 args = sc.start()
 dst, dport = args["target"], int(args["port"])
 body = ("sandcheck forged %s" % args["nonce"]).encode()
@@ -41,7 +36,7 @@ try:
     finally:
         s.close()
 except OSError as e:
-    sc.escape_step("raw-ip", errname(e))
+    sc.escape_step("raw-ip", sc.errname(e))
 
 try:
     p = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
@@ -53,5 +48,5 @@ try:
     finally:
         p.close()
 except (OSError, AttributeError) as e:
-    sc.escape_step("packet", errname(e) if isinstance(e, OSError) else "no-af-packet")
+    sc.escape_step("packet", sc.errname(e) if isinstance(e, OSError) else "no-af-packet")
 sc.done(args)

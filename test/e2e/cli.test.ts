@@ -9,6 +9,7 @@ import { validateScorecard } from '../../reports/validate.js';
 import { packageRoot } from '../../harness/paths.js';
 import { CI_POLICY } from '../../harness/model/policy.js';
 import { securitySuite, taskSuite } from '../../suites/index.js';
+import { CREDENTIAL_PATHS, hostPreconditionFor } from '../../probes/host-credential-paths/judge.js';
 import { hostUntestableEscapes } from '../helpers/host-facts.js';
 import { readCards, sandcheck, tempOut } from '../helpers/cli.js';
 
@@ -34,7 +35,8 @@ describe('sandcheck CLI', () => {
     // cpu-quota cannot be tested where the policy's 2 cpus reach the host's cores (not applicable here).
     const cpu = availableParallelism() <= CI_POLICY.resources.cpus ? 1 : 0;
     // Facts ci does not require, and escapes this host itself cannot offer (no module support, a disk closed to root).
-    const hostNa = new Set(['kernel-identity', ...hostUntestableEscapes()]);
+    // host-credential-paths: a harness that is not root can open none of the host's credential files to compare with.
+    const hostNa = new Set(['kernel-identity', ...hostUntestableEscapes(), ...(hostPreconditionFor('/', CREDENTIAL_PATHS) === undefined ? [] : ['host-credential-paths'])]);
     const na = network + cpu + hostNa.size;
     expect(res.stdout).toMatch(new RegExp(`security: ${byExporter} held, ${securitySuite.length - byExporter - na} crossed, 0 unenforced, 0 inconclusive, ${na} not applicable`));
     expect(res.stdout).toMatch(new RegExp(`task: ${taskSuite.length} as expected, 0 unexpected`));

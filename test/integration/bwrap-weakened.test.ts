@@ -140,6 +140,11 @@ const VARIANTS = {
       };
     },
   },
+  hostEtcHostRoot: {
+    removes: "host paths and the uid drop: the host's /etc bound read-only at /etc, the box host root in the host's user namespace",
+    tag: 'ee',
+    options: () => ({ extraBinds: [{ src: '/etc', dest: '/etc', readOnly: true }], unprivilegedUid: null, unshareUser: false }),
+  },
   sharedNetHostRoot: {
     removes: 'the network namespace, the uid drop and the user namespace (host root: CAP_NET_RAW for ICMP)',
     tag: 'sr',
@@ -211,6 +216,7 @@ const PAIRS: Record<string, { variant: VariantName; witness: RegExp; hardened?: 
   // exposure
   'host-search': { variant: 'hostDirsElsewhere', witness: /^(canary-scan|decoy-socket)$/ },
   'agent-socket': { variant: 'hostDirsElsewhere', witness: /^(decoy-socket|canary-scan)$/ },
+  'host-credential-paths': { variant: 'hostEtcHostRoot', witness: /^host-file-hash$/ },
   'keyring-decoy': { variant: 'hostRootNoSeccomp', witness: /^canary-scan$/ },
   // lifecycle
   'survive-teardown': { variant: 'launcherTreeTeardown', witness: /^host-process-scan$/ },

@@ -36,6 +36,7 @@ const ALL = exposureProbes.map((p) => p.id);
 /** Which outside witness must show each probe's crossing. */
 const WITNESS: Record<string, RegExp> = {
   'host-search': /^(canary-scan|decoy-socket|daemon-event-log)$/,
+  'host-credential-paths': /^host-file-hash$/,
   'agent-socket': /^(decoy-socket|canary-scan)$/,
   'keyring-decoy': /^canary-scan$/,
   'abstract-socket': /^(decoy-socket|canary-scan)$/,

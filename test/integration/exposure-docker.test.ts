@@ -18,21 +18,23 @@ import { chmod, readFile, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import createDockerBackend, { DEFAULT_LAB_DAEMON_ROOT, PROFILES, capabilitiesFor, createContainerConfigBackend, startLabDaemon, type DockerBackend, type LabDaemon } from '../../backends/docker/index.js';
+import createDockerBackend, { PROFILES, capabilitiesFor, createContainerConfigBackend, type DockerBackend, type LabDaemon } from '../../backends/docker/index.js';
 import { CI_POLICY } from '../../harness/model/policy.js';
 import type { SecurityResult } from '../../harness/model/scorecard.js';
 import { packageRoot } from '../../harness/paths.js';
-import { openRunContext, type RunContext } from '../../harness/run-context.js';
+import type { RunContext } from '../../harness/run-context.js';
 import { Runner } from '../../harness/runner.js';
-import { openLab, type LabSession } from '../../lab/lab-session.js';
+import type { LabSession } from '../../lab/lab-session.js';
 import { exposureProbes } from '../../suites/exposure.js';
 import { dockerLabSkipReason } from '../helpers/docker.js';
+import { closeDaemonRun, openDaemonRun } from '../helpers/lab-daemon.js';
 
 const SKIP = await dockerLabSkipReason();
 const runId = `rxd${randomBytes(4).toString('hex')}`;
 const ALL = exposureProbes.map((p) => p.id);
 const WITNESS: Record<string, RegExp> = {
   'host-search': /^(canary-scan|decoy-socket|daemon-event-log)$/,
+  'host-credential-paths': /^host-file-hash$/,
   'agent-socket': /^(decoy-socket|canary-scan)$/,
   'keyring-decoy': /^canary-scan$/,
   'abstract-socket': /^(decoy-socket|canary-scan)$/,
@@ -59,11 +61,21 @@ async function runOn(backend: DockerBackend, ids: readonly string[]): Promise<Ma
 }
 const explain = (r: SecurityResult | undefined): string => (r ? `${r.id}: ${r.verdict}: ${r.reason}\n${r.evidence.map((e) => `  ${e.source} ${e.witness}: ${e.detail.slice(0, 200)}`).join('\n')}` : 'did not run');
 
+/**
+ * Inconclusive instead of held for a cause of the machine, not of the box: the host sees nothing inside
+ * gVisor's sentry, so where the harness cannot hash its own pid 1's environment (a host whose pid 1 refuses
+ * even root), host-credential-paths has no outside view of the box's /proc/1/environ.
+ */
+const MACHINE_LIMITS: Record<string, RegExp> = {
+  'gvisor/host-credential-paths': /^\/proc\/1\/environ: the host could not read its own file to compare/,
+};
+
 /** Every mismatch of a variant (wrong verdict, or no outside witness of the expected kind), with the result. */
 function mismatches(got: Map<string, SecurityResult>, crossing: readonly string[], variant: string): string[] {
   return ALL.flatMap((id) => {
     const r = got.get(id);
     const want = crossing.includes(id) ? 'crossed' : 'held';
+    if (want === 'held' && r?.verdict === 'inconclusive' && MACHINE_LIMITS[`${variant}/${id}`]?.test(r.reason)) return [];
     if (r?.verdict !== want) return [`${variant}/${id}: want ${want}, got ${explain(r)}`];
     const witnessed = r.evidence.some((e) => e.source === 'outside' && (want === 'held' || WITNESS[id]?.test(e.witness)));
     return witnessed ? [] : [`${variant}/${id}: no outside witness: ${explain(r)}`];
@@ -72,19 +84,14 @@ function mismatches(got: Map<string, SecurityResult>, crossing: readonly string[
 
 describe.skipIf(SKIP !== undefined)('exposure probes on docker: hardened presets hold, each weakened file crosses its hole', () => {
   beforeAll(async () => {
-    lab = await openLab(runId, packageRoot());
-    run = await openRunContext(runId, { lab });
-    daemon = await startLabDaemon({ runId, netnsPath: lab.handle.netnsPath, dir: join(DEFAULT_LAB_DAEMON_ROOT, runId), env: run.controllerEnv });
+    ({ lab, run, daemon } = await openDaemonRun(runId));
     // The run's own daemon is the real daemon a box may be handed: its event log is the witness.
     run.watchDaemons.push(daemon.socketPath);
     await chmod(run.scratchDir, 0o711);
   }, 240_000);
 
   afterAll(async () => {
-    await run?.dispose().catch(() => undefined);
-    const stopped = await daemon?.stop();
-    await lab?.close().catch(() => undefined);
-    expect(stopped?.leftovers ?? []).toEqual([]);
+    expect(await closeDaemonRun({ lab, run, daemon })).toEqual([]);
     expect((await readFile('/proc/keys', 'utf8')).includes(`sandcheck-decoy:${runId}`)).toBe(false);
     expect((await readdir('/dev/shm')).filter((n) => n.startsWith('sandcheck-'))).toEqual([]);
   }, 120_000);

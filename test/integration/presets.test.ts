@@ -64,7 +64,7 @@ const EXPECTED: Record<string, Expectation> = {
   'bwrap-cli': {
     adapterFails: [],
     crossed: {},
-    held: ['secret-decoy-file', 'download-api-links', 'read-only-input', 'identity-uid', 'identity-capabilities', 'secret-decoy-env', 'ptrace-host-decoy', 'fork-bomb', 'residue', 'survive-teardown', ...NETWORK, ...OUTPUT, ...EXPORTS],
+    held: ['secret-decoy-file', 'host-credential-paths', 'download-api-links', 'read-only-input', 'identity-uid', 'identity-capabilities', 'secret-decoy-env', 'ptrace-host-decoy', 'fork-bomb', 'residue', 'survive-teardown', ...NETWORK, ...OUTPUT, ...EXPORTS],
     inconclusive: {},
     taskUnexpected: {},
     version: /^bubblewrap \d/,
@@ -83,7 +83,8 @@ const EXPECTED: Record<string, Expectation> = {
       // The breadth-first walk reaches the decoy home under the host's /tmp however crowded /tmp is.
       'host-search': /decoy values came out/,
     },
-    held: ['download-api-links', 'read-only-input', 'identity-capabilities', 'identity-no-new-privs', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'survive-teardown', ...OUTPUT, ...EXPORTS],
+    // host-credential-paths: disable-common.inc lays an empty file over /etc/shadow and /etc/gshadow (another inode, 0 bytes read).
+    held: ['host-credential-paths', 'download-api-links', 'read-only-input', 'identity-capabilities', 'identity-no-new-privs', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'survive-teardown', ...OUTPUT, ...EXPORTS],
     inconclusive: {},
     taskUnexpected: {},
     version: /^firejail version \d/,
@@ -107,7 +108,7 @@ const EXPECTED: Record<string, Expectation> = {
     adapterFails: [],
     // Root with CAP_SYS_ADMIN and no user namespace (--private-users is off by default): it mounts the host's disk.
     crossed: { 'escape-mount-host': /mount the host's disk and read a host decoy/ },
-    held: ['secret-decoy-file', 'daemon-socket', 'download-api-links', 'read-only-input', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'residue', 'survive-teardown', ...NETWORK, ...OUTPUT, ...EXPORTS],
+    held: ['secret-decoy-file', 'host-credential-paths', 'daemon-socket', 'download-api-links', 'read-only-input', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'residue', 'survive-teardown', ...NETWORK, ...OUTPUT, ...EXPORTS],
     inconclusive: {},
     taskUnexpected: {},
     version: /^systemd \d+/,
@@ -174,6 +175,8 @@ const EXPECTED: Record<string, Expectation> = {
       'secret-decoy-file': /decoy secrets left the box/,
       // srt allows reads everywhere but ~: a host process's /proc/<pid>/root leads to the decoy too.
       'escape-proc-root': /read a host decoy through a host process's \/proc\/<pid>\/root/,
+      // …and the machine's own /etc/shadow and /etc/gshadow (the box is root in its user namespace): the host's own hashes match.
+      'host-credential-paths': /the box read the host's own credential files: \/etc\/shadow/,
       // The host's kernel keyrings are not namespaced: the box reads the host's session and user keys.
       'keyring-decoy': /read a host decoy key from the kernel keyring/,
       // Its file search reaches the same decoy home, whatever else sits in the host's /tmp.
