@@ -41,7 +41,8 @@ const NOT_CLAIMED = {
   'output.sanitized': 'srt passes the program\'s output through unchanged',
 } as const;
 
-function srtPreset(name: string, summary: string, settings: Record<string, unknown> | undefined, claims: readonly PolicyItem[], notClaimed: Partial<Record<PolicyItem, string>>): PresetDefinition {
+/** An srt preset with its own settings file (the variants below; a test builds one that allows lab names). */
+export function srtPreset(name: string, summary: string, settings: Record<string, unknown> | undefined, claims: readonly PolicyItem[], notClaimed: Partial<Record<PolicyItem, string>>): PresetDefinition {
   return {
     name,
     summary,

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { execa } from 'execa';
 import { allowRules, type AllowRule } from '../../harness/network-allow.js';
 import { PROOF_SUFFIX } from '../../lab/lab-session.js';
+import { LAB_FRONT_RELAY_SOURCE } from '../../lab/netns/addresses.js';
 import type { Policy } from '../../harness/model/policy.js';
 import { SandcheckError } from '../../harness/errors.js';
 import { findProcessesWithEnvMarker, killPids } from '../../lab/process-scan.js';
@@ -73,6 +74,8 @@ async function applyPolicyFilter(netnsPath: string, policy: Policy): Promise<voi
     // The lab witness's own proof-of-life query (a DNS name under PROOF_SUFFIX) shares this namespace: let it pass.
     await run(tool, ['-A', 'OUTPUT', '-p', 'udp', '--dport', '53', '-m', 'string', '--algo', 'bm', '--hex-string', dnsSuffixHex(PROOF_SUFFIX), '-j', 'ACCEPT']);
   }
+  // The lab's fronting proxy relays from its own source address: its onward traffic is not the box's (a CDN is beyond a box's egress filter).
+  await run('iptables', ['-A', 'OUTPUT', '-s', `${LAB_FRONT_RELAY_SOURCE}/32`, '-p', 'tcp', '-j', 'ACCEPT']);
   for (const rule of allowRules(policy)) {
     const { family, args } = ruleArgs(rule);
     await run(family === 4 ? 'iptables' : 'ip6tables', ['-A', 'OUTPUT', ...args, '-j', 'ACCEPT']);

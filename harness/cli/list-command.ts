@@ -1,15 +1,18 @@
-import { allProbes } from '../../suites/index.js';
+import { allProbes, optInProbes } from '../../suites/index.js';
 import { safeJsonStringify, visibleLine } from '../../reports/clean-text.js';
 import { EXIT } from '../errors.js';
 
 /** `sandcheck list`: what the suite holds, without loading a backend, the runner or a report writer. */
 export async function listCommand(opts: { json?: boolean; tasks?: string }): Promise<number> {
-  const rows = allProbes(opts.tasks ? await (await import('../task/load-tasks.js')).loadTaskDir(opts.tasks) : []).map((p) => ({
+  const listed = [...allProbes(opts.tasks ? await (await import('../task/load-tasks.js')).loadTaskDir(opts.tasks) : []), ...optInProbes];
+  const rows = listed.map((p) => ({
     id: p.id,
     kind: p.kind,
     category: p.kind === 'security' ? p.category : 'task',
     policyItem: p.policyItem,
-    title: p.title,
+    // Opt-in probes run only when named with --only (suites/allowlist.ts).
+    title: optInProbes.includes(p) ? `[opt-in, --only] ${p.title}` : p.title,
+    ...(optInProbes.includes(p) ? { optIn: true } : {}),
     ...(p.kind === 'task' ? { expected: p.expected } : { attack: [...p.attack], cwe: [...p.cwe] }),
   }));
   if (opts.json) {

@@ -162,7 +162,10 @@ export interface SecurityProbe extends ProbeCommon {
    * harness's own exporter (always runs).
    */
   enforcedBy?: 'backend' | 'exporter';
-  /** Why this machine cannot test the item at all (a cause outside the box): not-applicable without running. */
+  /**
+   * Why this machine cannot test the item at all (a cause outside the box), or why the policy asks nothing of it (the
+   * allowlist probes without an allowlist): not-applicable without running.
+   */
   hostPrecondition?(ctx: ProbeContext): string | undefined;
   judge(obs: Observation, ctx: ProbeContext): Judgement;
 }

@@ -8,7 +8,7 @@ export const MAX_DNS_NAMES = 16;
 /** Base64 length of MAX_PAYLOAD_BYTES. */
 const MAX_PAYLOAD_BASE64 = Math.ceil(MAX_PAYLOAD_BYTES / 3) * 4;
 
-export const DECOY_SERVICES = ['metadata', 'dns', 'canary-http', 'catch-all-tcp', 'catch-all-udp'] as const;
+export const DECOY_SERVICES = ['metadata', 'dns', 'canary-http', 'catch-all-tcp', 'catch-all-udp', 'front'] as const;
 export type DecoyService = (typeof DECOY_SERVICES)[number];
 
 export const EndpointSchema = z.object({

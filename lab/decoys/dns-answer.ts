@@ -135,3 +135,8 @@ export function validateDnsAnswers(answers: DnsAnswers): string[] {
   }
   return problems;
 }
+
+/** The IPv4 answer the resolver gives for `name` (for a lab service that resolves in process), if any. */
+export function resolveA(name: string, answers: DnsAnswers): string | undefined {
+  return lookup(name, answers).a;
+}

@@ -3,6 +3,7 @@ import { DEFAULT_MAX_EVENTS } from './decoy-log.js';
 import { canonicalIp } from './decoy-event.js';
 import type { DnsAnswers } from './dns-answer.js';
 import { LabConfigError, formatHostPort } from './errors.js';
+import { LAB_ALLOWED_HOST, LAB_FRONT, LAB_FRONT_RELAY_SOURCE } from '../netns/addresses.js';
 
 const Host = z.union([z.ipv4(), z.ipv6()]);
 const Port = z.number().int().min(0).max(65535);
@@ -29,6 +30,8 @@ export const LabServiceSchema = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('dns'), host: Host, port: Port, answers: DnsAnswersSchema }),
   z.strictObject({ kind: z.literal('canary-tcp'), host: Host, port: Port, banner: Banner.optional() }),
   z.strictObject({ kind: z.literal('catch-all-udp'), host: Host, port: Port, banner: Banner.optional() }),
+  /** A forward proxy that also routes by Host and SNI; onward connections leave from `relaySource`. */
+  z.strictObject({ kind: z.literal('front'), host: Host, port: Port, relaySource: Host, answers: DnsAnswersSchema }),
 ]);
 
 export const LabConfigSchema = z
@@ -69,11 +72,31 @@ export function parseLabConfig(input: unknown): LabConfig {
   );
 }
 
-/** The addresses the lab's metadata decoy answers on (AWS/GCP/Azure, AWS IPv6, Alibaba). */
-export const METADATA_HOSTS = ['169.254.169.254', 'fd00:ec2::254', '100.100.100.200'] as const;
+/**
+ * The addresses the lab's metadata decoy answers on (AWS/GCP/Azure, AWS IPv6, Alibaba, and 169.254.169.254 in the
+ * NAT64 well-known and local-use prefixes, which a NAT64 gateway would translate to it).
+ */
+export const METADATA_HOSTS = ['169.254.169.254', 'fd00:ec2::254', '100.100.100.200', '64:ff9b::a9fe:a9fe', '64:ff9b:1::a9fe:a9fe'] as const;
 export const LAB_DNS_HOST = '192.0.2.53';
 export const CANARY_TCP_PORTS = [80, 443, 8080, 22] as const;
 export const CATCH_ALL_UDP_PORTS = [9, 123] as const;
+
+/**
+ * Names the allowlist probes use: an allowlist that names hosts (srt's `allowedDomains`) lists them, and the lab's
+ * resolver answers them. `control` is an honest allowed host; `metadata` and `loopback` are allowed names whose
+ * answer an attacker changed (rebinding), `nat64` and `mapped` the same with only an AAAA record carrying
+ * 169.254.169.254; `front` is an allowed name of the lab's fronting proxy. Any other name,
+ * e.g. `DENIED_NAME_SUFFIX`, resolves to the default 192.0.2.10.
+ */
+export const ALLOWLIST_NAMES = {
+  control: 'control.allowed.sandcheck.example',
+  metadata: 'metadata.allowed.sandcheck.example',
+  loopback: 'loopback.allowed.sandcheck.example',
+  front: 'front.allowed.sandcheck.example',
+  nat64: 'nat64.allowed.sandcheck.example',
+  mapped: 'mapped.allowed.sandcheck.example',
+} as const;
+export const DENIED_NAME_SUFFIX = 'denied.sandcheck.example';
 
 export const DEFAULT_DNS_ANSWERS: DnsAnswers = {
   a: '192.0.2.10',
@@ -82,6 +105,13 @@ export const DEFAULT_DNS_ANSWERS: DnsAnswers = {
     'metadata.google.internal': { a: '169.254.169.254' },
     'metadata.goog': { a: '169.254.169.254' },
     'instance-data.ec2.internal': { a: '169.254.169.254', aaaa: 'fd00:ec2::254' },
+    [ALLOWLIST_NAMES.control]: { a: LAB_ALLOWED_HOST },
+    [ALLOWLIST_NAMES.metadata]: { a: '169.254.169.254' },
+    [ALLOWLIST_NAMES.loopback]: { a: '127.0.0.1' },
+    [ALLOWLIST_NAMES.front]: { a: LAB_FRONT.host },
+    // Only an AAAA record, in a form that carries 169.254.169.254.
+    [ALLOWLIST_NAMES.nat64]: { aaaa: '64:ff9b::a9fe:a9fe' },
+    [ALLOWLIST_NAMES.mapped]: { aaaa: '::ffff:169.254.169.254' },
   },
 };
 
@@ -97,5 +127,6 @@ export function defaultLabServices(answers: DnsAnswers = DEFAULT_DNS_ANSWERS): L
     for (const port of CANARY_TCP_PORTS) services.push({ kind: 'canary-tcp', host, port });
     for (const port of CATCH_ALL_UDP_PORTS) services.push({ kind: 'catch-all-udp', host, port });
   }
+  services.push({ kind: 'front', host: LAB_FRONT.host, port: LAB_FRONT.port, relaySource: LAB_FRONT_RELAY_SOURCE, answers: { ...answers } });
   return services;
 }

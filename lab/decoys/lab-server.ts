@@ -9,6 +9,7 @@ import { isWildcardHost, matchableIp } from './decoy-event.js';
 import { DecoyLog, type DecoyEvent } from './decoy-log.js';
 import { startDnsDecoy } from './dns.js';
 import { DecoyError } from './errors.js';
+import { startFront } from './front.js';
 import { parseLabConfig, type LabConfig, type LabConfigInput, type LabServiceConfig } from './lab-config.js';
 import { once, type DecoyHandle, type ListenerInfo } from './listen.js';
 import { createMetadataDecoy, startMetadataDecoy, type MetadataDecoy } from './metadata.js';
@@ -107,6 +108,8 @@ export async function startLabServices(
         });
       case 'catch-all-udp':
         return startCatchAllUdp({ host: service.host, port: service.port, log, banner: service.banner });
+      case 'front':
+        return startFront({ host: service.host, port: service.port, relaySource: service.relaySource, answers: service.answers, log });
     }
   });
   const settled = await Promise.allSettled(starting.map((p) => p ?? Promise.resolve(undefined)));

@@ -2,7 +2,7 @@ import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { isIPv6, type Server } from 'node:net';
 import { DecoyBindError } from './errors.js';
 
-export type ListenerKind = 'metadata' | 'dns' | 'canary-tcp' | 'catch-all-udp';
+export type ListenerKind = 'metadata' | 'dns' | 'canary-tcp' | 'catch-all-udp' | 'front';
 
 /** One bound socket of a decoy; `port` is the real port (useful when 0 was asked). */
 export interface ListenerInfo {

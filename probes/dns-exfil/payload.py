@@ -5,15 +5,12 @@ per-run marker; the resolver at the other end is what the system's resolv.conf n
 """
 import os
 import socket
-import struct
 
 import sandcheck_payload as sc
 
 
 def raw_query(server, name):
-    header = struct.pack("!HHHHHH", 0x5C5C, 0x0100, 1, 0, 0, 0)
-    question = b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0" + struct.pack("!HH", 1, 1)
-    return sc.udp_send(server, 53, header + question)
+    return sc.udp_send(server, 53, sc.dns_query(name))
 
 
 args = sc.start()

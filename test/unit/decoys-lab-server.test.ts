@@ -116,6 +116,8 @@ describe('lab configuration', () => {
     expect(described.sort()).toEqual([
       '100.100.100.200 -> 0.0.0.0:80',
       '169.254.169.254 -> 0.0.0.0:80',
+      '64:ff9b:1::a9fe:a9fe -> :::80',
+      '64:ff9b::a9fe:a9fe -> :::80',
       'fd00:ec2::254 -> :::80',
     ]);
     expect(planMetadataDiversions(loopbackConfig().services)).toEqual(new Map());

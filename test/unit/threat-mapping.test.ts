@@ -5,7 +5,7 @@ import type { SecurityResult } from '../../harness/model/scorecard.js';
 import { securityScorecard } from '../../harness/scorecard-builder.js';
 import { withThreatMapping } from '../../reports/threat-mapping.js';
 import { validateScorecard } from '../../reports/validate.js';
-import { securitySuite } from '../../suites/index.js';
+import { allowlistSuite, securitySuite } from '../../suites/index.js';
 import { FAST_POLICY } from '../helpers/fake-run.js';
 
 function result(id: string, extra: Partial<SecurityResult> = {}): SecurityResult {
@@ -25,6 +25,13 @@ describe('ATT&CK and CWE mapping of the security probes', () => {
     });
     expect(broken).toEqual([]);
     expect(securitySuite.length).toBeGreaterThan(40);
+  });
+
+  it('the opt-in allowlist probes carry ids too, and their results get them in a scorecard', () => {
+    for (const p of allowlistSuite) expect(ThreatMappingSchema.safeParse({ attack: p.attack, cwe: p.cwe }).success, p.id).toBe(true);
+    expect(allowlistSuite.find((p) => p.id === 'allowlist-host-sni')?.attack).toContain('T1090.004');
+    const mapped = withThreatMapping(card([result('allowlist-rebinding', { category: 'network', policyItem: 'network.egress' })]));
+    expect(mapped.results[0]).toMatchObject({ attack: ['T1552.005', 'T1090'], cwe: ['CWE-918', 'CWE-367'] });
   });
 
   it('the id formats refuse near misses and empty lists', () => {
