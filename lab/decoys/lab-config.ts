@@ -4,6 +4,7 @@ import { canonicalIp } from './decoy-event.js';
 import type { DnsAnswers } from './dns-answer.js';
 import { LabConfigError, formatHostPort } from './errors.js';
 import { LAB_ALLOWED_HOST, LAB_FRONT, LAB_FRONT_RELAY_SOURCE } from '../netns/addresses.js';
+import { ALLOWLIST_NAMES, CANARY_TCP_PORTS, CATCH_ALL_UDP_PORTS, DENIED_NAME_SUFFIX } from './lab-names.js';
 
 const Host = z.union([z.ipv4(), z.ipv6()]);
 const Port = z.number().int().min(0).max(65535);
@@ -78,25 +79,7 @@ export function parseLabConfig(input: unknown): LabConfig {
  */
 export const METADATA_HOSTS = ['169.254.169.254', 'fd00:ec2::254', '100.100.100.200', '64:ff9b::a9fe:a9fe', '64:ff9b:1::a9fe:a9fe'] as const;
 export const LAB_DNS_HOST = '192.0.2.53';
-export const CANARY_TCP_PORTS = [80, 443, 8080, 22] as const;
-export const CATCH_ALL_UDP_PORTS = [9, 123] as const;
-
-/**
- * Names the allowlist probes use: an allowlist that names hosts (srt's `allowedDomains`) lists them, and the lab's
- * resolver answers them. `control` is an honest allowed host; `metadata` and `loopback` are allowed names whose
- * answer an attacker changed (rebinding), `nat64` and `mapped` the same with only an AAAA record carrying
- * 169.254.169.254; `front` is an allowed name of the lab's fronting proxy. Any other name,
- * e.g. `DENIED_NAME_SUFFIX`, resolves to the default 192.0.2.10.
- */
-export const ALLOWLIST_NAMES = {
-  control: 'control.allowed.sandcheck.example',
-  metadata: 'metadata.allowed.sandcheck.example',
-  loopback: 'loopback.allowed.sandcheck.example',
-  front: 'front.allowed.sandcheck.example',
-  nat64: 'nat64.allowed.sandcheck.example',
-  mapped: 'mapped.allowed.sandcheck.example',
-} as const;
-export const DENIED_NAME_SUFFIX = 'denied.sandcheck.example';
+export { ALLOWLIST_NAMES, CANARY_TCP_PORTS, CATCH_ALL_UDP_PORTS, DENIED_NAME_SUFFIX };
 
 export const DEFAULT_DNS_ANSWERS: DnsAnswers = {
   a: '192.0.2.10',

@@ -3,7 +3,7 @@ import { outside, type Evidence } from '../../harness/model/evidence.js';
 import type { Policy } from '../../harness/model/policy.js';
 import type { Judgement, Observation, ProbeContext, SecurityProbe } from '../../harness/model/probe.js';
 import { allowRules, canonicalAddress, isAllowed } from '../../harness/network-allow.js';
-import { ALLOWLIST_NAMES, CANARY_TCP_PORTS, DENIED_NAME_SUFFIX } from '../../lab/decoys/lab-config.js';
+import { ALLOWLIST_NAMES, CANARY_TCP_PORTS, DENIED_NAME_SUFFIX } from '../../lab/decoys/lab-names.js';
 import type { DecoyEvent } from '../../lab/decoys/decoy-log.js';
 import { LAB_ALLOWED_HOST, LAB_FRONT, LAB_RESOLVER } from '../../lab/netns/addresses.js';
 import type { Packet } from '../../lab/netns/packet.js';
