@@ -30,7 +30,9 @@ export type SandcheckErrorCode =
   | 'LAB_TEARDOWN_FAILED'
   | 'WITNESS_FAILED'
   // shards (--shard, sandcheck merge)
-  | 'MERGE_REFUSED';
+  | 'MERGE_REFUSED'
+  // run --watch-daemon: not a socket, or no container daemon answers on it
+  | 'WATCH_DAEMON_INVALID';
 
 /** Exit status of the CLI for each class of failure (see README "Exit codes"). */
 export const EXIT = {
@@ -67,7 +69,8 @@ export class SandcheckError extends Error {
       this.code === 'OUT_DIR_UNUSABLE' ||
       this.code === 'RECOVER_NOTHING' ||
       this.code === 'RUN_ALIVE' ||
-      this.code === 'MERGE_REFUSED'
+      this.code === 'MERGE_REFUSED' ||
+      this.code === 'WATCH_DAEMON_INVALID'
     );
   }
 

@@ -14,7 +14,7 @@ import { packageRoot } from './paths.js';
 import { multiplex, type AnyResult, type RunReporter } from './events.js';
 import type { Policy } from './model/policy.js';
 import type { ProbeSpec } from './model/probe.js';
-import type { SecurityScorecard, TaskScorecard } from './model/scorecard.js';
+import type { SecurityScorecard, TaskScorecard, WatchedDaemon } from './model/scorecard.js';
 import { notRunResults } from './not-run.js';
 import { openOwnershipJournal, type OwnedResource } from './ownership/journal.js';
 import { sweepDeadRuns, type OwnershipSweepReport, type SweepHook } from './ownership/sweep.js';
@@ -57,6 +57,8 @@ export interface RunSuiteOptions {
   environment?: RunEnvironment;
   /** This run is slice index/total of a selection (--shard): recorded in both cards for `sandcheck merge`. */
   shard?: Shard;
+  /** Real container daemons (--watch-daemon, checked by checkWatchDaemons) whose event logs are read after each execution; recorded in both cards. */
+  watchDaemons?: readonly WatchedDaemon[];
 }
 
 export interface RunSuiteOutcome {
@@ -183,6 +185,7 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
     if (!interrupted()) {
       run = await openRunContext(runId, {
         journal,
+        watchDaemons: (opts.watchDaemons ?? []).map((d) => d.socket),
         ...(live ? { liveTraffic: (a, b) => live!.trafficBetween(a, b), liveProve: () => live!.proveWitness() } : forRun(lab) ? { lab: forRun(lab)! } : { noLabReason: lab.noLabReason ?? 'unknown' }),
       });
     }
@@ -283,6 +286,7 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
     incomplete: wasInterrupted || fatal !== undefined || setupError !== undefined,
     exporter: exporterName(opts.exporter ?? 'reference'),
     ...(opts.shard ? { shard: opts.shard } : {}),
+    ...(opts.watchDaemons && opts.watchDaemons.length > 0 ? { watchedDaemons: [...opts.watchDaemons] } : {}),
     network: live
       ? 'the live network (--live-network): a packet capture on this machine'
       : lab.session

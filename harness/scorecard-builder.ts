@@ -6,6 +6,7 @@ import {
   type SecurityScorecard,
   type TaskResult,
   type TaskScorecard,
+  type WatchedDaemon,
 } from './model/scorecard.js';
 import { packageVersion } from './paths.js';
 import type { RunEnvironment } from './environment-model.js';
@@ -24,6 +25,8 @@ export interface RunMeta {
   network?: string;
   /** This run is slice index/total of a selection (--shard). */
   shard?: Shard;
+  /** The daemons whose event logs were read (--watch-daemon). */
+  watchedDaemons?: WatchedDaemon[];
   /** Tool versions, kernel, cgroup mode, policy hash, backend configuration (environment-facts collectEnvironment). */
   environment?: RunEnvironment;
 }
@@ -45,6 +48,7 @@ function runInfo(meta: RunMeta): SecurityScorecard['run'] {
     ...(meta.shard !== undefined ? { shard: meta.shard } : {}),
     exporter: meta.exporter ?? 'unknown',
     ...(meta.network !== undefined ? { network: meta.network } : {}),
+    ...(meta.watchedDaemons !== undefined && meta.watchedDaemons.length > 0 ? { watchedDaemons: meta.watchedDaemons } : {}),
     // resourceUsage().maxRSS is in kilobytes.
     harness: { maxRssBytes: process.resourceUsage().maxRSS * 1024 },
   };

@@ -115,6 +115,7 @@ export function mergeShards(shards: readonly ShardCards[]): { security: Security
     incomplete: sorted.some((s) => s.security.run.incomplete || s.task.run.incomplete),
     exporter: first.security.run.exporter,
     ...(first.security.run.network !== undefined ? { network: first.security.run.network } : {}),
+    ...(first.security.run.watchedDaemons !== undefined ? { watchedDaemons: first.security.run.watchedDaemons } : {}),
   };
   const policy = first.security.policy;
   const security = securityScorecard(facts, policy, meta, uniqueResults('security', sorted, (s) => s.security.results));

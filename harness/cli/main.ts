@@ -51,6 +51,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('--tasks <dir>', 'also run the task cases (YAML, JSON or .mjs) in this directory')
     .option('--image <ref>', 'docker backends: an image you already have (needs python3), instead of the offline-built probe image')
     .option('--docker-socket <path>', 'docker backends: an existing daemon instead of a private one started inside the lab (network probes then need --live-network)')
+    .option('--watch-daemon <sockets...>', "real Docker/Podman daemon sockets a box may be handed: their own event logs are read after each execution (never written to) and a box's nonce-named call is an outside witness for host-search; each must answer /_ping before anything runs")
     .option('--live-network', 'no lab: network probes try the real addresses (only inside a disposable cloud machine)')
     .option('--witness <file|url>', 'judge the network probes from a `sandcheck witness serve` (its --state file, or its URL with SANDCHECK_WITNESS_TOKEN) instead of a lab of the run\'s own')
     .option('--exporter <name>', 'the exporter artifacts pass and the export probes judge: reference, naive (unsafe, positive controls only), command:<file.yaml> or a module path', 'reference')

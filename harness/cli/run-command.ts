@@ -18,6 +18,7 @@ import { cleanLabel, collectEnvironment } from '../environment-facts.js';
 import { certifyAfterRun, certifyBackend, certifyBeforeRun } from './certify-command.js';
 import { runSummary } from '../../reports/run-summary.js';
 import { shardProbes, type Shard } from '../shard.js';
+import { checkWatchDaemons } from '../watch-daemon.js';
 
 /** --image / --docker-socket / DOCKER_HOST become docker backend options (on top of a --backend-config file). */
 function withDockerFlags(fileOptions: unknown, opts: { backend?: string; image?: string; dockerSocket?: string }): unknown {
@@ -53,6 +54,7 @@ export interface RunCommandOptions {
   json?: boolean;
   certify?: string;
   shard?: Shard;
+  watchDaemon?: string[];
 }
 
 /** `sandcheck run`: checks every input before anything starts, runs the suite, prints the summary, writes the reports (and a sign-off bundle). */
@@ -63,6 +65,8 @@ export async function runCommand(opts: RunCommandOptions): Promise<number> {
   if (opts.witness && opts.liveNetwork) throw new SandcheckError('USAGE', '--witness and --live-network both say who judges the network probes: choose one');
   // An unreachable witness is a usage error before anything starts.
   const witness = opts.witness ? await connectWitness(opts.witness) : undefined;
+  // Likewise a watched daemon that is not there: its silence would read as a box that never called it.
+  const watchDaemons = opts.watchDaemon ? await checkWatchDaemons(opts.watchDaemon) : undefined;
   // The exporter the export probes judge: a bad command file or module is a config error before anything runs.
   const exporter = await resolveExporter(opts.exporter);
   const userTasks = opts.tasks ? await loadTaskDir(opts.tasks) : [];
@@ -142,6 +146,7 @@ export async function runCommand(opts: RunCommandOptions): Promise<number> {
       ...(witness ? { witness } : {}),
       ...(waivers ? { waivers } : {}),
       ...(opts.shard ? { shard: opts.shard } : {}),
+      ...(watchDaemons ? { watchDaemons } : {}),
     });
     // With --json the one JSON document is all of stdout: the text summary and notices go to stderr.
     const text = opts.json ? process.stderr : process.stdout;

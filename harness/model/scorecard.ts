@@ -26,6 +26,16 @@ const Id = () => z.string().max(ID_MAX);
 const Name = () => z.string().max(NAME_MAX);
 const Title = () => z.string().max(TITLE_MAX);
 
+/** --watch-daemon sockets a run may watch (and a card record). */
+export const WATCH_DAEMON_MAX = 16;
+
+export const WatchedDaemonSchema = z.strictObject({
+  socket: z.string().max(1024).describe('the --watch-daemon socket path, resolved'),
+  apiVersion: z.string().max(128).describe('the Api-Version header of its /_ping answer when the run started'),
+  server: z.string().max(128).optional().describe('its Server header (e.g. Docker/27.5.1 (linux), Libpod/5.4.0 (linux))'),
+});
+export type WatchedDaemon = z.infer<typeof WatchedDaemonSchema>;
+
 const RunInfo = z.strictObject({
   id: Id(),
   startedAt: z.iso.datetime(),
@@ -40,6 +50,11 @@ const RunInfo = z.strictObject({
     .describe('these cards were joined by `sandcheck merge` from the shards of these runs'),
   exporter: Name().describe('the exporter the export probes judged (reference, naive, command:<file> or a module)'),
   network: z.string().max(1024).optional().describe("who judged the network probes: the run's own lab, a remote witness (sandcheck witness serve), the live network, or why none did"),
+  watchedDaemons: z
+    .array(WatchedDaemonSchema)
+    .max(WATCH_DAEMON_MAX)
+    .optional()
+    .describe("real container daemons (--watch-daemon) whose own event logs were read after each execution: a box's nonce-named call to one is an outside witness (host-search)"),
   harness: z.strictObject({
     maxRssBytes: z.number().int().nonnegative().describe('peak resident memory of the harness process'),
   }),
