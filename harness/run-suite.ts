@@ -154,7 +154,7 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
   // Claims asked of the adapter itself (an rpc process) are fetched before anything reads them.
   await opts.backend.prepare?.(opts.policy);
   const runEnvironment = await environment;
-  const results = openResultsJournal(opts.outDir, { runId, startedAt, backend: backendFacts(opts.backend, opts.policy), policy: opts.policy, environment: runEnvironment });
+  const results = openResultsJournal(opts.outDir, { runId, startedAt, backend: backendFacts(opts.backend, opts.policy), policy: opts.policy, environment: runEnvironment, ...(opts.watchDaemons ? { watchedDaemons: opts.watchDaemons } : {}) });
   // Stops the probes still running when the harness itself fails; an interrupt comes through opts.signal.
   const stop = new AbortController();
   const signal = opts.signal ? AbortSignal.any([opts.signal, stop.signal]) : stop.signal;

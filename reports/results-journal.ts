@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { SandcheckError } from '../harness/errors.js';
 import type { AnyResult } from '../harness/events.js';
 import { PolicySchema, type Policy } from '../harness/model/policy.js';
-import { BackendInfoSchema, SecurityResultSchema, TaskResultSchema, type SecurityResult, type TaskResult } from '../harness/model/scorecard.js';
+import { BackendInfoSchema, SecurityResultSchema, TaskResultSchema, WATCH_DAEMON_MAX, WatchedDaemonSchema, type SecurityResult, type TaskResult, type WatchedDaemon } from '../harness/model/scorecard.js';
 import { processStartTime, readBootIdSync } from '../harness/ownership/journal.js';
 import { securityScorecard, taskScorecard, type BackendFacts } from '../harness/scorecard-builder.js';
 import { writeScorecards, type CardFiles } from './write-cards.js';
@@ -23,6 +23,7 @@ const StartLine = z.strictObject({
   backend: BackendInfoSchema.omit({ coldStartMs: true }),
   policy: PolicySchema,
   environment: EnvironmentSchema.optional(),
+  watchedDaemons: z.array(WatchedDaemonSchema).max(WATCH_DAEMON_MAX).optional(),
 });
 const ResultLine = z.discriminatedUnion('kind', [
   z.strictObject({ type: z.literal('result'), kind: z.literal('security'), result: SecurityResultSchema }),
@@ -44,7 +45,7 @@ function withoutKind<T extends { kind: string }>(r: T): Omit<T, 'kind'> {
   return rest;
 }
 
-export function openResultsJournal(outDir: string, start: { runId: string; startedAt: Date; backend: BackendFacts; policy: Policy; environment?: RunEnvironment }): ResultsJournal {
+export function openResultsJournal(outDir: string, start: { runId: string; startedAt: Date; backend: BackendFacts; policy: Policy; environment?: RunEnvironment; watchedDaemons?: readonly WatchedDaemon[] }): ResultsJournal {
   const path = join(outDir, RESULTS_JOURNAL);
   const line = {
     type: 'start',
@@ -56,6 +57,7 @@ export function openResultsJournal(outDir: string, start: { runId: string; start
     backend: start.backend,
     policy: start.policy,
     ...(start.environment ? { environment: start.environment } : {}),
+    ...(start.watchedDaemons && start.watchedDaemons.length > 0 ? { watchedDaemons: start.watchedDaemons } : {}),
   };
   appendFileSync(path, `${JSON.stringify(line)}\n`, { flag: 'w' });
   const security: SecurityResult[] = [];
@@ -126,7 +128,7 @@ export async function recoverResultsJournal(outDir: string, targetDir: (runId: s
     else if (r.data.kind === 'security') security.push(r.data.result);
     else task.push(r.data.result);
   }
-  const meta = { runId: s.runId, startedAt: new Date(s.startedAt), finishedAt: mtime, interrupted: false, incomplete: true, ...(s.environment ? { environment: s.environment } : {}) };
+  const meta = { runId: s.runId, startedAt: new Date(s.startedAt), finishedAt: mtime, interrupted: false, incomplete: true, ...(s.environment ? { environment: s.environment } : {}), ...(s.watchedDaemons ? { watchedDaemons: s.watchedDaemons } : {}) };
   const written = await writeScorecards(targetDir(s.runId), {
     security: securityScorecard(s.backend, s.policy, meta, security),
     task: taskScorecard(s.backend, s.policy, meta, task),

@@ -86,7 +86,7 @@ describe('run environment', () => {
 });
 
 describe('recovery keeps the environment', () => {
-  it('a run journal whose start line holds the environment recovers into cards that carry it', async () => {
+  it('a run journal whose start line holds the environment and the watched daemons recovers into cards that carry them', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'sandcheck-env-'));
     dirs.push(dir);
     const environment = await collectEnvironment({ policy: FAST_POLICY, backendName: 'fake', label: 'nightly' });
@@ -100,12 +100,14 @@ describe('recovery keeps the environment', () => {
       backend: { name: 'fake', description: 'x', isolation: 'sandbox', enforces: [] },
       policy: FAST_POLICY,
       environment,
+      watchedDaemons: [{ socket: '/run/docker.sock', apiVersion: '1.47' }],
     };
     appendFileSync(join(dir, RESULTS_JOURNAL), `${JSON.stringify(start)}\n`);
     await recoverResultsJournal(dir);
-    const card = JSON.parse(readFileSync(join(dir, 'security.json'), 'utf8')) as { environment?: unknown };
+    const card = JSON.parse(readFileSync(join(dir, 'security.json'), 'utf8')) as { environment?: unknown; run: { watchedDaemons?: unknown } };
     expect(validateScorecard('security', card).valid).toBe(true);
     expect(card.environment).toEqual(environment);
+    expect(card.run.watchedDaemons).toEqual(start.watchedDaemons);
   });
 });
 
