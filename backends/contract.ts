@@ -45,6 +45,11 @@ export interface Capabilities {
    * the network probes (`--witness`); without one they are not-applicable, never held.
    */
   boxNetwork?: 'lab' | 'remote';
+  /**
+   * Set when the box cannot write files the harness reads back (a read-only sandbox): why. The adapter
+   * check's writing halves and the task cases that need written results are then not applicable, with this reason.
+   */
+  noWrittenResults?: string;
 }
 
 /** The run's lab: a network namespace the run created, with decoys on every address. */

@@ -1,6 +1,7 @@
 import type { AnyResult } from './events.js';
 import type { Policy } from './model/policy.js';
-import type { ProbeSpec } from './model/probe.js';
+import type { ProbeSpec, TaskCase } from './model/probe.js';
+import type { TaskResult } from './model/scorecard.js';
 import { endToEndBudgetMs } from './task/correction-loop.js';
 
 /** Results for probes that never ran because the run was interrupted (or ended) before they started. */
@@ -22,22 +23,25 @@ export function notRunResults(probes: readonly ProbeSpec[], policy: Policy, erro
           durationMs: 0,
           harnessError: error,
         }
-      : {
-          kind: 'task',
-          id: p.id,
-          title: p.title,
-          policyItem: p.policyItem,
-          expected: p.expected,
-          verdict: null,
-          outcome: 'error',
-          reason,
-          evidence: [],
-          artifacts: [],
-          attempts: [],
-          budget: { limitMs: endToEndBudgetMs(policy), elapsedMs: 0, maxAttempts: 1 + policy.attempts.corrections, exhausted: false },
-          reproducible: null,
-          durationMs: 0,
-          harnessError: error,
-        },
+      : { ...taskNotRun(p, policy), outcome: 'error', reason, harnessError: error },
   );
+}
+
+/** The fields of a task result whose case got no verdict (not run, or the harness failed): the caller adds outcome and reason. */
+export function taskNotRun(task: TaskCase, policy: Policy, elapsedMs = 0): { kind: 'task' } & Omit<TaskResult, 'outcome' | 'reason'> {
+  return {
+    ...taskIdentity(task),
+    verdict: null,
+    evidence: [],
+    artifacts: [],
+    attempts: [],
+    budget: { limitMs: endToEndBudgetMs(policy), elapsedMs, maxAttempts: 1 + policy.attempts.corrections, exhausted: false },
+    reproducible: null,
+    durationMs: elapsedMs,
+  };
+}
+
+/** What names a task case in its result. */
+export function taskIdentity(task: TaskCase): { kind: 'task' } & Pick<TaskResult, 'id' | 'title' | 'policyItem' | 'expected'> {
+  return { kind: 'task', id: task.id, title: task.title, policyItem: task.policyItem, expected: task.expected };
 }

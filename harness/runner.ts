@@ -22,7 +22,9 @@ import { watchForProcess } from './process-watch.js';
 import { Mutex } from './mutex.js';
 import { scrubHostPaths } from './scrub.js';
 import { policyRequires } from './required-items.js';
-import { artifactHashes, compareReplay, endToEndBudgetMs, runCorrectionLoop, type ExecuteVariant } from './task/correction-loop.js';
+import { artifactHashes, compareReplay, runCorrectionLoop, type ExecuteVariant } from './task/correction-loop.js';
+import { noResultsReason, notApplicableTask } from './task/no-results.js';
+import { taskIdentity, taskNotRun } from './not-run.js';
 import type { SecurityResult, TaskResult } from './model/scorecard.js';
 import { payloadPath } from './paths.js';
 import { CHALLENGE_FILE, CONTROL_ENV, CONTROL_FILE, makeControlValue, makeProof, type ExecProof } from './proof.js';
@@ -217,7 +219,10 @@ export class Runner {
     if (this.opts.signal?.aborted) {
       return this.failed(probe, { code: 'INTERRUPTED', message: 'not run: the run was interrupted' }, 0);
     }
-    if (probe.kind === 'task') return this.runTask(probe, ctx, started);
+    if (probe.kind === 'task') {
+      const unfit = noResultsReason(probe, this.opts.backend.capabilities(this.opts.policy), ctx);
+      return unfit === undefined ? this.runTask(probe, ctx, started) : notApplicableTask(probe, this.opts.policy, unfit);
+    }
     let executed: Executed;
     try {
       executed = await this.execute(probe, ctx);
@@ -566,11 +571,7 @@ export class Runner {
     const { exec } = final.obs;
     const exported = loop.accepted && final.obs.export ? await this.publishArtifacts(task.id, final.obs.export) : undefined;
     return {
-      kind: 'task',
-      id: task.id,
-      title: task.title,
-      policyItem: task.policyItem,
-      expected: task.expected,
+      ...taskIdentity(task),
       verdict,
       outcome: asExpected ? 'as-expected' : 'unexpected',
       reason: loop.accepted || /exit|killed|stopped|signal/i.test(loop.reason) ? loop.reason : `${loop.reason} (${describeStop(exec)})`,
@@ -614,24 +615,7 @@ export class Runner {
         harnessError: error,
       };
     }
-    return {
-      kind: 'task',
-      id: probe.id,
-      title: probe.title,
-      policyItem: probe.policyItem,
-      expected: probe.expected,
-      verdict: null,
-      outcome: 'error',
-      reason,
-      evidence: [],
-      artifacts: [],
-      attempts: [],
-      budget: { limitMs: endToEndBudgetMs(this.opts.policy), elapsedMs: durationMs, maxAttempts: 1 + this.opts.policy.attempts.corrections, exhausted: false },
-      reproducible: null,
-      durationMs,
-      ...(observation ? { observation } : {}),
-      harnessError: error,
-    };
+    return { ...taskNotRun(probe, this.opts.policy, durationMs), outcome: 'error', reason, ...(observation ? { observation } : {}), harnessError: error };
   }
 }
 

@@ -110,6 +110,7 @@ export function taskScorecard(backend: BackendSource, policy: Policy, meta: RunM
       asExpected: count('as-expected'),
       unexpected: count('unexpected'),
       error: count('error'),
+      notApplicable: count('not-applicable'),
       nonReproducible: results.filter((r) => r.reproducible === false).length,
     },
     ...(meta.environment ? { environment: meta.environment } : {}),

@@ -164,7 +164,7 @@ function validateReports(bytes: ReadonlyMap<string, Buffer>, problem: (file: str
   if (cards.task) {
     const r = cards.task.results;
     const s = cards.task.summary;
-    if (s.total !== r.length || s.asExpected !== r.filter((x) => x.outcome === 'as-expected').length || s.unexpected !== r.filter((x) => x.outcome === 'unexpected').length) problem('task.json', 'its summary does not count its results');
+    if (s.total !== r.length || s.asExpected !== r.filter((x) => x.outcome === 'as-expected').length || s.unexpected !== r.filter((x) => x.outcome === 'unexpected').length || (s.notApplicable ?? 0) !== r.filter((x) => x.outcome === 'not-applicable').length) problem('task.json', 'its summary does not count its results');
   }
   if (cards.security && cards.task && cards.security.run.id !== cards.task.run.id) problem('task.json', `is of run ${cards.task.run.id}, security.json of run ${cards.security.run.id}`);
 }

@@ -68,7 +68,7 @@ export function compareCards(runs: readonly { security: SecurityScorecard; task:
         return x && { verdict: x.verdict, reason: oneLine(x.reason), evidence: oneLine(x.evidence.find((e) => e.source === 'outside')?.detail ?? '') };
       }
       const x = r.task.results.find((y) => y.id === id);
-      return x && { verdict: x.outcome === 'as-expected' ? (x.verdict ?? 'error') : `${x.verdict ?? 'error'} (unexpected)`, reason: oneLine(x.reason), evidence: '' };
+      return x && { verdict: x.outcome === 'as-expected' ? (x.verdict ?? 'error') : x.outcome === 'not-applicable' ? 'not-applicable' : `${x.verdict ?? 'error'} (unexpected)`, reason: oneLine(x.reason), evidence: '' };
     });
     return { id: oneLine(id, 128), kind, cells, differs: new Set(cells.map((c) => c?.verdict ?? '-')).size > 1 };
   });

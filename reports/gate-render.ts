@@ -10,7 +10,7 @@ export function securityCounts(s: SecurityScorecard['summary']): string {
 }
 
 export const taskCounts = (t: TaskScorecard['summary']): string =>
-  `${t.total} task: ${t.asExpected} as expected, ${t.unexpected} unexpected, ${t.error} errors${t.nonReproducible ? `, ${t.nonReproducible} not reproducible` : ''}`;
+  `${t.total} task: ${t.asExpected} as expected, ${t.unexpected} unexpected, ${t.error} errors${t.notApplicable ? `, ${t.notApplicable} not applicable` : ''}${t.nonReproducible ? `, ${t.nonReproducible} not reproducible` : ''}`;
 
 const label = (v: string | null): string => v ?? 'absent';
 

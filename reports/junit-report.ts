@@ -92,6 +92,9 @@ function taskCase(s: Suite, className: string, r: TaskResult): Case {
     c.failure(`WRONG VERDICT: expected ${r.expected}, got ${r.verdict}: ${oneLine(r.reason)}`, 'WrongTaskVerdict').stacktrace(body);
   } else if (r.outcome === 'error') {
     c.error(`ERROR: ${oneLine(r.reason)}`, 'HarnessError', body);
+  } else if (r.outcome === 'not-applicable') {
+    skipWithMessage(c, `N/A: ${oneLine(r.reason)}`);
+    c.property('skip.reason', `N/A: ${oneLine(r.reason)}`).standardOutput(body);
   } else {
     c.standardOutput(body);
   }

@@ -12,8 +12,8 @@ const EVIDENCE_LINES_MAX = 40;
 
 const CellSchema = z.strictObject({
   anchor: z.string().regex(/^[a-z0-9-]+$/).describe('the HTML id of this cell\'s evidence block'),
-  verdict: z.string().describe('security: held, crossed, unenforced, inconclusive, not-applicable; task: accepted, rejected or error'),
-  outcome: z.enum(['as-expected', 'unexpected', 'error']).optional().describe('task cases only'),
+  verdict: z.string().describe('security: held, crossed, unenforced, inconclusive, not-applicable; task: accepted, rejected, error or not-applicable'),
+  outcome: z.enum(['as-expected', 'unexpected', 'error', 'not-applicable']).optional().describe('task cases only'),
   waived: z.boolean().optional(),
   reason: z.string(),
   evidence: z.array(z.string()).describe('`[outside|inside] witness @ where: detail`, one per line, cleaned and capped'),
@@ -122,7 +122,7 @@ export function claimsOf(card: SecurityScorecard): MatrixClaim[] {
 export function scoreLine(security: SecurityScorecard['summary'] | undefined, task: TaskScorecard['summary'] | undefined): string {
   if (!security || !task) return 'not run';
   const s = `crossed ${security.crossed} · inconclusive ${security.inconclusive} · unenforced ${security.unenforced} · held ${security.held} · n/a ${security.notApplicable}`;
-  const t = `task: unexpected ${task.unexpected} · error ${task.error} · as expected ${task.asExpected}`;
+  const t = `task: unexpected ${task.unexpected} · error ${task.error} · as expected ${task.asExpected}${task.notApplicable ? ` · n/a ${task.notApplicable}` : ''}`;
   return `${s} | ${t}`;
 }
 
@@ -136,7 +136,7 @@ function securityCell(r: SecurityResult, anchor: string): MatrixCell {
 }
 
 function taskCell(r: TaskResult, anchor: string): MatrixCell {
-  return { anchor, verdict: r.verdict ?? 'error', outcome: r.outcome, reason: oneLine(r.reason, 1000), evidence: evidenceLines(r.evidence) };
+  return { anchor, verdict: r.verdict ?? (r.outcome === 'not-applicable' ? 'not-applicable' : 'error'), outcome: r.outcome, reason: oneLine(r.reason, 1000), evidence: evidenceLines(r.evidence) };
 }
 
 function headers(inputs: readonly MatrixInput[]): string[] {

@@ -36,7 +36,7 @@ export function summaryText(security: SecurityScorecard, task: TaskScorecard): s
     `security: ${s.held} held, ${s.crossed} crossed, ${s.unenforced} unenforced, ${s.inconclusive} inconclusive, ${s.notApplicable} not applicable`,
     '',
     tsk,
-    `task: ${t.asExpected} as expected, ${t.unexpected} unexpected, ${t.error} errors${t.nonReproducible ? `, ${t.nonReproducible} not reproducible` : ''}`,
+    `task: ${t.asExpected} as expected, ${t.unexpected} unexpected, ${t.error} errors${t.notApplicable ? `, ${t.notApplicable} not applicable` : ''}${t.nonReproducible ? `, ${t.nonReproducible} not reproducible` : ''}`,
     security.run.interrupted ? '\nthe run was INTERRUPTED: results are incomplete' : security.run.incomplete ? '\nthe run did not finish: results are INCOMPLETE' : '',
   ].join('\n');
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { fail, pass, skip, type CheckOutcome } from './model.js';
+import { fail, pass, passInPart, skip, type CheckOutcome } from './model.js';
 import { describeRun, type CheckSession } from './session.js';
 
 const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
@@ -50,7 +50,36 @@ open('out/x/y/result.txt', 'w').write(src.upper())
 print('ok')
 `;
 
+// The reading half alone, for a box that writes no results: the program prints what it read, then tries the write.
+const READ_NESTED = `
+import os, sys
+src = open('a/b/c/deep.txt').read()
+print('read=' + src.upper().strip(), flush=True)
+try:
+    os.makedirs('out/x/y', exist_ok=True)
+    open('out/x/y/result.txt', 'w').write(src.upper())
+    print('write=done')
+except OSError as e:
+    print('write=refused (%s)' % e.strerror)
+`;
+
+async function nestedReadOnly(s: CheckSession, why: string): Promise<CheckOutcome> {
+  return s.withEnv(async (env) => {
+    const r = await s.run(env, { source: READ_NESTED, files: [{ path: 'a/b/c/deep.txt', content: Buffer.from('nested input\n') }] });
+    const out = r.stdout.text();
+    if (!out.includes('read=NESTED INPUT')) return fail(`the program could not read a/b/c/deep.txt (${describeRun(r)})`);
+    const [got] = await env.getFiles(['out/x/y/result.txt'], { maxBytesPerFile: 1024 });
+    if (got?.kind !== 'missing') {
+      return fail(`the backend declares that the box writes no results (${why}), yet getFiles("out/x/y/result.txt") returned ${got ? got.kind : 'nothing'}: drop the declaration (results: none) so the writing half is checked`);
+    }
+    const inside = /write=\S+( \([^)]*\))?/.exec(out)?.[0] ?? 'write=not attempted';
+    return passInPart(`a/b/c/deep.txt was readable by the program (its stdout shows the content); out/x/y/result.txt did not come out (the program said: ${inside})`, `writing half: the backend declares that the box writes no results: ${why}`);
+  });
+}
+
 export async function nested(s: CheckSession): Promise<CheckOutcome> {
+  const noResults = s.noWrittenResults();
+  if (noResults !== undefined) return nestedReadOnly(s, noResults);
   return s.withEnv(async (env) => {
     const r = await s.run(env, { source: WRITE_NESTED, files: [{ path: 'a/b/c/deep.txt', content: Buffer.from('nested input\n') }] });
     if (r.result?.exitCode !== 0) return fail(`the program could not read a/b/c/deep.txt or write out/x/y/result.txt (${describeRun(r)})`);

@@ -44,6 +44,8 @@ export const CheckResultSchema = z.strictObject({
   status: z.enum(['pass', 'fail', 'skip']),
   /** What was observed, from outside unless it says otherwise. */
   detail: z.string(),
+  /** A part of the check that does not apply to this backend, and why (e.g. the writing half, for a box that writes no results): never counted as passed. */
+  notApplicable: z.string().optional(),
   durationMs: z.number().nonnegative(),
 });
 export type CheckResult = z.infer<typeof CheckResultSchema>;
@@ -65,6 +67,8 @@ export const AdapterCheckReportSchema = z
       skipped: z.number().int().nonnegative(),
       /** Ids of the failed blocking checks: `sandcheck run` refuses an external adapter while this is not empty. */
       blockingFailed: z.array(z.enum(CHECK_IDS)),
+      /** Ids of the passed checks that passed only in part, the rest not applicable (see each check's notApplicable). */
+      partlyNotApplicable: z.array(z.enum(CHECK_IDS)).optional(),
     }),
   })
   .meta({ id: 'sandcheck-adapter-check', title: 'sandcheck adapter check report' });
@@ -74,8 +78,11 @@ export type AdapterCheckReport = z.infer<typeof AdapterCheckReportSchema>;
 export interface CheckOutcome {
   status: 'pass' | 'fail' | 'skip';
   detail: string;
+  notApplicable?: string;
 }
 
 export const pass = (detail: string): CheckOutcome => ({ status: 'pass', detail });
 export const fail = (detail: string): CheckOutcome => ({ status: 'fail', detail });
+/** The part that could be checked passed; the rest does not apply here, for `why`. */
+export const passInPart = (detail: string, why: string): CheckOutcome => ({ status: 'pass', detail, notApplicable: why });
 export const skip = (detail: string): CheckOutcome => ({ status: 'skip', detail });

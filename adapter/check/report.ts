@@ -12,7 +12,8 @@ const MARK = { pass: 'ok  ', fail: 'FAIL', skip: 'skip' } as const;
 
 export function checkLine(r: AdapterCheckReport['checks'][number]): string {
   const kind = r.blocking ? 'blocking' : 'advisory';
-  return `${MARK[r.status]} ${r.id.padEnd(24)} ${kind.padEnd(8)} ${cleanForReport(r.detail.replace(/\s+/g, ' '), 400)}`;
+  const na = r.notApplicable === undefined ? '' : ` [NOT APPLICABLE in part: ${cleanForReport(r.notApplicable.replace(/\s+/g, ' '), 300)}]`;
+  return `${MARK[r.status]} ${r.id.padEnd(24)} ${kind.padEnd(8)} ${cleanForReport(r.detail.replace(/\s+/g, ' '), 400)}${na}`;
 }
 
 export function checkReportText(report: AdapterCheckReport): string {
@@ -21,7 +22,7 @@ export function checkReportText(report: AdapterCheckReport): string {
     `adapter check: ${report.backend.name} (${report.backend.source}), adapter API ${report.adapterApiVersion}, policy ${report.policy}`,
     ...report.checks.map(checkLine),
     ...report.notes.map((n) => `note: ${n}`),
-    `${s.passed} passed, ${s.failed} failed, ${s.skipped} skipped`,
+    `${s.passed} passed${s.partlyNotApplicable ? ` (${s.partlyNotApplicable.join(', ')} only in part: the rest not applicable)` : ''}, ${s.failed} failed, ${s.skipped} skipped`,
     s.blockingFailed.length === 0
       ? 'every blocking check passed: sandcheck can trust this adapter to carry its verdicts'
       : `BLOCKING checks failed: ${s.blockingFailed.join(', ')}; \`sandcheck run\` refuses this adapter until they pass`,
@@ -42,6 +43,7 @@ export function checkReportJunit(report: AdapterCheckReport): string {
       const detail = cleanForReport(c.detail);
       if (c.status === 'fail') tc.failure(cleanForReport(c.detail.replace(/\s+/g, ' '), 200), blocking ? 'AdapterCheckFailed' : 'AdvisoryCheckFailed').standardOutput(detail);
       else if (c.status === 'skip') tc.skipped().property('skip.reason', cleanForReport(c.detail, 200)).standardOutput(detail);
+      else if (c.notApplicable !== undefined) tc.property('not-applicable', cleanForReport(c.notApplicable, 200)).standardOutput(`${detail}\nnot applicable in part: ${cleanForReport(c.notApplicable)}`);
       else tc.standardOutput(detail);
     }
   }

@@ -131,6 +131,7 @@ export async function checkAdapter(backend: Backend, options: AdapterCheckOption
     await rm(scratchDir, { recursive: true, force: true });
   }
   const count = (st: CheckResult['status']): number => results.filter((r) => r.status === st).length;
+  const partly = results.filter((r) => r.status === 'pass' && r.notApplicable !== undefined).map((r) => r.id);
   return {
     version: 1,
     adapterApiVersion: ADAPTER_API_VERSION,
@@ -140,6 +141,12 @@ export async function checkAdapter(backend: Backend, options: AdapterCheckOption
     finishedAt: new Date().toISOString(),
     checks: results,
     notes,
-    summary: { passed: count('pass'), failed: count('fail'), skipped: count('skip'), blockingFailed: results.filter((r) => r.blocking && r.status === 'fail').map((r) => r.id) },
+    summary: {
+      passed: count('pass'),
+      failed: count('fail'),
+      skipped: count('skip'),
+      blockingFailed: results.filter((r) => r.blocking && r.status === 'fail').map((r) => r.id),
+      ...(partly.length > 0 ? { partlyNotApplicable: partly } : {}),
+    },
   };
 }

@@ -106,6 +106,11 @@ export class CheckSession {
     return n;
   }
 
+  /** Why the box cannot write files the harness reads back, when its backend declares so. */
+  noWrittenResults(): string | undefined {
+    return this.backend.capabilities(this.policy).noWrittenResults;
+  }
+
   claims(item: PolicyItem): boolean {
     return this.backend.capabilities(this.policy).enforces.includes(item);
   }

@@ -88,7 +88,7 @@ export class CommandBackend implements Backend {
         if (cfg.claims.includes(item)) notObservable[item] = `no counting cgroup for the command backend here: ${this.rt.counting.reason}`;
       }
     }
-    return { isolation: 'sandbox', enforces: [...cfg.claims], notEnforcedReasons: reasons, ...(Object.keys(notObservable).length > 0 ? { notObservable } : {}) };
+    return { isolation: 'sandbox', enforces: [...cfg.claims], notEnforcedReasons: reasons, ...(Object.keys(notObservable).length > 0 ? { notObservable } : {}), ...(cfg.results === 'none' && cfg.resultsReason ? { noWrittenResults: cfg.resultsReason } : {}) };
   }
 
   async preflight(): Promise<void> {

@@ -56,6 +56,13 @@ export const CommandBackendConfigSchema = z
      * 'host-dir' = a plain directory with no size limit.
      */
     workspace: z.enum(['disk-image', 'tmpfs', 'host-dir']).default('host-dir'),
+    /**
+     * 'none': the box cannot write anything the harness reads back (a sandbox whose mode is read-only everywhere).
+     * The adapter check then reports the writing half of files.nested as not applicable, and task cases that need
+     * written results are not-applicable; `resultsReason` (required with 'none') says why, in the tool's own terms.
+     */
+    results: z.enum(['written', 'none']).default('written'),
+    resultsReason: z.string().min(1).optional(),
     /** `{image}`: for tools that run an image (a container CLI). Using `{image}` without it is a config error. */
     image: z.string().min(1).optional(),
     exec: z.strictObject({
@@ -98,6 +105,8 @@ export const CommandBackendConfigSchema = z
   .superRefine((c, ctx) => {
     if (c.shape === 'session' && !c.session) ctx.addIssue({ code: 'custom', path: ['session'], message: 'shape "session" needs session.create and session.destroy' });
     if (c.shape === 'one-shot' && c.session) ctx.addIssue({ code: 'custom', path: ['session'], message: 'session commands need shape: session' });
+    if (c.results === 'none' && c.resultsReason === undefined) ctx.addIssue({ code: 'custom', path: ['resultsReason'], message: 'results: none needs resultsReason: why the box cannot write results (e.g. the tool\'s read-only mode)' });
+    if (c.results === 'written' && c.resultsReason !== undefined) ctx.addIssue({ code: 'custom', path: ['resultsReason'], message: 'resultsReason is only for results: none' });
     for (const item of c.claims) {
       if (c.notClaimedReasons[item] !== undefined) ctx.addIssue({ code: 'custom', path: ['notClaimedReasons', item], message: `${item} is claimed` });
     }

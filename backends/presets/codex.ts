@@ -28,7 +28,14 @@ const NOT_CLAIMED = {
  * profile documents (network off; no writes outside the workspace roots, or none at all for :read-only) and its
  * PID namespace.
  */
-function codexPreset(name: string, profile: ':read-only' | ':workspace', summary: string, fileClaims: readonly ('files.readOnlyInput')[], readOnlyReason?: string): PresetDefinition {
+function codexPreset(
+  name: string,
+  profile: ':read-only' | ':workspace',
+  summary: string,
+  fileClaims: readonly 'files.readOnlyInput'[],
+  extra: { readOnlyReason?: string; noResultsReason?: string } = {},
+): PresetDefinition {
+  const { readOnlyReason, noResultsReason } = extra;
   return {
     name,
     summary,
@@ -43,6 +50,7 @@ function codexPreset(name: string, profile: ':read-only' | ':workspace', summary
           shape: 'one-shot',
           claims: ['network.egress', 'identity.hostCredentials', ...fileClaims, ...ADAPTER_CLAIMS],
           notClaimedReasons: { ...NOT_CLAIMED, ...(readOnlyReason ? { 'files.readOnlyInput': readOnlyReason } : {}) },
+          ...(noResultsReason ? { results: 'none', resultsReason: noResultsReason } : {}),
           workspace: 'disk-image',
           boxWorkspace: '{workspace}',
           version: { argv: [codexBinary(), '--version'] },
@@ -58,8 +66,17 @@ function codexPreset(name: string, profile: ':read-only' | ':workspace', summary
   };
 }
 
-/** The default mode: everything read-only, network off. A program cannot write its results, so adapter check fails its file checks. */
-export const codexSandbox = codexPreset('codex-sandbox', ':read-only', 'OpenAI Codex CLI\'s sandbox in its default mode (`--permission-profile :read-only`: nothing writable, network off)', ['files.readOnlyInput']);
+/**
+ * The default mode: everything read-only, network off. Measured with 0.171.0: the only writable places are a
+ * private /dev (a fresh tmpfs that vanishes with the box), so no program can write a result the harness reads back.
+ */
+export const codexSandbox = codexPreset(
+  'codex-sandbox',
+  ':read-only',
+  'OpenAI Codex CLI\'s sandbox in its default mode (`--permission-profile :read-only`: nothing writable, network off)',
+  ['files.readOnlyInput'],
+  { noResultsReason: 'codex sandbox --permission-profile :read-only (Codex\'s default mode) keeps every filesystem read-only: the program can write no result the harness reads back' },
+);
 
 /** Workspace-write: the workspace writable (inputs included), network off. */
 export const codexSandboxWorkspace = codexPreset(
@@ -67,5 +84,5 @@ export const codexSandboxWorkspace = codexPreset(
   ':workspace',
   'OpenAI Codex CLI\'s sandbox in workspace-write mode (`--permission-profile :workspace`: writes only in the workspace, network off)',
   [],
-  'the :workspace profile makes the whole workspace writable: it has no per-file read-only inputs',
+  { readOnlyReason: 'the :workspace profile makes the whole workspace writable: it has no per-file read-only inputs' },
 );

@@ -59,6 +59,8 @@ export const CapabilitiesResultSchema = z.strictObject({
   notObservable: z.partialRecord(PolicyItem, z.string().max(1024)).optional(),
   /** `remote`: the boxes' network is not on this machine; only a `sandcheck witness serve` they reach judges it. */
   boxNetwork: z.enum(['lab', 'remote']).optional(),
+  /** Set when the box cannot write files sandcheck reads back (a read-only sandbox): why (docs/adapters.md). */
+  noWrittenResults: z.string().min(1).max(1024).optional(),
 });
 
 export const CreateResultSchema = z.strictObject({

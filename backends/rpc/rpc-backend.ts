@@ -69,6 +69,7 @@ export class RpcBackend implements Backend {
       ...(c.notEnforcedReasons ? { notEnforcedReasons: c.notEnforcedReasons } : {}),
       ...(c.notObservable ? { notObservable: c.notObservable } : {}),
       ...(c.boxNetwork ? { boxNetwork: c.boxNetwork } : {}),
+      ...(c.noWrittenResults ? { noWrittenResults: c.noWrittenResults } : {}),
     });
   }
 

@@ -63,6 +63,7 @@ export async function requireTrustedAdapter(
       { hint: `run \`sandcheck adapter check --backend ${spec}\` for the full report; --skip-adapter-check runs anyway (verdicts then rest on an unchecked adapter)` },
     );
   }
-  notice(`adapter ${spec}: ${report.summary.passed} blocking check(s) passed, ${report.summary.skipped} not observable here`);
+  const partly = report.checks.filter((c) => c.status === 'pass' && c.notApplicable !== undefined).map((c) => `${c.id} (${c.notApplicable ?? ''})`);
+  notice(`adapter ${spec}: ${report.summary.passed} blocking check(s) passed, ${report.summary.skipped} not observable here${partly.length ? `; passed only in part, the rest not applicable: ${partly.join('; ')}` : ''}`);
   return report;
 }

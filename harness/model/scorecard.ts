@@ -111,9 +111,10 @@ export const TaskResultSchema = z.strictObject({
   title: Title(),
   policyItem: Name(),
   expected: ExpectedTaskVerdict,
-  /** null when the harness could not evaluate the case (see harnessError). */
+  /** null when the harness could not evaluate the case (see harnessError) or it was not run (not-applicable). */
   verdict: TaskVerdict.nullable(),
-  outcome: z.enum(['as-expected', 'unexpected', 'error']),
+  /** not-applicable: not run, for a cause the reason names (e.g. a box that writes no results); never counted as expected. */
+  outcome: z.enum(['as-expected', 'unexpected', 'error', 'not-applicable']),
   reason: z.string(),
   evidence: z.array(EvidenceSchema),
   artifacts: z.array(ArtifactRecordSchema),
@@ -147,6 +148,8 @@ export const TaskSummarySchema = z.strictObject({
   asExpected: z.number().int(),
   unexpected: z.number().int(),
   error: z.number().int(),
+  /** Cases not run for a cause outside the program (absent in cards of older sandcheck versions). */
+  notApplicable: z.number().int().optional(),
   nonReproducible: z.number().int(),
 });
 

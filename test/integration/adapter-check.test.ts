@@ -143,3 +143,46 @@ describe('adapter check', () => {
     expect(report.checks.map((c) => c.id)).toEqual(['preflight.ok', 'exec.exit-codes']);
   });
 });
+
+/** A box that writes no results (e.g. Codex's read-only mode): the writing half of files.nested is not applicable, the reading half still checked. */
+describe('adapter check on a backend that declares its box writes no results', () => {
+  const WHY = 'the tool keeps every filesystem read-only';
+  const noResults = (c: Capabilities): Capabilities => ({ ...c, noWrittenResults: WHY });
+  // What the program writes never comes out, as in a read-only box.
+  const writesNothing: EnvPatch = (env) => ({ getFiles: async (paths, o) => (await env.getFiles(paths, o)).map((f) => (f.path.startsWith('out/') ? { path: f.path, kind: 'missing' as const, size: 0 } : f)) });
+
+  async function nestedCheck(backend: Backend) {
+    const report = await checkAdapter(backend, { policy: CI_POLICY, only: ['files.nested'] });
+    expect(AdapterCheckReportSchema.safeParse(report).success).toBe(true);
+    return { report, check: report.checks.find((c) => c.id === 'files.nested') };
+  }
+
+  it('passes the reading half, reports the writing half as not applicable with the reason, never as passed silently', async () => {
+    const { report, check } = await nestedCheck(mutant(writesNothing, { capabilities: noResults }));
+    expect(check?.status, check?.detail).toBe('pass');
+    expect(check?.detail).toMatch(/a\/b\/c\/deep.txt was readable/);
+    expect(check?.notApplicable).toBe(`writing half: the backend declares that the box writes no results: ${WHY}`);
+    expect(report.summary.partlyNotApplicable).toEqual(['files.nested']);
+    expect(report.summary.blockingFailed).toEqual([]);
+  });
+
+  it('still fails when the reading half is broken (nested paths flattened)', async () => {
+    const flatten: EnvPatch = (env) => ({ ...writesNothing(env), putFiles: (f) => env.putFiles(f.map((x) => ({ ...x, path: basename(x.path) }))) });
+    const { report, check } = await nestedCheck(mutant(flatten, { capabilities: noResults }));
+    expect(check?.status).toBe('fail');
+    expect(check?.detail).toMatch(/could not read a\/b\/c\/deep.txt/);
+    expect(report.summary.blockingFailed).toEqual(['files.nested']);
+  });
+
+  it('fails when the declaration is false: what the program wrote came out', async () => {
+    const { check } = await nestedCheck(mutant(() => ({}), { capabilities: noResults }));
+    expect(check?.status).toBe('fail');
+    expect(check?.detail).toMatch(/yet getFiles\("out\/x\/y\/result.txt"\) returned file/);
+  });
+
+  it('without the declaration a box that writes nothing fails files.nested', async () => {
+    const { check } = await nestedCheck(mutant(writesNothing));
+    expect(check?.status).toBe('fail');
+    expect(check?.notApplicable).toBeUndefined();
+  });
+});

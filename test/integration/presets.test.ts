@@ -13,11 +13,14 @@ import { describe, expect, it } from 'vitest';
 import { PRESETS, missingRequirements } from '../../backends/presets/catalog.js';
 import type { SecurityScorecard } from '../../harness/model/scorecard.js';
 import { probeLabSupport } from '../../lab/netns/support.js';
+import { taskSuite } from '../../suites/index.js';
 import { readCards, sandcheck, tempOut } from '../helpers/cli.js';
 
 interface Expectation {
   /** The blocking adapter checks the preset fails (empty: it passes, and `run` trusts it). */
   adapterFails: readonly string[];
+  /** The adapter checks that pass only in part, the rest not applicable (a box that writes no results): exactly these. */
+  adapterPartlyNotApplicable?: readonly string[];
   /** Crossings measured here, each with the reason the judge gives: exactly these, no more, no fewer. */
   crossed: Record<string, RegExp>;
   /** Probes that must be held (the preset's claims that the suite verified). */
@@ -26,6 +29,8 @@ interface Expectation {
   inconclusive: Record<string, RegExp>;
   /** Task cases that come out other than expected, with the reason. */
   taskUnexpected: Record<string, RegExp>;
+  /** Task cases not run (not-applicable), with the reason: exactly these. */
+  taskNotApplicable?: Record<string, RegExp>;
   /** The tool's version line that must lead the backend's description in the scorecard. */
   version: RegExp;
 }
@@ -57,8 +62,8 @@ const SOCKET_CONTROL_REFUSED: Record<string, RegExp> = {
   'agent-socket': /in-box positive control .* did not come out/,
   'abstract-socket': /positive control\) never answered/,
 };
-/** The adapter checks a box that cannot write its workspace fails. */
-const CANNOT_WRITE = ['files.nested'];
+/** A box whose backend declares it writes no results (codex-sandbox's read-only mode): the reason its task cases are not-applicable. */
+const NO_RESULTS = /not run: the case judges files its program writes .*declares that its box writes no results: codex sandbox --permission-profile :read-only/;
 
 const EXPECTED: Record<string, Expectation> = {
   'bwrap-cli': {
@@ -114,22 +119,25 @@ const EXPECTED: Record<string, Expectation> = {
     version: /^systemd \d+/,
   },
   'codex-sandbox': {
-    // The default mode (:read-only): a program cannot write its results, so adapter check fails and the run is measured with --skip-adapter-check.
-    adapterFails: CANNOT_WRITE,
+    // The default mode (:read-only) writes nothing the harness can read back; the preset declares it (results: none), so
+    // adapter check reports files.nested's writing half not applicable (its reading half passes) and `run` trusts it.
+    adapterFails: [],
+    adapterPartlyNotApplicable: ['files.nested'],
     crossed: {
       // The host's kernel keyrings are not namespaced: the box reads the host's session and user keys.
       'keyring-decoy': /read a host decoy key from the kernel keyring/,
     },
     // socket() itself is refused by seccomp (see codex-sandbox-workspace): recorded as a refusal, the network probes hold.
-    held: ['read-only-input', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'survive-teardown', ...NETWORK.filter((id) => id !== 'lateral-movement'), ...OUTPUT],
-    // Export probes cannot write their hostile artifacts.
+    held: ['read-only-input', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'survive-teardown', 'escape-raw-socket', ...NETWORK.filter((id) => id !== 'lateral-movement'), ...OUTPUT],
+    // Export probes cannot write their hostile artifacts: their own rule makes that inconclusive, never held.
     inconclusive: {
       ...Object.fromEntries([...EXPORTS, 'export-special-files'].map((id) => [id, /did not finish its attempt/])),
       'lateral-movement': /never announced its listener/,
       ...SOCKET_CONTROL_REFUSED,
     },
-    // Every legitimate case that writes a result fails: nothing is writable.
-    taskUnexpected: Object.fromEntries(['average-correct', 'json-transform', 'daily-totals', 'png-chart', 'resource-headroom', 'max-export-files', 'exit-code-propagation', 'average-corrected'].map((id) => [id, /ended with exit code 1/])),
+    taskUnexpected: {},
+    // Every task case judges a file its program writes except stdin-filter (stdout only), which runs and is accepted.
+    taskNotApplicable: Object.fromEntries(taskSuite.filter((t) => t.id !== 'stdin-filter').map((t) => [t.id, NO_RESULTS])),
     version: /^codex-cli \d/,
   },
   'codex-sandbox-workspace': {
@@ -248,7 +256,10 @@ for (const [name, want] of Object.entries(EXPECTED)) {
         if (!security.backend.enforces.includes(r.policyItem)) expect(r.verdict, `${r.id} (${r.policyItem} not claimed)`).not.toBe('held');
       }
 
-      const unexpected = task.results.filter((r) => r.outcome !== 'as-expected');
+      const notApplicable = task.results.filter((r) => r.outcome === 'not-applicable');
+      expect(notApplicable.map((r) => r.id).sort(), notApplicable.map((r) => `${r.id}: ${r.reason}`).join('\n')).toEqual(Object.keys(want.taskNotApplicable ?? {}).sort());
+      for (const r of notApplicable) expect(r.reason).toMatch(want.taskNotApplicable?.[r.id] ?? /^$/);
+      const unexpected = task.results.filter((r) => r.outcome !== 'as-expected' && r.outcome !== 'not-applicable');
       const badTasks = unexpected.filter((r) => !want.taskUnexpected[r.id]?.test(r.reason) && !LOAD_SENSITIVE_TASKS[r.id]?.test(r.reason)).map((r) => `${r.id}: ${r.reason}`);
       expect(badTasks).toEqual([]);
       for (const [id, reason] of Object.entries(want.taskUnexpected)) {
@@ -269,7 +280,8 @@ for (const [name, want] of Object.entries(EXPECTED)) {
     // `sandcheck adapter check` on every preset: it passes (exit 0, which `run` requires), or fails exactly the blocking checks listed.
     it(want.adapterFails.length === 0 ? 'passes sandcheck adapter check' : `fails exactly the blocking adapter checks it cannot meet (${want.adapterFails.join(', ')})`, { timeout: 300_000 }, async () => {
       const res = await sandcheck(['adapter', 'check', '--backend', `preset:${name}`, '--policy', 'ci', '--json']);
-      const report = JSON.parse(res.stdout) as { checks: { id: string; blocking: boolean; status: string; detail: string }[] };
+      const report = JSON.parse(res.stdout) as { checks: { id: string; blocking: boolean; status: string; detail: string }[]; summary: { partlyNotApplicable?: string[] } };
+      expect(report.summary.partlyNotApplicable ?? []).toEqual(want.adapterPartlyNotApplicable ?? []);
       const failed = report.checks.filter((c) => c.blocking && c.status === 'fail');
       expect(failed.map((c) => c.id).sort(), failed.map((c) => `${c.id}: ${c.detail}`).join('\n')).toEqual([...want.adapterFails].sort());
       expect(res.exitCode).toBe(want.adapterFails.length === 0 ? 0 : 1);

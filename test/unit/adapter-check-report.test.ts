@@ -53,4 +53,17 @@ describe('adapter check report', () => {
     expect(AdapterCheckReportSchema.safeParse(r).success).toBe(true);
     expect(AdapterCheckReportSchema.safeParse({ ...r, checks: [{ ...r.checks[0], id: 'no.such.check' }] }).success).toBe(false);
   });
+
+  it('a check passed only in part says so in text, JSON and JUnit: the part not applicable is never shown as passed', () => {
+    const why = 'writing half: the backend declares that the box writes no results: read-only mode';
+    const partly = { ...report([check({ id: 'files.nested', status: 'pass', detail: 'read', notApplicable: why })]) };
+    partly.summary = { ...partly.summary, partlyNotApplicable: ['files.nested'] };
+    expect(AdapterCheckReportSchema.safeParse(partly).success).toBe(true);
+    const text = checkReportText(partly);
+    expect(text).toContain(`[NOT APPLICABLE in part: ${why}]`);
+    expect(text).toMatch(/1 passed \(files\.nested only in part: the rest not applicable\)/);
+    expect(checkReportText(report([check({ id: 'files.nested', status: 'pass' })]))).not.toMatch(/NOT APPLICABLE/);
+    const doc = new XMLParser({ ignoreAttributes: false }).parse(checkReportJunit(partly)) as { testsuites: { testsuite: { testcase: { properties: { property: { '@_name': string; '@_value': string }[] } } } } };
+    expect(doc.testsuites.testsuite.testcase.properties.property).toContainEqual({ '@_name': 'not-applicable', '@_value': why });
+  });
 });
