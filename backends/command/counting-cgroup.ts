@@ -143,10 +143,26 @@ export class CountingCgroup {
     return this.pids();
   }
 
+  /**
+   * The same name in the v1 hierarchies sandcheck does not count (cpuset, devices, ...): a tool told to nest its
+   * cgroups under the launcher's (podman --cgroup-parent) creates it there too.
+   */
+  private async strayDirs(): Promise<string[]> {
+    const counted = new Set(this.dirs.values());
+    const out: string[] = [];
+    for (const m of await cgroupMounts()) {
+      if (m.fstype !== 'cgroup') continue;
+      const d = join(await realpath(m.path).catch(() => m.path), this.name);
+      if (counted.has(d) || !(await readdir(d).catch(() => undefined))) continue;
+      out.push(d, ...(await descendants(d)));
+    }
+    return out;
+  }
+
   /** Removes the tool's child cgroups (deepest first), then its own directories. */
   async remove(): Promise<string[]> {
     const problems: string[] = [];
-    for (const d of (await this.allDirs()).sort((a, b) => b.length - a.length)) {
+    for (const d of [...(await this.allDirs()), ...(await this.strayDirs())].sort((a, b) => b.length - a.length)) {
       try {
         await rmdir(d);
       } catch (err) {

@@ -192,6 +192,19 @@ const EXPECTED: Record<string, Expectation> = {
     taskUnexpected: {},
     version: /^0\.0\.\d+;/,
   },
+  podman: {
+    adapterFails: [],
+    crossed: {},
+    held: ['secret-decoy-file', 'host-credential-paths', 'daemon-socket', 'download-api-links', 'read-only-input', 'identity-uid', 'identity-capabilities', 'identity-no-new-privs', 'identity-setuid', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'residue', 'survive-teardown', 'host-search', 'agent-socket', 'keyring-decoy', 'abstract-socket', 'ipc-covert', 'escape-mount-host', 'escape-file-handle', 'escape-proc-root', 'escape-raw-socket', 'export-special-files', ...NETWORK, ...OUTPUT, ...EXPORTS],
+    // podman removes the container's own cgroup (where its --memory and --pids-limit act, and count) when the box
+    // ends, before sandcheck reads the counters: the kill (exit 137) and the peak at the limit are seen, never the refusals.
+    inconclusive: {
+      'memory-bomb': /no OOM kill or refused allocation was counted from outside/,
+      'fork-bomb': /no refused fork was counted from outside \(peak 6\d of 64\)/,
+    },
+    taskUnexpected: {},
+    version: /^podman version \d/,
+  },
 };
 
 async function skipReason(name: string): Promise<string | undefined> {
@@ -259,7 +272,7 @@ for (const [name, want] of Object.entries(EXPECTED)) {
 
       // Nothing of the run is left: no counting cgroup, no lab namespace.
       const runId = security.run.id;
-      for (const c of ['memory', 'pids', 'cpuacct', 'freezer']) {
+      for (const c of ['memory', 'pids', 'cpuacct', 'freezer', 'cpuset', 'devices', 'blkio']) {
         expect((await readdir(`/sys/fs/cgroup/${c}`).catch(() => [])).filter((n) => n.startsWith(`sccmd-${runId}`))).toEqual([]);
       }
       const netns = await execa('ip', ['netns', 'list'], { reject: false });
