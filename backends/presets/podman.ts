@@ -16,15 +16,15 @@ const PODMAN = '/usr/bin/podman';
  * - The container's cgroup goes under the launcher's (sandcheck's counting cgroup), so the counters and the process
  *   scan see the box and destroy kills whatever of it survives; podman creates that parent in the controllers
  *   sandcheck does not count too (the counting cgroup removes those at destroy). podman and conmon themselves
- *   (`--cgroups no-conmon`: conmon stays with podman) leave it for the root cgroups: they are not the box, and
- *   counted they made a box at its --pids-limit look past it. conmon exits with its container.
+ *   (`--cgroups no-conmon`: conmon stays with podman) move to the counting cgroup's `.tool` sibling: not counted as
+ *   the box (counted, they made a box at its --pids-limit look past it), killed and removed with it.
  */
 const SCRIPT = [
   'umount /sys/fs/cgroup/unified 2>/dev/null',
   'rid=$1 eid=$2 ws=$3 st=$4; shift 4',
   'mkdir -p "$st/run" /run/sandcheck/podman-run && mount --bind "$st/run" /run/sandcheck/podman-run || exit 125',
   "cg=$(sed -n 's/^[0-9]*:pids://p' /proc/self/cgroup)",
-  'if [ "$cg" != / ]; then for d in /sys/fs/cgroup/*; do if grep -qx $$ "$d$cg/cgroup.procs" 2>/dev/null; then echo $$ > "$d/cgroup.procs"; fi; done; fi',
+  'if [ "$cg" != / ]; then for d in /sys/fs/cgroup/*; do if grep -qx $$ "$d$cg/cgroup.procs" 2>/dev/null; then mkdir -p "$d$cg.tool" && echo $$ > "$d$cg.tool/cgroup.procs"; fi; done; fi',
   `exec ${PODMAN} --root "$st/root" --runroot /run/sandcheck/podman-run --tmpdir "$st/tmp" --network-config-dir "$st/net" --cgroup-manager cgroupfs --events-backend file \\`,
   '  run --name "sandcheck-$rid-$eid" --label "sandcheck.run=$rid" --cgroups no-conmon --cgroup-parent "$cg" --volume "$ws:$ws" "$@"',
 ].join('\n');
