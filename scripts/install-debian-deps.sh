@@ -20,10 +20,11 @@ apt-get update -qq >/dev/null
 # docker.io + runsc: the docker-default, docker-hardened and gvisor backends;
 # libxml2-utils (xmllint): the tests validate the JUnit files against an XML Schema;
 # podman + catatonit (its --init, only recommended by the package): the docker backend on Podman's API;
+# crun: the podman preset's OCI runtime (podman-runsc uses runsc from above);
 # e2fsprogs (mkfs.ext4): sized workspaces; firejail + systemd-container (systemd-nspawn): the firejail and nspawn presets;
 # socat + ripgrep: the srt presets (docs/presets.md; runsc-do and bwrap-cli use runsc and bubblewrap from above);
 # chromium: the matrix's HTML is rendered in a real browser by its test and scripts/matrix-screenshot.ts.
-pkgs="python3 bubblewrap util-linux iproute2 tcpdump iptables docker.io runsc libxml2-utils podman catatonit e2fsprogs firejail systemd-container socat ripgrep chromium"
+pkgs="python3 bubblewrap util-linux iproute2 tcpdump iptables docker.io runsc libxml2-utils podman catatonit crun e2fsprogs firejail systemd-container socat ripgrep chromium"
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
 echo "installed: $pkgs"

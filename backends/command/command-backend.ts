@@ -350,7 +350,7 @@ class CommandEnvironment implements Environment {
       }
     }
     if (this.cg) {
-      const alive = await this.cg.pids();
+      const alive = await this.cg.allPids();
       for (const pid of alive) items.push(`process ${pid} (${await commOf(pid)}) was still in the environment's cgroup at destroy; killed`);
       const left = alive.length > 0 ? await this.cg.killAll() : [];
       for (const pid of left) items.push(`process ${pid} (${await commOf(pid)}) survived SIGKILL in the environment's cgroup`);

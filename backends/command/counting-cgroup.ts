@@ -42,6 +42,12 @@ async function descendants(dir: string, out: string[] = []): Promise<string[]> {
   return out;
 }
 
+async function pidsIn(dirs: readonly string[]): Promise<number[]> {
+  const all = new Set<number>();
+  for (const d of dirs) for (const p of await readPids(join(d, 'cgroup.procs'))) all.add(p);
+  return [...all].sort((a, b) => a - b);
+}
+
 const sum = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined && b === undefined ? undefined : (a ?? 0) + (b ?? 0));
 const min = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined ? b : b === undefined ? a : Math.min(a, b));
 const minus = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined ? undefined : a - (b ?? 0));
@@ -75,11 +81,27 @@ export class CountingCgroup {
     return out;
   }
 
+  /**
+   * `<name>.tool` beside each counted directory: where a tool may keep its own supervisors (podman, conmon) so that
+   * they are not counted as the box, yet die and go with it.
+   */
+  private async toolDirs(): Promise<string[]> {
+    const out: string[] = [];
+    for (const d of new Set(this.dirs.values())) {
+      const t = `${d}.tool`;
+      if (await readdir(t).catch(() => undefined)) out.push(t, ...(await descendants(t)));
+    }
+    return out;
+  }
+
   /** Every process in the cgroup and below it. */
   async pids(): Promise<number[]> {
-    const all = new Set<number>();
-    for (const d of await this.allDirs()) for (const p of await readPids(join(d, 'cgroup.procs'))) all.add(p);
-    return [...all].sort((a, b) => a - b);
+    return pidsIn(await this.allDirs());
+  }
+
+  /** The box's processes and the tool's own (`<name>.tool`). */
+  async allPids(): Promise<number[]> {
+    return pidsIn([...(await this.allDirs()), ...(await this.toolDirs())]);
   }
 
   /** Own counters (hierarchical peaks and usage) plus the subtree's events and tightest limits. */
@@ -131,22 +153,38 @@ export class CountingCgroup {
     const freezer = this.dirs.get('freezer');
     const state = freezer === undefined ? undefined : join(freezer, 'freezer.state');
     if (state !== undefined) await writeFile(state, 'FROZEN').catch(() => undefined);
-    for (let round = 0; round < 3; round++) for (const p of await this.pids()) killQuietly(p);
+    for (let round = 0; round < 3; round++) for (const p of await this.allPids()) killQuietly(p);
     if (state !== undefined) await writeFile(state, 'THAWED').catch(() => undefined);
     const until = Date.now() + KILL_WAIT_MS;
     while (Date.now() < until) {
-      const left = await this.pids();
+      const left = await this.allPids();
       if (left.length === 0) return [];
       for (const p of left) killQuietly(p);
       await sleep(20);
     }
-    return this.pids();
+    return this.allPids();
+  }
+
+  /**
+   * The same name in the v1 hierarchies sandcheck does not count (cpuset, devices, ...): a tool told to nest its
+   * cgroups under the launcher's (podman --cgroup-parent) creates it there too.
+   */
+  private async strayDirs(): Promise<string[]> {
+    const counted = new Set(this.dirs.values());
+    const out: string[] = [];
+    for (const m of await cgroupMounts()) {
+      if (m.fstype !== 'cgroup') continue;
+      const d = join(await realpath(m.path).catch(() => m.path), this.name);
+      if (counted.has(d) || !(await readdir(d).catch(() => undefined))) continue;
+      out.push(d, ...(await descendants(d)));
+    }
+    return out;
   }
 
   /** Removes the tool's child cgroups (deepest first), then its own directories. */
   async remove(): Promise<string[]> {
     const problems: string[] = [];
-    for (const d of (await this.allDirs()).sort((a, b) => b.length - a.length)) {
+    for (const d of [...(await this.allDirs()), ...(await this.toolDirs()), ...(await this.strayDirs())].sort((a, b) => b.length - a.length)) {
       try {
         await rmdir(d);
       } catch (err) {

@@ -7,6 +7,7 @@ import { codexSandbox, codexSandboxWorkspace } from './codex.js';
 import { firejail } from './firejail.js';
 import type { PresetDefinition, PresetRequirement } from './model.js';
 import { nspawn } from './nspawn.js';
+import { podmanCrun, podmanRunsc } from './podman.js';
 import { runscDo } from './runsc-do.js';
 import { srtDefault, srtDenyHome } from './srt.js';
 
@@ -18,7 +19,7 @@ export { ADAPTER_CLAIMS, type PresetDefinition, type PresetRequirement } from '.
 export const PRESET_PREFIX = 'preset:';
 
 /** Every shipped preset, in the order `sandcheck backends` lists them. */
-export const PRESETS: readonly PresetDefinition[] = [bwrapCli, firejail, runscDo, nspawn, codexSandbox, codexSandboxWorkspace, srtDefault, srtDenyHome];
+export const PRESETS: readonly PresetDefinition[] = [bwrapCli, firejail, runscDo, nspawn, codexSandbox, codexSandboxWorkspace, srtDefault, srtDenyHome, podmanCrun, podmanRunsc];
 
 export function presetNames(): string[] {
   return PRESETS.map((p) => p.name);

@@ -64,7 +64,7 @@ describe('shipped presets', () => {
       expect(isBuiltinBackend(`preset:${name}`)).toBe(false);
     }
     expect(listed.find((b) => b.name === 'bwrap')).toBeDefined();
-    expect(presetNames()).toEqual(['bwrap-cli', 'firejail', 'runsc-do', 'nspawn', 'codex-sandbox', 'codex-sandbox-workspace', 'srt', 'srt-deny-home']);
+    expect(presetNames()).toEqual(['bwrap-cli', 'firejail', 'runsc-do', 'nspawn', 'codex-sandbox', 'codex-sandbox-workspace', 'srt', 'srt-deny-home', 'podman', 'podman-runsc']);
   });
 
   it('load through the registry; an unknown preset or options are refused with what to do', async () => {
