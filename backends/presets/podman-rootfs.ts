@@ -1,6 +1,5 @@
 import { mkdir, mkdtemp, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { execa } from 'execa';
 import { SandcheckError, errorMessage } from '../../harness/errors.js';
 
 /** Where the podman presets keep the probe root filesystem, one directory per content hash (shared by runs, never written by a box). */
@@ -26,8 +25,8 @@ export function ensurePodmanRootfs(boxUid: number): Promise<string> {
 }
 
 async function unpack(boxUid: number): Promise<string> {
-  // Loaded here, not at the top: listing the presets must not load the image builder.
-  const { buildProbeRootfs } = await import('../docker/image.js');
+  // Loaded here, not at the top: --version, list and the preset catalogue must not load the image builder or execa.
+  const [{ buildProbeRootfs }, { execa }] = await Promise.all([import('../docker/image.js'), import('execa')]);
   const rootfs = await buildProbeRootfs({ boxUid });
   const dir = join(PODMAN_ROOTFS_DIR, rootfs.hash.slice(0, 16));
   if ((await stat(join(dir, 'usr')).catch(() => undefined))?.isDirectory()) return dir;
