@@ -60,8 +60,10 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sc-podman-'));
   parentsBefore = new Set(podParents());
   // This machine grants no CAP_SYS_RESOURCE: Podman's default rlimits (above the hard limit) would fail every start.
-  await writeFile(join(dir, 'containers.conf'), '[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]\n');
-  service = spawn(podman!, [...flags(), 'system', 'service', '--time=0', `unix://${sock()}`], { env: env(), stdio: 'ignore' });
+  // runc, not Podman's preferred crun: Debian 12's crun 1.8.1 refuses hybrid cgroups.
+  await writeFile(join(dir, 'containers.conf'), '[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]\n[engine]\nruntime = "runc"\n');
+  // In its own directory: its conmon monitors write their `oom` marker files into the working directory.
+  service = spawn(podman!, [...flags(), 'system', 'service', '--time=0', `unix://${sock()}`], { cwd: dir, env: env(), stdio: 'ignore' });
   for (let i = 0; i < 100 && !(existsSync(sock()) && (await answers())); i++) await sleep(200);
 }, 60_000);
 

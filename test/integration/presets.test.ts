@@ -24,6 +24,12 @@ interface Expectation {
   held: readonly string[];
   /** The only inconclusive results allowed, with the reason each must give. */
   inconclusive: Record<string, RegExp>;
+  /**
+   * Probes whose bounded search of the whole visible host decides whether the box is caught (host-search): crossed
+   * when its walk reaches the run's decoys within its entry and time budget, else inconclusive; never held. How far
+   * it gets depends on how crowded the host's own /tmp is, which differs between machines of this kind.
+   */
+  searchBound?: Record<string, { crossed: RegExp; inconclusive: RegExp }>;
   /** Task cases that come out other than expected, with the reason. */
   taskUnexpected: Record<string, RegExp>;
   /** The tool's version line that must lead the backend's description in the scorecard. */
@@ -80,9 +86,9 @@ const EXPECTED: Record<string, Expectation> = {
       'identity-setuid': /the box already ran as root/,
       // The user's SSH agent socket under the host's /tmp is reachable (default.profile keeps /tmp).
       'agent-socket': /reached the user's SSH agent decoy/,
-      // The breadth-first walk reaches the decoy home under the host's /tmp however crowded /tmp is.
-      'host-search': /decoy values came out/,
     },
+    // The whole host tree is visible: the walk reaches the decoy home under the host's /tmp unless a crowded /tmp uses up its budget first.
+    searchBound: { 'host-search': { crossed: /decoy values came out/, inconclusive: /ran out of its entry or time budget/ } },
     held: ['download-api-links', 'read-only-input', 'identity-capabilities', 'identity-no-new-privs', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'survive-teardown', ...OUTPUT, ...EXPORTS],
     inconclusive: {},
     taskUnexpected: {},
@@ -176,9 +182,9 @@ const EXPECTED: Record<string, Expectation> = {
       'escape-proc-root': /read a host decoy through a host process's \/proc\/<pid>\/root/,
       // The host's kernel keyrings are not namespaced: the box reads the host's session and user keys.
       'keyring-decoy': /read a host decoy key from the kernel keyring/,
-      // Its file search reaches the same decoy home, whatever else sits in the host's /tmp.
-      'host-search': /decoy values came out/,
     },
+    // Its file search reaches the same decoy home unless a crowded host /tmp uses up the walk's budget; then its socket control decides (refused).
+    searchBound: { 'host-search': { crossed: /decoy values came out/, inconclusive: /never reached the box's own control socket/ } },
     held: ['download-api-links', 'secret-decoy-env', 'decoy-process-environ', 'survive-teardown', ...NETWORK, ...OUTPUT, ...EXPORTS],
     inconclusive: {
       // srt's seccomp filter refuses socket(AF_UNIX) itself: the Unix-socket probes' own controls cannot answer.
@@ -223,7 +229,14 @@ for (const [name, want] of Object.entries(EXPECTED)) {
       expect(security.backend.description).toMatch(want.version);
 
       const byId = new Map(security.results.map((r) => [r.id, r]));
-      const crossed = security.results.filter((r) => r.verdict === 'crossed');
+      const bound = want.searchBound ?? {};
+      for (const [id, either] of Object.entries(bound)) {
+        const r = byId.get(id);
+        expect(`${id}: ${r?.verdict}`, r?.reason).toMatch(new RegExp(`^${id}: (crossed|inconclusive)$`));
+        if (r) expect(r.reason).toMatch(r.verdict === 'crossed' ? either.crossed : either.inconclusive);
+        if (r?.verdict === 'crossed') expect(r.evidence.some((e) => e.source === 'outside'), `${id} crossed without outside evidence`).toBe(true);
+      }
+      const crossed = security.results.filter((r) => r.verdict === 'crossed' && !(r.id in bound));
       expect(crossed.map((r) => r.id).sort(), crossed.map((r) => `${r.id}: ${r.reason}`).join('\n')).toEqual(Object.keys(want.crossed).sort());
       for (const r of crossed) {
         expect(r.reason).toMatch(want.crossed[r.id] ?? /^$/);
@@ -237,7 +250,7 @@ for (const [name, want] of Object.entries(EXPECTED)) {
         expect(`${id}: ${byId.get(id)?.verdict}`, byId.get(id)?.reason).toBe(`${id}: held`);
       }
       const badInconclusive = security.results
-        .filter((r) => r.verdict === 'inconclusive' && !startFailed.has(r.id) && !want.inconclusive[r.id]?.test(r.reason) && !LOAD_SENSITIVE[r.id]?.test(r.reason))
+        .filter((r) => r.verdict === 'inconclusive' && !startFailed.has(r.id) && !(r.id in bound) && !want.inconclusive[r.id]?.test(r.reason) && !LOAD_SENSITIVE[r.id]?.test(r.reason))
         .map((r) => `${r.id}: ${r.reason}`);
       expect(badInconclusive).toEqual([]);
       // What the preset does not claim and the policy requires is unenforced, never held.
