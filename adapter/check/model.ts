@@ -46,6 +46,11 @@ export const CheckResultSchema = z.strictObject({
   detail: z.string(),
   /** A part of the check that does not apply to this backend, and why (e.g. the writing half, for a box that writes no results): never counted as passed. */
   notApplicable: z.string().optional(),
+  /**
+   * A blocking check that failed once and passed when repeated (each attempt in fresh environments): what the
+   * first attempt saw, e.g. a tool that sometimes fails to start. Shown next to the pass, never dropped.
+   */
+  firstAttempt: z.string().optional(),
   durationMs: z.number().nonnegative(),
 });
 export type CheckResult = z.infer<typeof CheckResultSchema>;
@@ -69,6 +74,8 @@ export const AdapterCheckReportSchema = z
       blockingFailed: z.array(z.enum(CHECK_IDS)),
       /** Ids of the passed checks that passed only in part, the rest not applicable (see each check's notApplicable). */
       partlyNotApplicable: z.array(z.enum(CHECK_IDS)).optional(),
+      /** Ids of the blocking checks that passed only on their one repeat (see each check's firstAttempt). */
+      passedOnRepeat: z.array(z.enum(CHECK_IDS)).optional(),
     }),
   })
   .meta({ id: 'sandcheck-adapter-check', title: 'sandcheck adapter check report' });
@@ -79,6 +86,7 @@ export interface CheckOutcome {
   status: 'pass' | 'fail' | 'skip';
   detail: string;
   notApplicable?: string;
+  firstAttempt?: string;
 }
 
 export const pass = (detail: string): CheckOutcome => ({ status: 'pass', detail });

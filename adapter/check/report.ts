@@ -13,7 +13,8 @@ const MARK = { pass: 'ok  ', fail: 'FAIL', skip: 'skip' } as const;
 export function checkLine(r: AdapterCheckReport['checks'][number]): string {
   const kind = r.blocking ? 'blocking' : 'advisory';
   const na = r.notApplicable === undefined ? '' : ` [NOT APPLICABLE in part: ${cleanForReport(r.notApplicable.replace(/\s+/g, ' '), 300)}]`;
-  return `${MARK[r.status]} ${r.id.padEnd(24)} ${kind.padEnd(8)} ${cleanForReport(r.detail.replace(/\s+/g, ' '), 400)}${na}`;
+  const again = r.firstAttempt === undefined ? '' : ` [PASSED ON REPEAT; the first attempt failed: ${cleanForReport(r.firstAttempt.replace(/\s+/g, ' '), 300)}]`;
+  return `${MARK[r.status]} ${r.id.padEnd(24)} ${kind.padEnd(8)} ${cleanForReport(r.detail.replace(/\s+/g, ' '), 400)}${na}${again}`;
 }
 
 export function checkReportText(report: AdapterCheckReport): string {
@@ -22,7 +23,7 @@ export function checkReportText(report: AdapterCheckReport): string {
     `adapter check: ${report.backend.name} (${report.backend.source}), adapter API ${report.adapterApiVersion}, policy ${report.policy}`,
     ...report.checks.map(checkLine),
     ...report.notes.map((n) => `note: ${n}`),
-    `${s.passed} passed${s.partlyNotApplicable ? ` (${s.partlyNotApplicable.join(', ')} only in part: the rest not applicable)` : ''}, ${s.failed} failed, ${s.skipped} skipped`,
+    `${s.passed} passed${s.partlyNotApplicable ? ` (${s.partlyNotApplicable.join(', ')} only in part: the rest not applicable)` : ''}${s.passedOnRepeat ? ` (${s.passedOnRepeat.join(', ')} only when repeated)` : ''}, ${s.failed} failed, ${s.skipped} skipped`,
     s.blockingFailed.length === 0
       ? 'every blocking check passed: sandcheck can trust this adapter to carry its verdicts'
       : `BLOCKING checks failed: ${s.blockingFailed.join(', ')}; \`sandcheck run\` refuses this adapter until they pass`,
@@ -45,6 +46,7 @@ export function checkReportJunit(report: AdapterCheckReport): string {
       else if (c.status === 'skip') tc.skipped().property('skip.reason', cleanForReport(c.detail, 200)).standardOutput(detail);
       else if (c.notApplicable !== undefined) tc.property('not-applicable', cleanForReport(c.notApplicable, 200)).standardOutput(`${detail}\nnot applicable in part: ${cleanForReport(c.notApplicable)}`);
       else tc.standardOutput(detail);
+      if (c.firstAttempt !== undefined) tc.property('first-attempt', cleanForReport(c.firstAttempt, 200));
     }
   }
   return builder.build();

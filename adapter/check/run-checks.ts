@@ -116,11 +116,20 @@ export async function checkAdapter(backend: Backend, options: AdapterCheckOption
         continue;
       }
       const t = performance.now();
-      let outcome: CheckOutcome;
-      try {
-        outcome = await fns[def.id](session);
-      } catch (err) {
-        outcome = fail(`the check could not complete: ${errorMessage(err)}`);
+      const attempt = async (): Promise<CheckOutcome> => {
+        try {
+          return await fns[def.id](session);
+        } catch (err) {
+          return fail(`the check could not complete: ${errorMessage(err)}`);
+        }
+      };
+      let outcome = await attempt();
+      // One repeat for a failed blocking check: a tool that sometimes fails to start (e.g. its bwrap losing a race
+      // with a host mount that changed meanwhile) is not an adapter that mangles what it carries. The first failure stays on record.
+      if (outcome.status === 'fail' && blockingOf(def.blocking, claimed).blocking) {
+        const first = outcome.detail;
+        const again = await attempt();
+        outcome = again.status === 'pass' ? { ...again, firstAttempt: first } : { ...again, detail: `${again.detail} (failed when repeated too; first attempt: ${first})` };
       }
       record(def.id, outcome, performance.now() - t, claimed);
     }
@@ -132,6 +141,7 @@ export async function checkAdapter(backend: Backend, options: AdapterCheckOption
   }
   const count = (st: CheckResult['status']): number => results.filter((r) => r.status === st).length;
   const partly = results.filter((r) => r.status === 'pass' && r.notApplicable !== undefined).map((r) => r.id);
+  const repeated = results.filter((r) => r.status === 'pass' && r.firstAttempt !== undefined).map((r) => r.id);
   return {
     version: 1,
     adapterApiVersion: ADAPTER_API_VERSION,
@@ -147,6 +157,7 @@ export async function checkAdapter(backend: Backend, options: AdapterCheckOption
       skipped: count('skip'),
       blockingFailed: results.filter((r) => r.blocking && r.status === 'fail').map((r) => r.id),
       ...(partly.length > 0 ? { partlyNotApplicable: partly } : {}),
+      ...(repeated.length > 0 ? { passedOnRepeat: repeated } : {}),
     },
   };
 }

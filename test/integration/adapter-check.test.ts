@@ -2,6 +2,7 @@ import { basename } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkAdapter } from '../../adapter/check/run-checks.js';
 import { AdapterCheckReportSchema, type CheckId } from '../../adapter/check/model.js';
+import { checkReportText } from '../../adapter/check/report.js';
 import { ProcessBackend } from '../../backends/process/process-backend.js';
 import type { Backend, Capabilities, Environment, ExecRequest, PolicyItem } from '../../backends/contract.js';
 import { CI_POLICY } from '../../harness/model/policy.js';
@@ -104,6 +105,28 @@ describe('adapter check', () => {
     const got = await statusOf(make(), id);
     expect(got.status, got.detail).toBe('fail');
     expect(await findProcessesWithCmdline('sandcheck-check-')).toEqual([]);
+  }, 60_000);
+
+  it('a blocking check whose first attempt hits a tool that failed to start passes on its one repeat, with the first failure on record', async () => {
+    let starts = 0;
+    // The first program never runs: the "tool" prints its own error and exits 1, as codex's bwrap does when a host mount changes under it.
+    const flaky = mutant((env) => ({
+      exec: (r) => (starts++ === 0 ? env.exec({ ...r, argv: ['/bin/sh', '-c', 'echo "tool: cannot bind mount /oldroot/: Invalid argument" >&2; exit 1'] }) : env.exec(r)),
+    }));
+    const report = await checkAdapter(flaky, { policy: CI_POLICY, only: ['exec.argv'] });
+    expect(AdapterCheckReportSchema.safeParse(report).success).toBe(true);
+    const argv = report.checks.find((c) => c.id === 'exec.argv');
+    expect(argv?.status, argv?.detail).toBe('pass');
+    expect(argv?.firstAttempt).toMatch(/cannot bind mount/);
+    expect(report.summary).toMatchObject({ blockingFailed: [], passedOnRepeat: ['exec.argv'] });
+    expect(checkReportText(report)).toMatch(/PASSED ON REPEAT; the first attempt failed: .*cannot bind mount[\s\S]*exec\.argv only when repeated/);
+    // A backend that fails it every time still fails it, both attempts named.
+    const broken = MUTANTS.find(([id]) => id === 'exec.argv')?.[2]();
+    const again = await checkAdapter(broken!, { policy: CI_POLICY, only: ['exec.argv'] });
+    const r = again.checks.find((c) => c.id === 'exec.argv');
+    expect(r?.status).toBe('fail');
+    expect(r?.detail).toMatch(/failed when repeated too; first attempt: /);
+    expect(again.summary.blockingFailed).toEqual(['exec.argv']);
   }, 60_000);
 
   it('exec.timeout passes on a backend that stops the program at timeoutMs itself', async () => {
