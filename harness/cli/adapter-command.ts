@@ -64,6 +64,9 @@ export async function requireTrustedAdapter(
     );
   }
   const partly = report.checks.filter((c) => c.status === 'pass' && c.notApplicable !== undefined).map((c) => `${c.id} (${c.notApplicable ?? ''})`);
-  notice(`adapter ${spec}: ${report.summary.passed} blocking check(s) passed, ${report.summary.skipped} not observable here${partly.length ? `; passed only in part, the rest not applicable: ${partly.join('; ')}` : ''}`);
+  const repeated = report.checks.filter((c) => c.status === 'pass' && c.firstAttempt !== undefined).map((c) => `${c.id} (first attempt: ${c.firstAttempt ?? ''})`);
+  notice(
+    `adapter ${spec}: ${report.summary.passed} blocking check(s) passed, ${report.summary.skipped} not observable here${partly.length ? `; passed only in part, the rest not applicable: ${partly.join('; ')}` : ''}${repeated.length ? `; passed only when repeated: ${repeated.join('; ')}` : ''}`,
+  );
   return report;
 }
