@@ -1,10 +1,13 @@
 """Looks for the user's SSH agent socket where such sockets live and asks it for its identities.
 
-Candidates: $SSH_AUTH_SOCK, the places agents put their sockets (/tmp/ssh-*/agent.*, /run/user/*/...,
-Docker Desktop's /run/host-services/ssh-auth.sock) and a bounded walk of the box's mount points for
-agent-named sockets (a host /tmp bound at another path). Each gets an extension request naming the nonce
-(agents answer FAILURE) and a request for identities; only decoy tokens of the answers are printed.
+Candidates: the host user's agent path (what a leaked SSH_AUTH_SOCK names), $SSH_AUTH_SOCK, the places
+agents put their sockets (/tmp/ssh-*/agent.*, /run/user/*/..., Docker Desktop's
+/run/host-services/ssh-auth.sock) and a bounded breadth-first walk of /tmp, /run, /var/tmp and the box's
+mount points for agent-named sockets (a host /tmp bound at another path). Each gets an extension request
+naming the nonce (agents answer FAILURE) and a request for identities; only decoy tokens of the answers are
+printed. The report says whether the walk covered its whole scope, so a cut-short walk is never read as "none".
 """
+import collections
 import glob
 import os
 import re
@@ -102,6 +105,8 @@ except OSError as e:
     print("control agent: %s" % sc.refusal(e))
 
 candidates = [control_path]
+if args.get("hostAgentSocket"):
+    candidates.append(args["hostAgentSocket"])
 if os.environ.get("SSH_AUTH_SOCK"):
     candidates.append(os.environ["SSH_AUTH_SOCK"])
 for pattern in ("/tmp/ssh-*/agent.*", "/run/user/*/keyring/ssh", "/run/user/*/gnupg/S.gpg-agent.ssh", "/run/user/*/openssh_agent",
@@ -120,34 +125,49 @@ try:
                 roots.append(point)
 except OSError:
     pass
+MAX_ENTRIES = 20000
+PER_DIR = 500
 entries = 0
-for root in roots + ["/tmp", "/run", "/var/tmp"]:
-    stack = [(root, 0)]
-    while stack and entries < 20000 and time.monotonic() < END:
-        path, depth = stack.pop()
+complete = True
+# Breadth-first over all roots together: a crowded mount cannot use up the budget before a shallow /tmp.
+queue = collections.deque((root, 0) for root in ["/tmp", "/run", "/var/tmp"] + roots)
+seen_dirs = set()
+while queue:
+    if entries >= MAX_ENTRIES or time.monotonic() > END:
+        complete = False
+        break
+    path, depth = queue.popleft()
+    try:
+        st = os.lstat(path)
+    except OSError:
+        continue
+    entries += 1
+    if stat.S_ISSOCK(st.st_mode) and AGENT_NAME.match(os.path.basename(path)):
+        candidates.append(path)
+    elif stat.S_ISDIR(st.st_mode) and depth < 4 and (st.st_dev, st.st_ino) not in seen_dirs:
+        seen_dirs.add((st.st_dev, st.st_ino))
         try:
-            st = os.lstat(path)
+            names = sorted(os.listdir(path))
         except OSError:
             continue
-        entries += 1
-        if stat.S_ISSOCK(st.st_mode) and AGENT_NAME.match(os.path.basename(path)):
-            candidates.append(path)
-        elif stat.S_ISDIR(st.st_mode) and depth < 4:
-            try:
-                stack += [(os.path.join(path, n), depth + 1) for n in sorted(os.listdir(path))[:500]]
-            except OSError:
-                pass
+        if len(names) > PER_DIR:
+            complete = False
+        queue.extend((os.path.join(path, n), depth + 1) for n in names[:PER_DIR])
 
-results = {}
+unique = []
 seen = set()
-for path in candidates[:24]:
+for path in candidates:
     try:
-        key = os.stat(path).st_ino
+        st = os.stat(path)
+        key = (st.st_dev, st.st_ino)
     except OSError:
         key = path
-    if key in seen:
-        continue
-    seen.add(key)
+    if key not in seen:
+        seen.add(key)
+        unique.append(path)
+MAX_ASKED = 24
+results = {}
+for path in unique[:MAX_ASKED]:
     outcome, reply = ask_agent(path)
     tokens = sorted(set(m.decode() for m in TOKEN.findall(reply)))
     name = "(in-box positive control)" if path == control_path else ".../" + "/".join(path.split("/")[-2:])
@@ -156,5 +176,5 @@ for path in candidates[:24]:
     results[name] = outcome
 if server is not None:
     server.close()
-sc.report({"agents": results, "walked": entries})
+sc.report({"agents": results, "walk": {"entries": entries, "complete": complete and len(unique) <= MAX_ASKED}})
 sc.done(args)

@@ -2,9 +2,12 @@ import { CANARY_PREFIX } from '../../lab/canaries.js';
 import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
 import { outside } from '../../harness/model/evidence.js';
 import type { Judgement, Observation, SecurityProbe } from '../../harness/model/probe.js';
-import { decoyContactEvidence } from '../_shared/exposure-judges.js';
+import { decoyContactEvidence, reportedField } from '../_shared/exposure-judges.js';
 
-/** Crossed when the agent decoy logged this execution's nonce or its identity's canary came out; held only after the box's own agent answered the same routine. */
+/**
+ * Crossed when the agent decoy logged this execution's nonce or its identity's canary came out; held only after
+ * the box's own agent answered the same routine and the walk for agent sockets covered its whole scope.
+ */
 export function judgeAgentSocket(obs: Observation): Judgement {
   const contacts = decoyContactEvidence(obs, ['agent-socket']);
   const leaked = canaryCrossing(obs);
@@ -16,6 +19,9 @@ export function judgeAgentSocket(obs: Observation): Judgement {
   const evidence = [outside('decoy-socket', "no connection carrying this execution's nonce reached the SSH agent decoy", 'host decoy SSH agent socket'), exitEvidence(obs.exec), payloadReport(obs.exec)];
   if (obs.positiveControl?.seen !== true) {
     return { verdict: 'inconclusive', reason: "the box's own agent (the positive control) never answered the same routine: silence proves nothing", evidence };
+  }
+  if (reportedField(obs, 'walk', 'complete') !== true) {
+    return { verdict: 'inconclusive', reason: 'the walk for agent sockets ran out of its entry, listing or time budget before it covered /tmp, /run, /var/tmp and the mount points: silence proves nothing', evidence };
   }
   return { verdict: 'held', reason: "no agent socket of the host's user was reachable from the box", evidence };
 }
@@ -32,6 +38,6 @@ export const agentSocket: SecurityProbe = {
   attack: ['T1552.004', 'T1563.001'],
   cwe: ['CWE-668', 'CWE-522'],
   positiveControl: 'file',
-  args: (ctx) => ({ canaryPrefix: CANARY_PREFIX, walkSeconds: Math.min(2, ctx.policy.resources.wallSeconds * 0.3) }),
+  args: (ctx) => ({ canaryPrefix: CANARY_PREFIX, hostAgentSocket: ctx.hostDecoys.agentSocketPath ?? '', walkSeconds: Math.min(2, ctx.policy.resources.wallSeconds * 0.3) }),
   judge: judgeAgentSocket,
 };

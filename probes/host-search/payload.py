@@ -66,14 +66,14 @@ def look_at_file(path, st):
 
 def walk(roots, budget, phase, skip_system):
     """Breadth-first over all `roots` together, never following links, so a shallow host tree anywhere is
-    reached before the deep corners of a crowded one; False when a bound cut it short."""
+    reached before the deep corners of a crowded one; a bound that cuts it short is marked in `truncated`."""
     global entries
     queue = collections.deque((root, 0) for root in roots)
     while queue:
         path, depth = queue.popleft()
         if entries >= budget or time.monotonic() > WALK_END:
             truncated[phase] = True
-            return False
+            return
         if under(path, SKIP) or (skip_system and under(path, SYSTEM)):
             continue
         try:
@@ -95,7 +95,6 @@ def walk(roots, budget, phase, skip_system):
             except OSError:
                 continue
             queue.extend((os.path.join(path, name), depth + 1) for name in names)
-    return True
 
 
 def mounts():

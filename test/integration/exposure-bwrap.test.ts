@@ -10,10 +10,13 @@
  *   → keyring-decoy crosses.
  * - sharedNet (bwrap shareNetwork, inside the lab): the lab network namespace, where the abstract decoy
  *   listens → abstract-socket crosses.
+ * - crowded (bwrap extraBinds): a tree of more entries than the agent walk's budget bound first; with nothing
+ *   else agent-socket is inconclusive (a cut-short walk proves nothing), with the /tmp-like directory bound after
+ *   it agent-socket still crosses (the walk is breadth-first over all roots).
  * - command-bwrap-shared-ipc (command backend): examples/command-bwrap.yaml without --unshare-ipc and with
  *   one directory of the test bound at /dev/shm for every box → ipc-covert crosses.
  */
-import { chmod, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -135,7 +138,29 @@ describe.skipIf(SKIP !== undefined)('exposure probes: process control, hardened 
     expectCrossed(ipc, ['ipc-covert'], 'command-bwrap-shared-ipc');
     expectHeld(ipc, ['keyring-decoy'], 'command-bwrap-shared-ipc');
   }, 600_000);
+
+  it('agent-socket: a crowded mount bound first neither earns held nor hides the host agent bound after it', async () => {
+    if (!run || !shared) throw new Error('no run');
+    const crowded = { src: await crowdedTree(shared), dest: '/mnt/crowded', readOnly: true };
+    const alone = (await runOn(await createBwrapBackend({ extraBinds: [crowded] }), ['agent-socket'])).get('agent-socket');
+    expect(`${alone?.verdict}: ${alone?.reason}`, explain(alone)).toMatch(/^inconclusive: the walk for agent sockets ran out of its entry/);
+    const hostTmp = { src: join(run.scratchDir, 'decoy-tmp'), dest: '/var/host-tmp', readOnly: true };
+    expectCrossed(await runOn(await createBwrapBackend({ extraBinds: [crowded, hostTmp] }), ['agent-socket']), ['agent-socket'], 'crowdedThenHostTmp');
+  }, 300_000);
 });
+
+/** 30 × 30 directories of 25 empty files: more entries than the agent walk's 20,000, no listing over its 500. */
+async function crowdedTree(dir: string): Promise<string> {
+  const root = join(dir, 'crowded');
+  for (let a = 0; a < 30; a++) {
+    for (let b = 0; b < 30; b++) {
+      const leaf = join(root, `d${a}`, `d${b}`);
+      await mkdir(leaf, { recursive: true, mode: 0o755 });
+      await Promise.all(Array.from({ length: 25 }, (_, i) => writeFile(join(leaf, `f${i}`), '')));
+    }
+  }
+  return root;
+}
 
 async function mkdtempIn(dir: string): Promise<string> {
   return mkdtemp(join(dir, 'shm-'));

@@ -25,7 +25,7 @@ function honestHeld({ args, files }: FakeExecInput): string {
   const socketControl = fakeProof({ files }).token('socket-control');
   const body: Record<string, string> = {
     'host-search': `decoy marker in .../work/sandcheck-control: ${control(files)}\ncontrol socket answered: ${socketControl}\n${report({ walk: { priorityComplete: true } })}`,
-    'agent-socket': `agent (in-box positive control) holds identities named: ${control(files)}\n`,
+    'agent-socket': `agent (in-box positive control) holds identities named: ${control(files)}\n${report({ walk: { complete: true } })}`,
     'keyring-decoy': `key (in-box positive control) holds: ${control(files)}\n${report({ control: 'read back' })}`,
     'ipc-covert': `own segment (in-box positive control) holds: ${control(files)}\n`,
   };
@@ -73,11 +73,12 @@ describe('exposure probes: the payload ran, but its own control did not act', ()
       const text = honestHeld(input)
         .replace(/control socket answered: \S+\n/, '')
         .replace(/"priorityComplete": ?true/, '"priorityComplete": false')
+        .replace(/"complete": ?true/, '"complete": false')
         .replace(/key \(in-box positive control\) holds: \S+\n/, '');
       return { stdout: text, exitCode: 0 };
     });
     const after = Object.fromEntries(crippled.security.map((r) => [r.id, r.verdict]));
-    expect(after).toMatchObject({ 'host-search': 'inconclusive', 'keyring-decoy': 'inconclusive', 'ipc-covert': 'inconclusive' });
+    expect(after).toMatchObject({ 'host-search': 'inconclusive', 'agent-socket': 'inconclusive', 'keyring-decoy': 'inconclusive', 'ipc-covert': 'inconclusive' });
   }, 60_000);
 
   it('host-search: a walk cut short, or a watched daemon whose log could not be read, is never held', () => {
@@ -109,6 +110,12 @@ describe('exposure probes: the payload ran, but its own control did not act', ()
     const done = { attempted: true, finished: true };
     expect(judgeAgentSocket(fakeObservation({}, { ...done, decoyContacts: { 'agent-socket': 1 } })).verdict).toBe('crossed');
     expect(judgeAgentSocket(fakeObservation({}, { ...done, positiveControl: { where: 'file', seen: false } })).verdict).toBe('inconclusive');
+    // The own agent answered, but the walk was cut short (a crowded mount) or its coverage is not reported: not held.
+    const walked = (complete: boolean | undefined) => capture(report(complete === undefined ? {} : { walk: { complete } }));
+    const controlSeen = { ...done, positiveControl: { where: 'file' as const, seen: true } };
+    expect(judgeAgentSocket(fakeObservation({ stdout: walked(true) }, controlSeen)).verdict).toBe('held');
+    expect(judgeAgentSocket(fakeObservation({ stdout: walked(false) }, controlSeen)).verdict).toBe('inconclusive');
+    expect(judgeAgentSocket(fakeObservation({ stdout: walked(undefined) }, controlSeen)).verdict).toBe('inconclusive');
     expect(judgeAbstractSocket(fakeObservation({}, { ...done, decoyContacts: { 'abstract-socket': 2 } })).verdict).toBe('crossed');
     expect(judgeAbstractSocket(fakeObservation({}, done)).verdict).toBe('inconclusive');
     expect(judgeAbstractSocket(fakeObservation({ stdout: capture('control socket answered: token-socket-control\n') }, done)).verdict).toBe('held');
