@@ -50,7 +50,7 @@ export class CommandBackend implements Backend {
   private versionAnswer: Promise<ToolVersionAnswer> | undefined;
   private versionLine: string | undefined;
 
-  constructor(private readonly rt: CommandRuntime) {
+  constructor(protected readonly rt: CommandRuntime) {
     this.name = rt.cfg.name;
     this.baseDescription = `command backend (${rt.cfg.shape}) from ${rt.file}${rt.cfg.description ? `: ${rt.cfg.description}` : ''}`;
   }

@@ -22,7 +22,15 @@ export interface PresetDefinition {
   requires: readonly PresetRequirement[];
   /** The command backend file as an object (validated by CommandBackendConfigSchema) and the directory its relative paths start from. */
   config(): Promise<{ raw: Record<string, unknown>; configDir: string }>;
+  /**
+   * The `{image}` the tool runs, made when the first environment is created: never by `backends`, `doctor`, a
+   * preflight or a run that stops before any box (a root filesystem takes seconds and disk to build).
+   */
+  image?(): Promise<string>;
 }
+
+/** The `image` a preset's file holds until its `image()` answers at the first environment. */
+export const IMAGE_AT_FIRST_BOX = '/nonexistent/sandcheck-image-made-at-the-first-box';
 
 /**
  * What sandcheck's command adapter enforces around any tool: its own wall clock and process-group kill, its own

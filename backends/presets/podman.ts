@@ -1,5 +1,5 @@
 import type { PolicyItem } from '../contract.js';
-import { ADAPTER_CLAIMS, type PresetDefinition } from './model.js';
+import { ADAPTER_CLAIMS, IMAGE_AT_FIRST_BOX, type PresetDefinition } from './model.js';
 import { ensurePodmanRootfs } from './podman-rootfs.js';
 
 /** The probe image's unprivileged user (backends/docker/image.ts writes it into /etc/passwd). */
@@ -56,14 +56,15 @@ function podmanPreset(v: Variant): PresetDefinition {
       { binary: 'unshare', install: 'apt-get install -y util-linux' },
       { binary: 'tar', install: 'apt-get install -y tar' },
     ],
-    async config() {
-      const rootfs = await ensurePodmanRootfs(BOX_UID);
-      return {
+    image: () => ensurePodmanRootfs(BOX_UID),
+    config() {
+      return Promise.resolve({
         configDir: '/',
         raw: {
           name: v.name,
           description: v.summary,
           shape: 'one-shot',
+          image: IMAGE_AT_FIRST_BOX,
           claims: [...v.claims, ...ADAPTER_CLAIMS],
           notClaimedReasons: { ...COMMON_REASONS, ...v.notClaimedReasons },
           boxUid: BOX_UID,
@@ -82,14 +83,14 @@ function podmanPreset(v: Variant): PresetDefinition {
               // Root here lacks CAP_SYS_RESOURCE: the runtime cannot raise these rlimits to podman's defaults.
               '--ulimit', 'nofile=1024:20000', '--ulimit', 'nproc=1024:1024',
               '--workdir', '{boxCwd}', '{readOnly...}', '{env...}',
-              '--rootfs', rootfs, '{argv...}',
+              '--rootfs', '{image}', '{argv...}',
             ],
             envArg: ['--env', '{name}={value}'],
             readOnlyArg: ['--volume', '{hostPath}:{boxPath}:ro'],
             stdin: 'pipe',
           },
         },
-      };
+      });
     },
   };
 }

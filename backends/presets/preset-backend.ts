@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { SandcheckError } from '../../harness/errors.js';
+import type { BackendContext, Environment } from '../contract.js';
+import type { Policy } from '../../harness/model/policy.js';
 import { CommandBackend, commandRuntime, parseCommandConfig, type CommandRuntime } from '../command/index.js';
 import { findPreset, missingRequirements, PRESET_PREFIX, presetNames } from './catalog.js';
 import type { PresetDefinition } from './model.js';
@@ -22,6 +24,12 @@ export class PresetBackend extends CommandBackend {
       });
     }
     await super.preflight();
+  }
+
+  /** A preset that runs an image of sandcheck's own makes it here, at its first box (the preset caches it). */
+  override async create(policy: Policy, ctx: BackendContext): Promise<Environment> {
+    if (this.preset.image) this.rt.cfg = { ...this.rt.cfg, image: await this.preset.image() };
+    return super.create(policy, ctx);
   }
 }
 
