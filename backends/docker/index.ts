@@ -7,7 +7,8 @@ import { createDockerodeClient } from './dockerode-client.js';
 import { checkUserImage, ensureProbeImage } from './image.js';
 import { DockerOptionsSchema, type DockerOptions, type ProfileName } from './options.js';
 
-export { DockerBackend, DockerEnvironment, type DockerRunHandle, ENV_MARKER, LABEL_ENV, LABEL_OWNER, LABEL_PROFILE, LABEL_RUN, UNAVAILABLE_HINT } from './docker-backend.js';
+export { DockerEnvironment } from './docker-environment.js';
+export { DockerBackend, type DockerRunHandle, ENV_MARKER, LABEL_ENV, LABEL_OWNER, LABEL_PROFILE, LABEL_RUN, UNAVAILABLE_HINT } from './docker-backend.js';
 export { DockerOptionsSchema, DEFAULT_BOX_UID, PROFILE_NAMES, type DockerOptions, type ProfileName, type ResolvedDockerOptions } from './options.js';
 export { PROFILES, capabilitiesFor, derivedReasons, hostConfigFor, isGvisor, userOf, workspaceVolumeOptions, type Profile } from './profiles.js';
 export { ContainerConfigSchema, HostConfigSchema, type ContainerConfig, type ContainerConfigInput } from './container-config.js';

@@ -1,0 +1,112 @@
+import { lstat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { errorMessage } from '../../harness/errors.js';
+import type { GotFile } from '../contract.js';
+import type { DockerClient, PathStat } from './client.js';
+import { WORKSPACE } from './profiles.js';
+import { readFirstEntry, workspaceSegments } from './tar.js';
+
+/** Where a workspace file is read from: the container's archive API, and the host's side of its workspace for link counts. */
+export interface FileSource {
+  client: DockerClient;
+  containerId: string;
+  /** Appended to "missing" notes: why the workspace may be gone (its container stopped), or empty. */
+  gone: string;
+  /** The host directory behind the box's workspace (disk image or local volume); undefined for a remote daemon. */
+  hostRoot(): Promise<string | undefined>;
+}
+
+const GO_MODE_DIR = 2 ** 31;
+const GO_MODE_SYMLINK = 2 ** 27;
+export const isDirMode = (mode: number): boolean => Math.floor(mode / GO_MODE_DIR) % 2 === 1;
+export const isSymlinkMode = (mode: number): boolean => Math.floor(mode / GO_MODE_SYMLINK) % 2 === 1;
+
+/** One workspace file through the daemon's archive API: every component stat'ed first, links reported and never followed. */
+export async function getWorkspaceFile(src: FileSource, rel: string, maxBytes: number): Promise<GotFile> {
+  let segs: string[];
+  try {
+    segs = workspaceSegments(rel);
+  } catch (err) {
+    return { path: rel, kind: 'other', size: 0, note: errorMessage(err) };
+  }
+  const { gone } = src;
+  // The daemon resolves symlinks in parent directories (inside the container root): look at each parent first.
+  for (let i = 1; i < segs.length; i++) {
+    const parent = `${WORKSPACE}/${segs.slice(0, i).join('/')}`;
+    let st: PathStat | undefined;
+    try {
+      st = await src.client.statPath(src.containerId, parent);
+    } catch (err) {
+      return { path: rel, kind: 'other', size: 0, note: `could not stat "${segs[i - 1]}": ${errorMessage(err)}` };
+    }
+    if (!st) return { path: rel, kind: 'missing', size: 0, note: `"${segs[i - 1]}" does not exist${gone}` };
+    if (isSymlinkMode(st.mode)) return { path: rel, kind: 'symlink', size: 0, note: `"${segs[i - 1]}" on the way is a symlink; links are never followed` };
+    if (!isDirMode(st.mode)) return { path: rel, kind: 'other', size: 0, note: `"${segs[i - 1]}" on the way is not a directory` };
+  }
+  const abs = `${WORKSPACE}/${segs.join('/')}`;
+  // The last component too: Podman's GET /archive follows a final symlink (it would export the target, read as root).
+  let last: PathStat | undefined;
+  try {
+    last = await src.client.statPath(src.containerId, abs);
+  } catch (err) {
+    return { path: rel, kind: 'other', size: 0, note: `could not stat: ${errorMessage(err)}` };
+  }
+  if (!last) return { path: rel, kind: 'missing', size: 0, ...(gone ? { note: gone.slice(2) } : {}) };
+  if (isSymlinkMode(last.mode)) return { path: rel, kind: 'symlink', size: last.size, linkTarget: last.linkTarget.slice(0, 4096), note: 'links are never followed' };
+  let archive;
+  try {
+    archive = await src.client.getArchive(src.containerId, abs);
+  } catch (err) {
+    return { path: rel, kind: 'other', size: 0, note: `could not export: ${errorMessage(err)}` };
+  }
+  if (!archive) return { path: rel, kind: 'missing', size: 0, ...(gone ? { note: gone.slice(2) } : {}) };
+  // The archive is the box's data: first entry only, bytes capped, links reported and never followed.
+  const { entry, problem } = await readFirstEntry(archive.stream, { maxContentBytes: maxBytes, maxArchiveBytes: maxBytes + 64 * 1024, timeoutMs: 30_000 });
+  if (!entry) return { path: rel, kind: 'other', size: archive.stat?.size ?? 0, note: problem ?? 'unreadable archive' };
+  const expected = segs[segs.length - 1];
+  if (entry.name.replace(/\/$/, '') !== expected) {
+    return { path: rel, kind: 'other', size: entry.size, note: `the archive's first entry is "${entry.name.slice(0, 100)}", not "${expected}"; not exported` };
+  }
+  const target = (entry.linkTarget ?? '').slice(0, 4096);
+  switch (entry.kind) {
+    case 'file': {
+      // The archive API does not carry the link count: read it from the host side of the workspace volume.
+      // As for every backend, a regular file with other links is a hardlink, and is not read.
+      const nlink = await hostNlink(await src.hostRoot(), segs);
+      if (nlink !== undefined && nlink > 1) return { path: rel, kind: 'hardlink', size: entry.size, nlink, note: `regular file with ${nlink} links; not read` };
+      const links = nlink !== undefined ? { nlink } : {};
+      return entry.content
+        ? { path: rel, kind: 'file', size: entry.size, content: entry.content, ...links }
+        : { path: rel, kind: 'file', size: entry.size, note: entry.note ?? 'not read', ...links };
+    }
+    case 'directory':
+      return { path: rel, kind: 'directory', size: entry.size };
+    case 'symlink':
+      return { path: rel, kind: 'symlink', size: entry.size, linkTarget: target, note: 'links are never followed' };
+    case 'hardlink':
+      return { path: rel, kind: 'hardlink', size: entry.size, linkTarget: target, note: 'tar hard-link entry; not followed' };
+    case 'fifo':
+      return { path: rel, kind: 'fifo', size: 0 };
+    case 'device':
+      return { path: rel, kind: 'device', size: 0, note: `tar entry type ${entry.tarType}` };
+    default:
+      return { path: rel, kind: 'other', size: entry.size, note: `tar entry type ${entry.tarType}; not exported` };
+  }
+}
+
+/**
+ * The link count of a workspace file, from the host's side of the volume (local daemons only): each
+ * component is lstat'ed and a symlink anywhere gives up. Only a number is read, never content.
+ */
+async function hostNlink(root: string | undefined, segs: readonly string[]): Promise<number | undefined> {
+  if (root === undefined) return undefined;
+  let cur = root;
+  for (let i = 0; i < segs.length; i++) {
+    cur = join(cur, segs[i] ?? '');
+    const st = await lstat(cur).catch(() => undefined);
+    if (!st || st.isSymbolicLink()) return undefined;
+    if (i < segs.length - 1 && !st.isDirectory()) return undefined;
+    if (i === segs.length - 1) return st.isFile() ? st.nlink : undefined;
+  }
+  return undefined;
+}
