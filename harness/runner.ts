@@ -2,21 +2,20 @@ import { randomBytes, createHash } from 'node:crypto';
 import { cp, mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { Backend, Capabilities, Environment, ExecResult, PutFile } from '../backends/contract.js';
+import type { Backend, Capabilities, Environment } from '../backends/contract.js';
 import { BoundedCapture } from '../lab/bounded-capture.js';
-import { startHostHealth } from '../lab/host-health.js';
 import { findProcessesWithCmdline, killPids } from '../lab/process-scan.js';
 import { SandcheckError, errorMessage } from './errors.js';
 import type { AnyResult, RunReporter } from './events.js';
 import { outside } from './model/evidence.js';
-import type { ExecObservation, KilledBy } from './model/observation.js';
+import type { ExecObservation } from './model/observation.js';
 import type { Policy } from './model/policy.js';
 import type { Observation, ProbeContext, ProbeSpec, SecurityProbe, TaskCase } from './model/probe.js';
 import { runExportStage, type ExportOutcome, type ExporterChoice } from './export-stage.js';
 import { describeStop, exportEvidence } from './evidence-lines.js';
-import { startProcessSampler, watchHeartbeat } from './host-observers.js';
+import { watchHeartbeat } from './host-observers.js';
 import { compileCanaries, type CompiledCanaries } from '../lab/canary-forms.js';
-import { scanDecoyEvents, scanEach, scanJoined, scanSplitAcross } from '../lab/canary-scan.js';
+import { scanDecoyEvents, scanEach } from '../lab/canary-scan.js';
 import { hitWhere, readWorkspaceFiles } from './left-in-box.js';
 import { watchForProcess } from './process-watch.js';
 import { Mutex } from './mutex.js';
@@ -26,13 +25,11 @@ import { artifactHashes, compareReplay, runCorrectionLoop, type ExecuteVariant }
 import { noResultsReason, notApplicableTask } from './task/no-results.js';
 import { taskIdentity, taskNotRun } from './not-run.js';
 import type { SecurityResult, TaskResult } from './model/scorecard.js';
-import { payloadPath } from './paths.js';
-import { CHALLENGE_FILE, CONTROL_ENV, CONTROL_FILE, makeControlValue, makeProof, type ExecProof } from './proof.js';
+import { DEFAULT_GRACE_MS, execWithDeadline, harnessDeadlineMs, payloadFiles, type ExecHow, type ExecSetting } from './exec-payload.js';
 import { readDaemonEvents, type RunContext } from './run-context.js';
 
-export const DEFAULT_GRACE_MS = 2000;
-/** How long a backend may take to stop after the harness aborted an exec before it counts as a harness error. */
-const BACKEND_STOP_TIMEOUT_MS = 15_000;
+
+export { DEFAULT_GRACE_MS, harnessDeadlineMs, outputCeilingBytes } from './exec-payload.js';
 
 export interface RunnerOptions {
   backend: Backend;
@@ -50,16 +47,6 @@ export interface RunnerOptions {
   artifactsDir?: string;
   /** A harness failure (not a probe outcome) stopped scheduling: the caller stops the probes still running. */
   onFatal?: (err: unknown) => void;
-}
-
-/** The harness's own deadline: the policy's wall clock plus a grace. */
-export function harnessDeadlineMs(policy: Policy, graceMs = DEFAULT_GRACE_MS): number {
-  return policy.resources.wallSeconds * 1000 + graceMs;
-}
-
-/** Past this many bytes of stdout+stderr the harness stops reading: the crossing is proven by then. */
-export function outputCeilingBytes(policy: Policy): number {
-  return policy.output.maxBytes * 4 + 1024 * 1024;
 }
 
 /**
@@ -82,56 +69,9 @@ export function gateVerdict(probe: SecurityProbe, caps: Capabilities, policy: Po
   return { verdict: 'not-applicable', reason: `${probe.policyItem} is not required by policy ${policy.name}; the backend does not enforce it: ${why}` };
 }
 
-interface PreparedFiles {
-  files: PutFile[];
-  proof: ExecProof;
-  /** The in-box positive control's value and where it was put. */
-  control?: { where: 'file' | 'env'; value: string };
-}
-
-/** The payload, its helper, a fresh challenge (and positive control) for one execution, and the probe's own files. */
-async function payloadFiles(probe: ProbeSpec, ctx: ProbeContext, files?: PutFile[]): Promise<PreparedFiles> {
-  let payload: Buffer;
-  try {
-    payload = probe.source !== undefined ? Buffer.from(probe.source) : await readFile(payloadPath(probe.payload, probe.payloadFile));
-  } catch (err) {
-    throw new SandcheckError('PAYLOAD_MISSING', `payload for ${probe.id} not found (${errorMessage(err)})`);
-  }
-  const helper = await readFile(payloadPath('_shared', 'sandcheck_payload.py'));
-  const proof = makeProof(payload, helper);
-  const control = probe.positiveControl ? { where: probe.positiveControl, value: makeControlValue() } : undefined;
-  return {
-    proof,
-    ...(control ? { control } : {}),
-    files: [
-      { path: 'payload.py', content: payload, readOnly: true },
-      { path: 'sandcheck_payload.py', content: helper, readOnly: true },
-      { path: CHALLENGE_FILE, content: Buffer.from(`${proof.challenge}\n`), readOnly: true },
-      ...(control?.where === 'file' ? [{ path: CONTROL_FILE, content: Buffer.from(`${control.value}\n`), readOnly: true }] : []),
-      ...(files ?? probe.files?.(ctx) ?? []),
-    ],
-  };
-}
-
-interface ExecHow {
-  extraArgs: Record<string, unknown>;
-  /** Replaces the probe's own files (the correction loop adds feedback.json). */
-  files?: PutFile[];
-  /** The controller's remaining end-to-end budget, when it is shorter than the per-exec deadline. */
-  deadlineCapMs?: number;
-}
-
 interface Executed {
   obs: Observation;
   durationMs: number;
-}
-
-interface ExecOutcome {
-  observation: ExecObservation;
-  attempted: boolean;
-  finished: boolean;
-  positiveControl?: { where: 'file' | 'env'; seen: boolean };
-  canaryHits: { label: string; where: string }[];
 }
 
 interface HarnessFailure {
@@ -344,6 +284,11 @@ export class Runner {
     return (this.compiled ??= compileCanaries(this.opts.run.canaries.all));
   }
 
+  private execSetting(): ExecSetting {
+    const { policy, run, signal } = this.opts;
+    return { policy, graceMs: this.graceMs, canaries: this.compiledCanaries(), canaryList: run.canaries.all, scratchDir: run.scratchDir, ...(signal ? { signal } : {}) };
+  }
+
   private createEnvironment(): Promise<Environment> {
     const { backend, policy, run } = this.opts;
     return backend.create(policy, {
@@ -368,7 +313,7 @@ export class Runner {
       await env.putFiles(prepared.files);
       const execFrom = Date.now();
       const watch = probe.watchSurvivor ? watchForProcess(`sandcheck-survivor-${ctx.nonce}`) : undefined;
-      const exec = await this.execWithDeadline(env, probe, ctx, how, createdAt, prepared).finally(() => watch?.stop());
+      const exec = await execWithDeadline(this.execSetting(), env, probe, ctx, how, createdAt, prepared).finally(() => watch?.stop());
       const seenAlive = watch ? await watch.stop() : undefined;
       const wanted = typeof probe.artifacts === 'function' ? probe.artifacts(ctx) : probe.artifacts;
       const artifacts = wanted ? await env.getFiles(wanted, { maxBytesPerFile: policy.exports.maxFileMb * 1024 * 1024 }) : [];
@@ -424,100 +369,6 @@ export class Runner {
     killPids(survivors.map((p) => p.pid));
     obs.survivors = survivors.map((p) => `process ${p.pid} (${p.command}) still ran after destroy; killed by the harness`);
     return obs;
-  }
-
-  private async execWithDeadline(
-    env: Environment,
-    probe: ProbeSpec,
-    ctx: ProbeContext,
-    how: ExecHow,
-    createdAt: number,
-    prepared: PreparedFiles,
-  ): Promise<ExecOutcome> {
-    const { policy } = this.opts;
-    const canaries = this.compiledCanaries();
-    const start = prepared.proof.attemptLine;
-    const done = prepared.proof.doneLine;
-    const control = prepared.control;
-    const needles = [start, done, ...(control ? [control.value] : [])];
-    let firstByteAt: number | undefined;
-    const stdout = new BoundedCapture({ needles, canaries, onFirstByte: () => (firstByteAt ??= performance.now()) });
-    const stderr = new BoundedCapture({ needles, canaries });
-    const abort = new AbortController();
-    let killedBy: KilledBy = 'none';
-    const kill = (why: KilledBy): void => {
-      if (abort.signal.aborted) return;
-      killedBy = why;
-      abort.abort();
-    };
-    const ceiling = outputCeilingBytes(policy);
-    const sink = (cap: BoundedCapture) => ({
-      write: (chunk: Uint8Array) => {
-        cap.write(chunk);
-        if (stdout.bytes + stderr.bytes > ceiling) kill('harness-output-ceiling');
-      },
-    });
-    const deadlineMs = Math.min(harnessDeadlineMs(policy, this.graceMs), how.deadlineCapMs ?? Number.POSITIVE_INFINITY);
-    const timer = setTimeout(() => kill('harness-deadline'), deadlineMs);
-    const onInterrupt = (): void => kill('harness-interrupt');
-    this.opts.signal?.addEventListener('abort', onInterrupt, { once: true });
-    if (this.opts.signal?.aborted) onInterrupt();
-    const args = { nonce: ctx.nonce, probe: probe.id, ...(probe.args?.(ctx) ?? {}), ...how.extraArgs };
-    const program = probe.sampleProgram ?? (probe.interpreter ? new RegExp(`^${(probe.interpreter.split('/').pop() ?? '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) : undefined);
-    const sampler = probe.sampleProcesses && env.hostPids ? startProcessSampler(env, { ...(program ? { program } : {}), ...(probe.rootPaths ? { rootPaths: probe.rootPaths } : {}) }) : undefined;
-    const health = probe.watchHost ? await startHostHealth(this.opts.run.scratchDir) : undefined;
-    const t0 = performance.now();
-    let result: ExecResult;
-    try {
-      result = await Promise.race([
-        env.exec({
-          argv: [probe.interpreter ?? 'python3', 'payload.py', JSON.stringify(args)],
-          ...(probe.stdin ? { stdin: probe.stdin(ctx) } : {}),
-          ...(control?.where === 'env' ? { env: { [CONTROL_ENV]: control.value } } : {}),
-          timeoutMs: policy.resources.wallSeconds * 1000,
-          maxOutputBytes: policy.output.maxBytes,
-          stdout: sink(stdout),
-          stderr: sink(stderr),
-          signal: abort.signal,
-        }),
-        backendStopWatch(abort.signal),
-      ]);
-    } finally {
-      clearTimeout(timer);
-      this.opts.signal?.removeEventListener('abort', onInterrupt);
-    }
-    const wallMs = performance.now() - t0;
-    const hostProcesses = sampler ? await sampler.stop() : undefined;
-    const hostHealth = health ? await health.stop() : undefined;
-    // Every form (encoded, reversed, split over lines or across the two channels) in every byte of both streams.
-    const canaryHits = [
-      ...stdout.canaryHits().map((h) => ({ label: h.label, where: hitWhere('stdout', h) })),
-      ...stderr.canaryHits().map((h) => ({ label: h.label, where: hitWhere('stderr', h) })),
-      ...scanJoined([...stdout.keptParts(), ...stderr.keptParts()], canaries).map((h) => ({ label: h.label, where: hitWhere('stdout+stderr joined', h) })),
-      ...scanSplitAcross([Buffer.concat(stdout.keptParts()), Buffer.concat(stderr.keptParts())], this.opts.run.canaries.all).map((h) => ({ label: h.label, where: 'stdout+stderr joined (split across the channels)' })),
-    ];
-    const observation: ExecObservation = {
-      exitCode: result.exitCode,
-      signal: result.signal,
-      wallMs,
-      ...(firstByteAt !== undefined ? { startupMs: firstByteAt - createdAt, firstOutputMs: Math.max(0, firstByteAt - t0) } : {}),
-      harnessDeadlineMs: deadlineMs,
-      killedBy,
-      ...(result.startError ? { startError: result.startError } : {}),
-      backendReport: { timedOut: result.timedOut, oomKilled: result.oomKilled, outputTruncated: result.outputTruncated },
-      stdout: stdout.summary(),
-      stderr: stderr.summary(),
-      ...(result.resources ? { resources: result.resources } : {}),
-      ...(hostProcesses ? { hostProcesses: hostProcesses.processes, hostProcessCountMax: hostProcesses.maxConcurrent } : {}),
-      ...(hostHealth ? { hostHealth } : {}),
-    };
-    return {
-      observation,
-      attempted: stdout.has(start) || stderr.has(start),
-      finished: stdout.has(done) || stderr.has(done),
-      ...(control ? { positiveControl: { where: control.where, seen: stdout.has(control.value) || stderr.has(control.value) } } : {}),
-      canaryHits,
-    };
   }
 
   private securityResult(
@@ -623,20 +474,3 @@ function stripKind<T extends { kind: string }>(r: T): Omit<T, 'kind'> {
   const { kind: _kind, ...rest } = r;
   return rest;
 }
-
-/** Resolves never; rejects if a backend keeps running long after the harness told it to stop. */
-function backendStopWatch(signal: AbortSignal): Promise<never> {
-  return new Promise((_, reject) => {
-    signal.addEventListener(
-      'abort',
-      () => {
-        setTimeout(
-          () => reject(new SandcheckError('HARNESS', `backend did not stop within ${BACKEND_STOP_TIMEOUT_MS} ms of being told to`)),
-          BACKEND_STOP_TIMEOUT_MS,
-        ).unref();
-      },
-      { once: true },
-    );
-  });
-}
-
