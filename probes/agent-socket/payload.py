@@ -127,6 +127,8 @@ except OSError:
     pass
 MAX_ENTRIES = 20000
 PER_DIR = 500
+# Paths waiting in the queue: beyond this the walk stops (incomplete), so its memory stays bounded.
+MAX_QUEUED = 30000
 entries = 0
 complete = True
 # Breadth-first over all roots together: a crowded mount cannot use up the budget before a shallow /tmp.
@@ -150,6 +152,9 @@ while queue:
             names = sorted(os.listdir(path))
         except OSError:
             continue
+        if len(queue) + min(len(names), PER_DIR) > MAX_QUEUED:
+            complete = False
+            break
         if len(names) > PER_DIR:
             complete = False
         queue.extend((os.path.join(path, n), depth + 1) for n in names[:PER_DIR])

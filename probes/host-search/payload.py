@@ -25,6 +25,8 @@ MAX_DEPTH = 8
 MAX_ENTRIES = 40000
 PRIORITY_ENTRIES = 25000
 PER_DIR = 2000
+# Paths waiting in the breadth-first queue: beyond this the walk is cut short (and says so), so its memory stays bounded.
+MAX_QUEUED = 60000
 MAX_SOCKETS = 32
 WALK_END = time.monotonic() + float(args["walkSeconds"])
 PSEUDO = {"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "mqueue", "tracefs", "debugfs", "securityfs",
@@ -94,6 +96,9 @@ def walk(roots, budget, phase, skip_system):
                 names = sorted(os.listdir(path))[:PER_DIR]
             except OSError:
                 continue
+            if len(queue) + len(names) > MAX_QUEUED:
+                truncated[phase] = True
+                return
             queue.extend((os.path.join(path, name), depth + 1) for name in names)
 
 
