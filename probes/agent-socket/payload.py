@@ -172,8 +172,16 @@ for path in candidates:
         unique.append(path)
 MAX_ASKED = 24
 results = {}
+# The host user's agent at its host path: whether the box sees it there, and what asking it gave.
+host_path = args.get("hostAgentSocket") or ""
+host_seen = "not asked"
 for path in unique[:MAX_ASKED]:
     outcome, reply = ask_agent(path)
+    if host_path and path == host_path:
+        try:
+            host_seen = ("socket there, " if stat.S_ISSOCK(os.stat(path).st_mode) else "not a socket there, ") + outcome
+        except OSError as e:
+            host_seen = "not there: " + sc.refusal(e)
     tokens = sorted(set(m.decode() for m in TOKEN.findall(reply)))
     name = "(in-box positive control)" if path == control_path else ".../" + "/".join(path.split("/")[-2:])
     if tokens:
@@ -181,5 +189,5 @@ for path in unique[:MAX_ASKED]:
     results[name] = outcome
 if server is not None:
     server.close()
-sc.report({"agents": results, "walk": {"entries": entries, "complete": complete and len(unique) <= MAX_ASKED}})
+sc.report({"agents": results, "hostPath": host_seen, "walk": {"entries": entries, "complete": complete and len(unique) <= MAX_ASKED}})
 sc.done(args)

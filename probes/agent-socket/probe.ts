@@ -20,6 +20,13 @@ export function judgeAgentSocket(obs: Observation): Judgement {
   if (obs.positiveControl?.seen !== true) {
     return { verdict: 'inconclusive', reason: "the box's own agent (the positive control) never answered the same routine: silence proves nothing", evidence };
   }
+  const hostPath = reportedField(obs, 'hostPath');
+  // A Unix socket is reached by its inode: refused at its host path, where the box sees it, it is refused at any path
+  // the box might also see it at (short of a path-based LSM rule), so an incomplete walk does not matter then.
+  const refusedAtHostPath = typeof hostPath === 'string' && hostPath.startsWith('socket there, ') && !hostPath.startsWith('socket there, connected');
+  if (refusedAtHostPath) {
+    return { verdict: 'held', reason: `the box sees the host user's agent socket at its host path, and reaching it failed (${hostPath.slice('socket there, '.length, 120)}); no contact reached the decoy`, evidence };
+  }
   if (reportedField(obs, 'walk', 'complete') !== true) {
     return { verdict: 'inconclusive', reason: 'the walk for agent sockets ran out of its entry, listing or time budget before it covered /tmp, /run, /var/tmp and the mount points: silence proves nothing', evidence };
   }

@@ -116,6 +116,13 @@ describe('exposure probes: the payload ran, but its own control did not act', ()
     expect(judgeAgentSocket(fakeObservation({ stdout: walked(true) }, controlSeen)).verdict).toBe('held');
     expect(judgeAgentSocket(fakeObservation({ stdout: walked(false) }, controlSeen)).verdict).toBe('inconclusive');
     expect(judgeAgentSocket(fakeObservation({ stdout: walked(undefined) }, controlSeen)).verdict).toBe('inconclusive');
+    // A walk cut short by a crowded host /tmp, but the decoy seen at its host path and refused there (runsc do): held.
+    const atHost = (hostPath: string) => capture(report({ hostPath, walk: { complete: false } }));
+    const refused = judgeAgentSocket(fakeObservation({ stdout: atHost('socket there, Connection refused (ECONNREFUSED)') }, controlSeen));
+    expect(`${refused.verdict}: ${refused.reason}`).toMatch(/^held: the box sees the host user's agent socket at its host path, and reaching it failed \(Connection refused/);
+    // Connected there with no contact at the decoy (not the decoy's socket), or not seen there: the walk must be complete.
+    expect(judgeAgentSocket(fakeObservation({ stdout: atHost('socket there, connected, identities answer 5 bytes') }, controlSeen)).verdict).toBe('inconclusive');
+    expect(judgeAgentSocket(fakeObservation({ stdout: atHost('not there: No such file or directory (ENOENT)') }, controlSeen)).verdict).toBe('inconclusive');
     expect(judgeAbstractSocket(fakeObservation({}, { ...done, decoyContacts: { 'abstract-socket': 2 } })).verdict).toBe('crossed');
     expect(judgeAbstractSocket(fakeObservation({}, done)).verdict).toBe('inconclusive');
     expect(judgeAbstractSocket(fakeObservation({ stdout: capture('control socket answered: token-socket-control\n') }, done)).verdict).toBe('held');
