@@ -126,7 +126,7 @@ try:
 except OSError:
     pass
 MAX_ENTRIES = 20000
-PER_DIR = 500
+PER_DIR = 4000
 # Paths waiting in the queue: beyond this the walk stops (incomplete), so its memory stays bounded.
 MAX_QUEUED = 30000
 entries = 0

@@ -28,6 +28,9 @@ const HONEST_INCONCLUSIVE: Record<string, Record<string, RegExp>> = {
     'memory-bomb': /never shown to act/,
     // runsc's gofer makes no FIFO or device node in the workspace: the exporter never meets them.
     'export-special-files': /none of the hostile artifacts exists in the box/,
+    // The box may read its own PID 1's environ (the sandbox's init); the host cannot see the box's PID namespace, and
+    // where the host may not read its own pid 1's environ either (EACCES here) there is nothing to compare.
+    'host-credential-paths': /the host could not read its own file to compare/,
     // The host sees only the sandbox (the Sentry), never the box's own program: its posture cannot be read.
     'posture-namespaces': /none ran the payload's program|no process of the box's own program/,
     'posture-mounts': /none ran the payload's program|no process of the box's own program/,
