@@ -153,8 +153,9 @@ while queue:
         except OSError:
             continue
         if len(queue) + min(len(names), PER_DIR) > MAX_QUEUED:
+            # Full: what is queued (everything shallower) is still visited; this directory's names are not.
             complete = False
-            break
+            continue
         if len(names) > PER_DIR:
             complete = False
         queue.extend((os.path.join(path, n), depth + 1) for n in names[:PER_DIR])

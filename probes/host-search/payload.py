@@ -97,8 +97,9 @@ def walk(roots, budget, phase, skip_system):
             except OSError:
                 continue
             if len(queue) + len(names) > MAX_QUEUED:
+                # Full: what is queued (everything shallower) is still visited; this directory's names are not.
                 truncated[phase] = True
-                return
+                continue
             queue.extend((os.path.join(path, name), depth + 1) for name in names)
 
 
