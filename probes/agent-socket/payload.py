@@ -127,7 +127,7 @@ except OSError:
     pass
 MAX_ENTRIES = 20000
 PER_DIR = 4000
-# Paths waiting in the queue: beyond this the walk stops (incomplete), so its memory stays bounded.
+# Paths waiting in the queue: past this no more names are queued (the walk is then incomplete): bounded memory.
 MAX_QUEUED = 30000
 entries = 0
 complete = True
