@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { z } from 'zod';
 import { SandcheckError } from '../../harness/errors.js';
+import { repairStateRoot, STATE_ROOT } from '../../harness/state-root.js';
 import type { FileKind, GotFile, PutFile } from '../contract.js';
 import { kindOf, statEntry } from '../file-entry.js';
 import { ownerAlive as processOwnerAlive, selfOwner } from '../shared/process-owner.js';
@@ -68,6 +69,8 @@ function errCode(err: unknown): string {
 /** A root-owned, non-symlink directory with the given mode, created if missing (refuses anything else). */
 export async function ensurePrivateDir(path: string, mode: number, uid: number | undefined): Promise<void> {
   await mkdir(path, { recursive: true, mode });
+  // Boxes that run as another uid reach their workspaces through the state root: it must stay traversable.
+  if (path.startsWith(`${STATE_ROOT}/`)) repairStateRoot();
   const st = await lstat(path);
   if (!st.isDirectory() || (uid !== undefined && st.uid !== uid)) {
     throw new SandcheckError('BACKEND_UNAVAILABLE', `state directory ${path} is not a directory owned by uid ${uid}; refusing to use it`);

@@ -1,9 +1,10 @@
-import { appendFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, readFileSync, rmSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, normalize } from 'node:path';
 import { z } from 'zod';
 import { DECOY_KEY_DESCRIPTION } from '../../lab/keyring.js';
+import { mkdirWithTraversableParents } from '../state-root.js';
 
 /**
  * The ownership journal: one append-only file per run listing every host resource the run creates,
@@ -89,7 +90,7 @@ export interface OwnershipJournal {
 /** Opens this run's journal (exclusively: a run id is never reused). */
 export function openOwnershipJournal(runId: string, dir = defaultJournalDir()): OwnershipJournal {
   if (!RUN_ID.test(runId)) throw new Error(`invalid run id for the ownership journal: ${JSON.stringify(runId)}`);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  mkdirWithTraversableParents(dir, 0o700);
   const path = join(dir, `${runId}.jsonl`);
   const owner: JournalOwner = {
     op: 'run',
