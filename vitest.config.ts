@@ -1,5 +1,20 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Files that must have the machine to themselves: they kill runs on purpose and then look for what those runs
+ * left (another run's start would sweep it first), snapshot the whole host, or load the CPU on purpose.
+ */
+const ALONE = [
+  'test/integration/chaos.test.ts',
+  'test/e2e/crash-recovery.test.ts',
+  'test/e2e/signal-teardown.test.ts',
+  'test/e2e/rpc-adapter.test.ts',
+  'test/e2e/load-stability.test.ts',
+  'test/integration/docker-new-probes.test.ts',
+  'test/integration/host-sampler.test.ts',
+];
+const HOST = ['test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'];
+
 export default defineConfig({
   test: {
     testTimeout: 60_000,
@@ -8,19 +23,18 @@ export default defineConfig({
       {
         extends: true,
         // Unit files touch only their own temp directories, loopback sockets and private journals: they run
-        // side by side, and all of them finish before the first host-measuring file starts.
+        // side by side, and all of them finish before the first host file starts.
         test: { name: 'unit', include: ['test/unit/**/*.test.ts'], maxWorkers: 3, sequence: { groupOrder: 0 } },
       },
       {
         extends: true,
-        // Integration and e2e tests start real processes, namespaces and cgroups and measure the host
-        // (free disk, process count, timing): one file at a time keeps those measurements honest.
-        test: {
-          name: 'host',
-          include: ['test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'],
-          fileParallelism: false,
-          sequence: { groupOrder: 1 },
-        },
+        // Integration and e2e files start real processes, namespaces, daemons and cgroups, each named and checked
+        // by its own run id: two at a time (most of their time is spent waiting on boxes, clocks and daemons).
+        test: { name: 'host', include: HOST, exclude: ALONE, maxWorkers: 2, sequence: { groupOrder: 1 } },
+      },
+      {
+        extends: true,
+        test: { name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 2 } },
       },
     ],
   },

@@ -355,9 +355,11 @@ describe(`docker backend: profiles on a lab daemon${SKIP ? ` (skipped: ${SKIP})`
       expect(r.get(id)?.verdict, `${profile} ${id}: ${r.get(id)?.reason}`).toBe('held');
     }
     // gVisor's sentry may stop the allocation itself before the host cgroup counts anything: then only
-    // the runtime's word (OOMKilled) says so, and a claim is not proof. Never crossed, never held on a claim.
+    // the runtime's word (OOMKilled) says so, and a claim is not proof. On a busy machine the sentry may
+    // also allocate so slowly that the wall clock stops it first. Never crossed, never held on a claim.
     const memVerdict = r.get('memory-bomb');
-    if (profile === 'gvisor' && memVerdict?.verdict === 'inconclusive') expect(memVerdict.reason).toMatch(/never shown to act/);
+    const gvisorInconclusive = profile === 'gvisor' && memVerdict?.verdict === 'inconclusive';
+    if (gvisorInconclusive) expect(memVerdict.reason).toMatch(/never shown to act|the wall clock, not the memory limit, stopped it/);
     else expect(memVerdict?.verdict, `${profile} memory-bomb: ${memVerdict?.reason}`).toBe('held');
     // The backend's own clock stopped the sleeper, before the harness deadline.
     const sleep = r.get('wall-clock-sleep')?.observation;
@@ -369,7 +371,10 @@ describe(`docker backend: profiles on a lab daemon${SKIP ? ` (skipped: ${SKIP})`
     timings.push(`${profile} wall-clock-sleep: stopped by the backend after ${Math.round(sleep?.wallMs ?? 0)} ms (policy 5000)`);
     // OOM evidence from outside: the cgroup's oom_kill counter or the daemon's OOMKilled.
     const mem = r.get('memory-bomb');
-    expect(mem?.observation?.backendReport.oomKilled).toBe(true);
+    const wallStopped = gvisorInconclusive && /the wall clock/.test(mem?.reason ?? '');
+    // Stopped by one of the backend's own limits either way, the memory limit or the wall clock.
+    if (wallStopped) expect(mem?.observation?.backendReport.oomKilled === true || mem?.observation?.backendReport.timedOut === true).toBe(true);
+    else expect(mem?.observation?.backendReport.oomKilled).toBe(true);
     expect(mem?.reason).toMatch(/OOM/);
     expect(mem?.observation?.resources?.memoryPeakBytes ?? 0).toBeGreaterThan(0);
     expect(mem?.observation?.resources?.memoryPeakBytes ?? Infinity).toBeLessThanOrEqual(CI_POLICY.resources.memoryMb * 2 ** 20 * 1.1);

@@ -5,7 +5,7 @@
  * machine kind are kept as named expectations: a crossing that goes away or a new one fails the test, and so does a
  * held probe that stops holding. A preset whose tool is missing is skipped with its install command as the reason.
  *
- * Time: 1 to 2 minutes per preset on 2 busy cores (10 presets: about 18 minutes).
+ * Time: 1 to 4 minutes per preset on 2 busy cores; the presets are split over two test files (PRESET_FILES).
  */
 import { readdir } from 'node:fs/promises';
 import { execa } from 'execa';
@@ -14,7 +14,7 @@ import { PRESETS, missingRequirements } from '../../backends/presets/catalog.js'
 import type { SecurityScorecard } from '../../harness/model/scorecard.js';
 import { probeLabSupport } from '../../lab/netns/support.js';
 import { taskSuite } from '../../suites/index.js';
-import { readCards, sandcheck, tempOut } from '../helpers/cli.js';
+import { readCards, sandcheck, tempOut } from './cli.js';
 
 interface Expectation {
   /** The blocking adapter checks the preset fails (empty: it passes, and `run` trusts it). */
@@ -260,87 +260,105 @@ function count(card: SecurityScorecard): string {
   return `held ${s.held}, crossed ${s.crossed}, inconclusive ${s.inconclusive}, not-applicable ${s.notApplicable}, unenforced ${s.unenforced}`;
 }
 
-for (const [name, want] of Object.entries(EXPECTED)) {
-  const skip = await skipReason(name);
-  describe.skipIf(skip !== undefined)(`preset:${name}: the whole suite inside the lab, ci policy${skip ? ` (skipped: ${skip})` : ''}`, () => {
-    it('gives the verdicts measured on this machine kind, with outside evidence for every crossing', { timeout: 600_000 }, async () => {
-      const out = await tempOut();
-      // A preset that fails adapter check (its default mode cannot write results) is measured anyway, said so below.
-      const unchecked = want.adapterFails.length > 0 ? ['--skip-adapter-check'] : [];
-      const res = await sandcheck(['run', '--backend', `preset:${name}`, '--policy', 'ci', '--out', out, ...unchecked]);
-      // 0 or 1 (a crossing or an unenforced item); 3 would be a refusal (a blocking adapter check failed).
-      expect([0, 1], res.all?.slice(-3000)).toContain(res.exitCode);
-      if (unchecked.length === 0) expect(res.all).toMatch(new RegExp(`adapter preset:${name}: \\d+ blocking check\\(s\\) passed`));
-      const { security, task } = await readCards(out);
-      console.log(`preset:${name}: ${count(security)}; task ${task.summary.asExpected}/${task.summary.total} as expected`);
-      expect(security.backend.name).toBe(name);
-      expect(security.backend.description).toMatch(want.version);
+/** The presets in two files of about 10 minutes each, so the two host workers share them. */
+export const PRESET_FILES = {
+  containers: ['podman-runsc', 'podman', 'firejail', 'nspawn'],
+  clis: ['bwrap-cli', 'runsc-do', 'codex-sandbox', 'codex-sandbox-workspace', 'srt', 'srt-deny-home'],
+} as const satisfies Record<string, readonly string[]>;
 
-      const byId = new Map(security.results.map((r) => [r.id, r]));
-      const bound = want.searchBound ?? {};
-      for (const [id, either] of Object.entries(bound)) {
-        const r = byId.get(id);
-        expect(`${id}: ${r?.verdict}`, r?.reason).toMatch(new RegExp(`^${id}: (crossed|inconclusive)$`));
-        if (r) expect(r.reason).toMatch(r.verdict === 'crossed' ? either.crossed : either.inconclusive);
-        if (r?.verdict === 'crossed') expect(r.evidence.some((e) => e.source === 'outside'), `${id} crossed without outside evidence`).toBe(true);
-      }
-      for (const [id, reason] of Object.entries(want.walkBound ?? {})) {
-        const r = byId.get(id);
-        expect(`${id}: ${r?.verdict}`, r?.reason).toMatch(new RegExp(`^${id}: (held|inconclusive)$`));
-        if (r?.verdict === 'inconclusive') expect(r.reason).toMatch(reason);
-      }
-      const crossed = security.results.filter((r) => r.verdict === 'crossed' && !(r.id in bound));
-      expect(crossed.map((r) => r.id).sort(), crossed.map((r) => `${r.id}: ${r.reason}`).join('\n')).toEqual(Object.keys(want.crossed).sort());
-      for (const r of crossed) {
-        expect(r.reason).toMatch(want.crossed[r.id] ?? /^$/);
-        expect(r.evidence.some((e) => e.source === 'outside'), `${r.id} crossed without outside evidence`).toBe(true);
-      }
-      const startFailures = security.results.filter((r) => r.verdict === 'inconclusive' && START_FAILURE.test(r.reason) && !want.inconclusive[r.id]?.test(r.reason));
-      expect(startFailures.length, startFailures.map((r) => `${r.id}: ${r.reason}`).join('\n')).toBeLessThanOrEqual(MAX_START_FAILURES);
-      const startFailed = new Set(startFailures.map((r) => r.id));
-      for (const id of want.held) {
-        if (startFailed.has(id)) continue;
-        expect(`${id}: ${byId.get(id)?.verdict}`, byId.get(id)?.reason).toBe(`${id}: held`);
-      }
-      const badInconclusive = security.results
-        .filter((r) => r.verdict === 'inconclusive' && !startFailed.has(r.id) && !(r.id in bound) && !(r.id in (want.walkBound ?? {})) && !want.inconclusive[r.id]?.test(r.reason) && !LOAD_SENSITIVE[r.id]?.test(r.reason))
-        .map((r) => `${r.id}: ${r.reason}`);
-      expect(badInconclusive).toEqual([]);
-      // What the preset does not claim and the policy requires is unenforced, never held.
-      for (const r of security.results) {
-        if (!security.backend.enforces.includes(r.policyItem)) expect(r.verdict, `${r.id} (${r.policyItem} not claimed)`).not.toBe('held');
-      }
-
-      const notApplicable = task.results.filter((r) => r.outcome === 'not-applicable');
-      expect(notApplicable.map((r) => r.id).sort(), notApplicable.map((r) => `${r.id}: ${r.reason}`).join('\n')).toEqual(Object.keys(want.taskNotApplicable ?? {}).sort());
-      for (const r of notApplicable) expect(r.reason).toMatch(want.taskNotApplicable?.[r.id] ?? /^$/);
-      const unexpected = task.results.filter((r) => r.outcome !== 'as-expected' && r.outcome !== 'not-applicable');
-      const badTasks = unexpected.filter((r) => !want.taskUnexpected[r.id]?.test(r.reason) && !LOAD_SENSITIVE_TASKS[r.id]?.test(r.reason)).map((r) => `${r.id}: ${r.reason}`);
-      expect(badTasks).toEqual([]);
-      for (const [id, reason] of Object.entries(want.taskUnexpected)) {
-        const r = task.results.find((t) => t.id === id);
-        expect(`${id}: ${r?.outcome}`, r?.reason).toBe(`${id}: unexpected`);
-        expect(r?.reason).toMatch(reason);
-      }
-
-      // Nothing of the run is left: no counting cgroup, no lab namespace.
-      const runId = security.run.id;
-      for (const c of ['memory', 'pids', 'cpuacct', 'freezer', 'cpuset', 'devices', 'blkio']) {
-        expect((await readdir(`/sys/fs/cgroup/${c}`).catch(() => [])).filter((n) => n.startsWith(`sccmd-${runId}`))).toEqual([]);
-      }
-      const netns = await execa('ip', ['netns', 'list'], { reject: false });
-      expect(netns.stdout).not.toContain(`sc-${runId}`);
-    });
-
-    // `sandcheck adapter check` on every preset: it passes (exit 0, which `run` requires), or fails exactly the blocking checks listed.
-    it(want.adapterFails.length === 0 ? 'passes sandcheck adapter check' : `fails exactly the blocking adapter checks it cannot meet (${want.adapterFails.join(', ')})`, { timeout: 300_000 }, async () => {
-      const res = await sandcheck(['adapter', 'check', '--backend', `preset:${name}`, '--policy', 'ci', '--json']);
-      const report = JSON.parse(res.stdout) as { checks: { id: string; blocking: boolean; status: string; detail: string }[]; summary: { partlyNotApplicable?: string[] } };
-      expect(report.summary.partlyNotApplicable ?? []).toEqual(want.adapterPartlyNotApplicable ?? []);
-      const failed = report.checks.filter((c) => c.blocking && c.status === 'fail');
-      expect(failed.map((c) => c.id).sort(), failed.map((c) => `${c.id}: ${c.detail}`).join('\n')).toEqual([...want.adapterFails].sort());
-      expect(res.exitCode).toBe(want.adapterFails.length === 0 ? 0 : 1);
-    });
-  });
+/** Every preset has expectations here and is measured by exactly one of the files. */
+export function presetCoverage(): { catalog: string[]; expected: string[]; files: string[] } {
+  return {
+    catalog: PRESETS.map((p) => p.name).sort(),
+    expected: Object.keys(EXPECTED).sort(),
+    files: Object.values(PRESET_FILES).flat().sort(),
+  };
 }
 
+export async function describePresets(names: readonly string[]): Promise<void> {
+  for (const name of names) {
+    const want = EXPECTED[name];
+    if (!want) throw new Error(`no expectations for preset ${name}`);
+    const skip = await skipReason(name);
+    describe.skipIf(skip !== undefined)(`preset:${name}: the whole suite inside the lab, ci policy${skip ? ` (skipped: ${skip})` : ''}`, () => {
+      it('gives the verdicts measured on this machine kind, with outside evidence for every crossing', { timeout: 600_000 }, async () => {
+        const out = await tempOut();
+        // A preset that fails adapter check (its default mode cannot write results) is measured anyway, said so below.
+        const unchecked = want.adapterFails.length > 0 ? ['--skip-adapter-check'] : [];
+        const res = await sandcheck(['run', '--backend', `preset:${name}`, '--policy', 'ci', '--out', out, ...unchecked]);
+        // 0 or 1 (a crossing or an unenforced item); 3 would be a refusal (a blocking adapter check failed).
+        expect([0, 1], res.all?.slice(-3000)).toContain(res.exitCode);
+        if (unchecked.length === 0) expect(res.all).toMatch(new RegExp(`adapter preset:${name}: \\d+ blocking check\\(s\\) passed`));
+        const { security, task } = await readCards(out);
+        console.log(`preset:${name}: ${count(security)}; task ${task.summary.asExpected}/${task.summary.total} as expected`);
+        expect(security.backend.name).toBe(name);
+        expect(security.backend.description).toMatch(want.version);
+
+        const byId = new Map(security.results.map((r) => [r.id, r]));
+        const bound = want.searchBound ?? {};
+        for (const [id, either] of Object.entries(bound)) {
+          const r = byId.get(id);
+          expect(`${id}: ${r?.verdict}`, r?.reason).toMatch(new RegExp(`^${id}: (crossed|inconclusive)$`));
+          if (r) expect(r.reason).toMatch(r.verdict === 'crossed' ? either.crossed : either.inconclusive);
+          if (r?.verdict === 'crossed') expect(r.evidence.some((e) => e.source === 'outside'), `${id} crossed without outside evidence`).toBe(true);
+        }
+        for (const [id, reason] of Object.entries(want.walkBound ?? {})) {
+          const r = byId.get(id);
+          expect(`${id}: ${r?.verdict}`, r?.reason).toMatch(new RegExp(`^${id}: (held|inconclusive)$`));
+          if (r?.verdict === 'inconclusive') expect(r.reason).toMatch(reason);
+        }
+        const crossed = security.results.filter((r) => r.verdict === 'crossed' && !(r.id in bound));
+        expect(crossed.map((r) => r.id).sort(), crossed.map((r) => `${r.id}: ${r.reason}`).join('\n')).toEqual(Object.keys(want.crossed).sort());
+        for (const r of crossed) {
+          expect(r.reason).toMatch(want.crossed[r.id] ?? /^$/);
+          expect(r.evidence.some((e) => e.source === 'outside'), `${r.id} crossed without outside evidence`).toBe(true);
+        }
+        const startFailures = security.results.filter((r) => r.verdict === 'inconclusive' && START_FAILURE.test(r.reason) && !want.inconclusive[r.id]?.test(r.reason));
+        expect(startFailures.length, startFailures.map((r) => `${r.id}: ${r.reason}`).join('\n')).toBeLessThanOrEqual(MAX_START_FAILURES);
+        const startFailed = new Set(startFailures.map((r) => r.id));
+        for (const id of want.held) {
+          if (startFailed.has(id)) continue;
+          expect(`${id}: ${byId.get(id)?.verdict}`, byId.get(id)?.reason).toBe(`${id}: held`);
+        }
+        const badInconclusive = security.results
+          .filter((r) => r.verdict === 'inconclusive' && !startFailed.has(r.id) && !(r.id in bound) && !(r.id in (want.walkBound ?? {})) && !want.inconclusive[r.id]?.test(r.reason) && !LOAD_SENSITIVE[r.id]?.test(r.reason))
+          .map((r) => `${r.id}: ${r.reason}`);
+        expect(badInconclusive).toEqual([]);
+        // What the preset does not claim and the policy requires is unenforced, never held.
+        for (const r of security.results) {
+          if (!security.backend.enforces.includes(r.policyItem)) expect(r.verdict, `${r.id} (${r.policyItem} not claimed)`).not.toBe('held');
+        }
+
+        const notApplicable = task.results.filter((r) => r.outcome === 'not-applicable');
+        expect(notApplicable.map((r) => r.id).sort(), notApplicable.map((r) => `${r.id}: ${r.reason}`).join('\n')).toEqual(Object.keys(want.taskNotApplicable ?? {}).sort());
+        for (const r of notApplicable) expect(r.reason).toMatch(want.taskNotApplicable?.[r.id] ?? /^$/);
+        const unexpected = task.results.filter((r) => r.outcome !== 'as-expected' && r.outcome !== 'not-applicable');
+        const badTasks = unexpected.filter((r) => !want.taskUnexpected[r.id]?.test(r.reason) && !LOAD_SENSITIVE_TASKS[r.id]?.test(r.reason)).map((r) => `${r.id}: ${r.reason}`);
+        expect(badTasks).toEqual([]);
+        for (const [id, reason] of Object.entries(want.taskUnexpected)) {
+          const r = task.results.find((t) => t.id === id);
+          expect(`${id}: ${r?.outcome}`, r?.reason).toBe(`${id}: unexpected`);
+          expect(r?.reason).toMatch(reason);
+        }
+
+        // Nothing of the run is left: no counting cgroup, no lab namespace.
+        const runId = security.run.id;
+        for (const c of ['memory', 'pids', 'cpuacct', 'freezer', 'cpuset', 'devices', 'blkio']) {
+          expect((await readdir(`/sys/fs/cgroup/${c}`).catch(() => [])).filter((n) => n.startsWith(`sccmd-${runId}`))).toEqual([]);
+        }
+        const netns = await execa('ip', ['netns', 'list'], { reject: false });
+        expect(netns.stdout).not.toContain(`sc-${runId}`);
+      });
+
+      // `sandcheck adapter check` on every preset: it passes (exit 0, which `run` requires), or fails exactly the blocking checks listed.
+      it(want.adapterFails.length === 0 ? 'passes sandcheck adapter check' : `fails exactly the blocking adapter checks it cannot meet (${want.adapterFails.join(', ')})`, { timeout: 300_000 }, async () => {
+        const res = await sandcheck(['adapter', 'check', '--backend', `preset:${name}`, '--policy', 'ci', '--json']);
+        const report = JSON.parse(res.stdout) as { checks: { id: string; blocking: boolean; status: string; detail: string }[]; summary: { partlyNotApplicable?: string[] } };
+        expect(report.summary.partlyNotApplicable ?? []).toEqual(want.adapterPartlyNotApplicable ?? []);
+        const failed = report.checks.filter((c) => c.blocking && c.status === 'fail');
+        expect(failed.map((c) => c.id).sort(), failed.map((c) => `${c.id}: ${c.detail}`).join('\n')).toEqual([...want.adapterFails].sort());
+        expect(res.exitCode).toBe(want.adapterFails.length === 0 ? 0 : 1);
+      });
+    });
+  }
+}
