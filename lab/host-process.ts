@@ -228,6 +228,9 @@ export async function readProcessPosture(pid: number, host: HostView): Promise<P
   } catch {
     return undefined;
   }
+  // Mid-exec the process already shows its new executable but not yet its arguments (the kernel sets them up
+  // after switching the memory map; a busy machine widens that window): not read yet, so the sampler tries again.
+  if (cmdline.trim() === '') return undefined;
   const sharedNamespaces: Partial<Record<NamespaceName, boolean>> = {};
   for (const ns of NAMESPACES) {
     const link = await readlink(`/proc/${pid}/ns/${ns}`).catch(() => undefined);
