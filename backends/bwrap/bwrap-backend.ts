@@ -9,7 +9,7 @@ import type { Policy } from '../../harness/model/policy.js';
 import type { Backend, BackendContext, Capabilities, Environment, PolicyItem } from '../contract.js';
 import { commandArgv, type BoxPlan, type Tools } from './argv.js';
 import { BwrapEnvironment, ENV_MARKER, SECCOMP_FILE } from './bwrap-environment.js';
-import { cgroupNameFor, type CgroupDetection, type CgroupLimits, type EnvCgroup, type LimitName } from './cgroups.js';
+import { cgroupNameFor, SIBLING_PREFIXES, type CgroupDetection, type CgroupLimits, type EnvCgroup, type LimitName } from './cgroups.js';
 import type { ResolvedBwrapOptions } from './options.js';
 import { boxSeccompFilter } from './seccomp.js';
 import { createEnvRoot, ensurePrivateDir, ownerRecord, removeEnvRoot, type Ownership, type SizedFs } from './workspace.js';
@@ -189,7 +189,9 @@ export class BwrapBackend implements Backend {
 
   async create(policy: Policy, ctx: BackendContext): Promise<Environment> {
     const rt = this.runtime;
-    if (!SAFE_ID.test(ctx.runId)) throw new SandcheckError('HARNESS', `run id "${ctx.runId}" is not safe in cgroup and directory names`);
+    if (!SAFE_ID.test(ctx.runId) || SIBLING_PREFIXES.some((p) => ctx.runId.startsWith(p))) {
+      throw new SandcheckError('HARNESS', `run id "${ctx.runId}" is not safe in cgroup and directory names (or starts like another backend's cgroups)`);
+    }
     if (rt.opts.shareNetwork && !ctx.lab) {
       throw new SandcheckError('CONFIG_INVALID', 'shareNetwork: true is only allowed inside a lab: without one the box would get the host network', {
         hint: 'run with a lab, or leave shareNetwork off',

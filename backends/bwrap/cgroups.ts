@@ -16,6 +16,11 @@ import { killQuietly } from '../shared/process-kill.js';
  */
 
 export const CGROUP_PREFIX = 'sandcheck-';
+/**
+ * Names other sandcheck backends give their cgroups under the same prefix (Docker's per-environment parents,
+ * the process control's CPU meters, the Python rpc example): never this backend's, whatever their shape.
+ */
+export const SIBLING_PREFIXES = ['docker-', 'ctl-', 'rpcpy-'] as const;
 export type LimitName = 'memory' | 'pids' | 'cpu';
 export const LIMIT_NAMES: readonly LimitName[] = ['memory', 'pids', 'cpu'];
 

@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readStat } from '../shared/host-proc.js';
-import { CGROUP_PREFIX, detectCgroups, type CgroupHierarchy } from './cgroups.js';
+import { CGROUP_PREFIX, detectCgroups, SIBLING_PREFIXES, type CgroupHierarchy } from './cgroups.js';
 import { DEFAULT_STATE_DIR } from './bwrap-backend.js';
 import { ownerAlive, readOwner, removeEnvRoot } from './workspace.js';
 
@@ -53,8 +53,9 @@ export async function sweepStaleCgroups(runIdPrefix?: string, options: SweepOpti
     stale.set(key, s);
     return s;
   };
-  // Names of this backend only: another tool's sandcheck-* directory is never touched.
-  const ours = (key: string): boolean => ENV_KEY.test(key) || PROBE_KEY.test(key);
+  // Names of this backend only: another tool's sandcheck-* directory is never touched (a live Docker run's
+  // parent cgroup has no owner record here, and removing it would lose that run's counters).
+  const ours = (key: string): boolean => !SIBLING_PREFIXES.some((p) => key.startsWith(p)) && (ENV_KEY.test(key) || PROBE_KEY.test(key));
 
   const hierarchies: CgroupHierarchy[] = [];
   for (const mode of ['v1', 'v2'] as const) {

@@ -742,7 +742,9 @@ describe(`bwrap backend: variants, cgroup drivers, lab and crash recovery${SKIP 
     const stale = `sandcheck-${runId}-dead0001`;
     const busy = `sandcheck-${runId}-dead0002`;
     const foreign = `sandcheck-${runId}-not-ours`;
-    for (const r of v1Roots) for (const n of [stale, busy, foreign]) await mkdir(join(r, n));
+    // A Docker run's per-environment parent: bwrap's shape, no owner record here, and never bwrap's.
+    const dockerParent = `sandcheck-docker-${runId}-dead0003`;
+    for (const r of v1Roots) for (const n of [stale, busy, foreign, dockerParent]) await mkdir(join(r, n));
     const marker = `4004.${Date.now() % 1_000_000}`;
     const sleeper = execa('sleep', [marker], { reject: false, detached: true, stdio: 'ignore' });
     try {
@@ -761,12 +763,15 @@ describe(`bwrap backend: variants, cgroup drivers, lab and crash recovery${SKIP 
         expect(all.kept).toContainEqual({ name: `sandcheck-${env.id}`, reason: 'its run is alive' });
         const second = await sweepStaleCgroups(runId, { kill: true });
         expect(second.removed).toContain(`cgroup v1 ${busy}`);
+        const sibling = await sweepStaleCgroups(`docker-${runId}`, { kill: true });
+        expect([...sibling.removed, ...sibling.kept.map((k) => k.name)]).toEqual([]);
+        expect(existsSync(join(v1Roots[0] ?? '', dockerParent))).toBe(true);
       });
       expect(await findProcessesWithCmdline(`sleep ${marker}`)).toEqual([]);
       expect((await cgroupDirsOf(runId)).map((d) => d.split('/').pop())).toEqual(v1Roots.map(() => foreign));
     } finally {
       sleeper.kill('SIGKILL');
-      for (const r of v1Roots) for (const n of [stale, busy, foreign]) await rmdir(join(r, n)).catch(() => undefined);
+      for (const r of v1Roots) for (const n of [stale, busy, foreign, dockerParent]) await rmdir(join(r, n)).catch(() => undefined);
     }
   });
 });
