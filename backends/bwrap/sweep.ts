@@ -30,33 +30,38 @@ export interface SweepReport {
 
 /**
  * Crash recovery: removes `sandcheck-*` cgroups (and `<stateDir>/<runId>-<envId>` environment roots)
- * whose run is gone. A run is gone when its ownership record is missing or names a process that no
- * longer exists (pid + start time + boot id). Only empty cgroups are removed unless `kill` is set;
- * nothing outside the sandcheck- prefix (and the optional run id prefix) is ever touched.
+ * whose run is gone: its ownership record names a process that no longer exists (pid + start time +
+ * boot id). A cgroup without a record in this state dir is left alone: it may be a live run's that keeps
+ * another state dir (its boxes would be killed, its limits lost between two execs); a dead run's is removed
+ * by the run's ownership journal instead (harness/ownership). Only empty cgroups are removed unless `kill`
+ * is set; nothing outside the sandcheck- prefix (and the optional run id prefix) is ever touched.
  */
 export async function sweepStaleCgroups(runIdPrefix?: string, options: SweepOptions = {}): Promise<SweepReport> {
   const stateDir = options.stateDir ?? DEFAULT_STATE_DIR;
   const prefix = `${CGROUP_PREFIX}${runIdPrefix ?? ''}`;
   const report: SweepReport = { removed: [], kept: [] };
-  const stale = new Map<string, boolean>();
-  const isStale = async (key: string): Promise<boolean> => {
-    const known = stale.get(key);
+  type Standing = 'stale' | 'alive' | 'unowned';
+  const standing = new Map<string, Standing>();
+  const standingOf = async (key: string): Promise<Standing> => {
+    const known = standing.get(key);
     if (known !== undefined) return known;
     const probe = PROBE_KEY.exec(key);
-    let s: boolean;
+    let s: Standing;
     if (probe) {
-      s = (await readStat(Number(probe[1]))) === undefined;
+      s = (await readStat(Number(probe[1]))) === undefined ? 'stale' : 'alive';
     } else {
       const owner = await readOwner(join(stateDir, key, 'owner.json'));
-      s = owner === undefined || !(await ownerAlive(owner));
+      s = owner === undefined ? 'unowned' : (await ownerAlive(owner)) ? 'alive' : 'stale';
     }
-    stale.set(key, s);
+    standing.set(key, s);
     return s;
   };
   // Names of this backend only: another tool's sandcheck-* directory is never touched (a live Docker run's
   // parent cgroup has no owner record here, and removing it would lose that run's counters).
   const ours = (key: string): boolean => !SIBLING_PREFIXES.some((p) => key.startsWith(p)) && (ENV_KEY.test(key) || PROBE_KEY.test(key));
 
+  // The owner record stays while the environment's cgroup does: the next sweep must still know whose it is.
+  const keptCgroup = new Set<string>();
   const hierarchies: CgroupHierarchy[] = [];
   for (const mode of ['v1', 'v2'] as const) {
     const d = await detectCgroups(mode, mode === 'v2' ? options.v2Parent : undefined, false);
@@ -66,8 +71,9 @@ export async function sweepStaleCgroups(runIdPrefix?: string, options: SweepOpti
     for (const name of (await h.list()).keys()) {
       const key = name.slice(CGROUP_PREFIX.length);
       if (!name.startsWith(prefix) || !ours(key)) continue;
-      if (!(await isStale(key))) {
-        report.kept.push({ name, reason: 'its run is alive' });
+      const s = await standingOf(key);
+      if (s !== 'stale') {
+        report.kept.push({ name, reason: s === 'alive' ? 'its run is alive' : `no owner record in ${stateDir}: another state dir's run, or its run's journal decides` });
         continue;
       }
       const cg = h.open(name);
@@ -79,11 +85,16 @@ export async function sweepStaleCgroups(runIdPrefix?: string, options: SweepOpti
       if (pids.length > 0 && options.kill) pids = await cg.killAll();
       if (pids.length > 0) {
         report.kept.push({ name, reason: `${pids.length} process(es) still inside (sweep with kill to end them)` });
+        keptCgroup.add(key);
         continue;
       }
       const problems = await cg.remove();
-      if (problems.length > 0) report.kept.push({ name, reason: problems.join('; ') });
-      else report.removed.push(`cgroup v${h.version} ${name}`);
+      if (problems.length > 0) {
+        report.kept.push({ name, reason: problems.join('; ') });
+        keptCgroup.add(key);
+      } else {
+        report.removed.push(`cgroup v${h.version} ${name}`);
+      }
     }
   }
 
@@ -91,7 +102,7 @@ export async function sweepStaleCgroups(runIdPrefix?: string, options: SweepOpti
   for (const key of await readdir(stateDir).catch(() => [] as string[])) {
     const name = `${CGROUP_PREFIX}${key}`;
     if (!name.startsWith(prefix) || !ENV_KEY.test(key)) continue;
-    if (!(await isStale(key))) continue;
+    if ((await standingOf(key)) !== 'stale' || keptCgroup.has(key)) continue;
     const root = join(stateDir, key);
     if (options.dryRun) {
       report.removed.push(`workspace ${key}`);

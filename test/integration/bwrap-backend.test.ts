@@ -370,7 +370,8 @@ describe(`bwrap backend: hardened profile, real bubblewrap${SKIP ? ` (skipped: $
   });
 
   live('a fork loop hits pids.max (pids.events max > 0); with limits.pids=false it passes the limit and the item is declared not enforced', async () => {
-    const limited = await withEnv({}, CI_POLICY, 'fork', (env) => py(env, FORK_LOOP));
+    // 30 s: 1024 python forks take far longer than usual on a busy machine; the bound only catches a hang.
+    const limited = await withEnv({}, CI_POLICY, 'fork', (env) => py(env, FORK_LOOP, { timeoutMs: 30_000 }));
     const res = limited.value.result.resources;
     expect(limited.value.stdout).toMatch(/forked \d+ refused 3/);
     expect(res?.pidsLimit).toBe(CI_POLICY.resources.processes);
@@ -381,7 +382,7 @@ describe(`bwrap backend: hardened profile, real bubblewrap${SKIP ? ` (skipped: $
     const open = await withEnv({ limits: { pids: false } }, CI_POLICY, 'fork', async (env, _ctx, backend) => {
       expect(backend.capabilities(CI_POLICY).enforces).not.toContain('resources.processes');
       expect(backend.capabilities(CI_POLICY).notEnforcedReasons?.['resources.processes']).toMatch(/limits\.pids: false/);
-      return py(env, FORK_LOOP);
+      return py(env, FORK_LOOP, { timeoutMs: 30_000 });
     });
     expect(open.value.stdout).toMatch(/forked 1024 refused 0/);
     expect(open.value.result.resources?.pidsLimit).toBeUndefined();
@@ -744,7 +745,17 @@ describe(`bwrap backend: variants, cgroup drivers, lab and crash recovery${SKIP 
     const foreign = `sandcheck-${runId}-not-ours`;
     // A Docker run's per-environment parent: bwrap's shape, no owner record here, and never bwrap's.
     const dockerParent = `sandcheck-docker-${runId}-dead0003`;
-    for (const r of v1Roots) for (const n of [stale, busy, foreign, dockerParent]) await mkdir(join(r, n));
+    // bwrap's shape without an owner record in this state dir: maybe a live run that keeps another state dir.
+    const unowned = `sandcheck-${runId}-dead0004`;
+    for (const r of v1Roots) for (const n of [stale, busy, foreign, dockerParent, unowned]) await mkdir(join(r, n));
+    // stale and busy belong to a run whose owner process is gone (a pid that exited).
+    const gone = execa('true');
+    await gone;
+    for (const key of [`${runId}-dead0001`, `${runId}-dead0002`]) {
+      await mkdir(join(DEFAULT_STATE_DIR, key), { recursive: true });
+      const record = { version: 1, runId, envId: key.slice(-8), ownerPid: gone.pid, ownerStartTime: 1, bootId: 'gone', mounted: false, createdAt: new Date().toISOString() };
+      await writeFile(join(DEFAULT_STATE_DIR, key, 'owner.json'), JSON.stringify(record));
+    }
     const marker = `4004.${Date.now() % 1_000_000}`;
     const sleeper = execa('sleep', [marker], { reject: false, detached: true, stdio: 'ignore' });
     try {
@@ -763,15 +774,20 @@ describe(`bwrap backend: variants, cgroup drivers, lab and crash recovery${SKIP 
         expect(all.kept).toContainEqual({ name: `sandcheck-${env.id}`, reason: 'its run is alive' });
         const second = await sweepStaleCgroups(runId, { kill: true });
         expect(second.removed).toContain(`cgroup v1 ${busy}`);
+        expect(second.kept.find((k) => k.name === unowned)?.reason).toMatch(/no owner record/);
+        expect(existsSync(join(v1Roots[0] ?? '', unowned))).toBe(true);
         const sibling = await sweepStaleCgroups(`docker-${runId}`, { kill: true });
         expect([...sibling.removed, ...sibling.kept.map((k) => k.name)]).toEqual([]);
         expect(existsSync(join(v1Roots[0] ?? '', dockerParent))).toBe(true);
       });
       expect(await findProcessesWithCmdline(`sleep ${marker}`)).toEqual([]);
-      expect((await cgroupDirsOf(runId)).map((d) => d.split('/').pop())).toEqual(v1Roots.map(() => foreign));
+      expect((await cgroupDirsOf(runId)).map((d) => d.split('/').pop()).sort()).toEqual(v1Roots.flatMap(() => [unowned, foreign]).sort());
+      // The dead run's environment roots went with its cgroups.
+      expect(existsSync(join(DEFAULT_STATE_DIR, `${runId}-dead0001`))).toBe(false);
     } finally {
       sleeper.kill('SIGKILL');
-      for (const r of v1Roots) for (const n of [stale, busy, foreign, dockerParent]) await rmdir(join(r, n)).catch(() => undefined);
+      for (const r of v1Roots) for (const n of [stale, busy, foreign, dockerParent, unowned]) await rmdir(join(r, n)).catch(() => undefined);
+      for (const key of [`${runId}-dead0001`, `${runId}-dead0002`]) await rm(join(DEFAULT_STATE_DIR, key), { recursive: true, force: true });
     }
   });
 });
