@@ -2,9 +2,11 @@ import { defineConfig } from 'vitest/config';
 
 /**
  * Files that must have the machine to themselves: they kill runs on purpose and then look for what those runs
- * left (another run's start would sweep it first), snapshot the whole host, or load the CPU on purpose.
+ * left (another run's start would sweep it first), snapshot the whole host (free disk, temp names any run
+ * makes), or load the CPU on purpose.
  */
 const ALONE = [
+  'test/integration/process-backend.test.ts',
   'test/integration/chaos.test.ts',
   'test/e2e/crash-recovery.test.ts',
   'test/e2e/signal-teardown.test.ts',
