@@ -3,9 +3,12 @@ import { defineConfig } from 'vitest/config';
 /**
  * Files that must have the machine to themselves: they kill runs on purpose and then look for what those runs
  * left (another run's start would sweep it first), snapshot the whole host (free disk, temp names any run
- * makes), or load the CPU on purpose.
+ * makes), or load the CPU on purpose; and the presets, whose expectations were measured with the machine to
+ * themselves (beside another whole-suite file, third-party tools' slow starts turned held probes inconclusive).
  */
 const ALONE = [
+  'test/integration/presets-clis.test.ts',
+  'test/integration/presets-containers.test.ts',
   'test/integration/process-backend.test.ts',
   'test/integration/chaos.test.ts',
   'test/e2e/crash-recovery.test.ts',
