@@ -59,6 +59,8 @@ export const AdapterCheckReportSchema = z
   .strictObject({
     version: z.literal(1),
     adapterApiVersion: z.string(),
+    /** The check's run id: every program it starts carries `sandcheck-check-<runId>-` on its command line. */
+    runId: z.string(),
     backend: z.strictObject({ name: z.string(), description: z.string(), source: z.string() }),
     policy: z.string(),
     startedAt: z.iso.datetime(),

@@ -145,6 +145,7 @@ export async function checkAdapter(backend: Backend, options: AdapterCheckOption
   return {
     version: 1,
     adapterApiVersion: ADAPTER_API_VERSION,
+    runId: session.ctx.runId,
     backend: { name: backend.name, description: backend.description, source: options.source ?? backend.name },
     policy: options.policy.name,
     startedAt: startedAt.toISOString(),

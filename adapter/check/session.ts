@@ -101,7 +101,8 @@ export class CheckSession {
   ) {}
 
   nonce(kind: string): string {
-    const n = `sandcheck-check-${kind}-${randomBytes(6).toString('hex')}`;
+    // The check's run id in every nonce: what it leaves is found and cleaned up by that id, never by a broad name.
+    const n = `sandcheck-check-${this.ctx.runId}-${kind}-${randomBytes(6).toString('hex')}`;
     this.nonces.push(n);
     return n;
   }

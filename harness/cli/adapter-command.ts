@@ -59,7 +59,7 @@ export async function requireTrustedAdapter(
   if (failed.length > 0) {
     throw new SandcheckError(
       'ADAPTER_CHECK_FAILED',
-      `the adapter ${spec} fails ${failed.length} blocking check(s), so its verdicts cannot be trusted:\n${failed.map((c) => `  ${c.id}: ${c.detail}`).join('\n')}`,
+      `the adapter ${spec} fails ${failed.length} blocking check(s) (check run ${report.runId}), so its verdicts cannot be trusted:\n${failed.map((c) => `  ${c.id}: ${c.detail}`).join('\n')}`,
       { hint: `run \`sandcheck adapter check --backend ${spec}\` for the full report; --skip-adapter-check runs anyway (verdicts then rest on an unchecked adapter)` },
     );
   }

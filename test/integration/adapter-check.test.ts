@@ -46,11 +46,14 @@ function mutant(patch: EnvPatch, opts: { capabilities?: (c: Capabilities) => Cap
 
 const claim = (...items: PolicyItem[]) => (c: Capabilities): Capabilities => ({ ...c, enforces: [...c.enforces, ...items] });
 
-async function statusOf(backend: Backend, id: CheckId): Promise<{ status: string; detail: string }> {
+async function statusOf(backend: Backend, id: CheckId): Promise<{ status: string; detail: string; runId: string }> {
   const report = await checkAdapter(backend, { policy: CI_POLICY, only: [id] });
   const r = report.checks.find((c) => c.id === id);
-  return { status: r?.status ?? 'absent', detail: r?.detail ?? '' };
+  return { status: r?.status ?? 'absent', detail: r?.detail ?? '', runId: report.runId };
 }
+
+/** Processes the check run left, by its run id (another file's check may be running meanwhile). */
+const leftBy = (runId: string) => findProcessesWithCmdline(`sandcheck-check-${runId}-`);
 
 const isRoot = process.getuid?.() === 0;
 
@@ -98,13 +101,13 @@ describe('adapter check', () => {
     expect(status).toMatchObject({ 'create.fresh-tmp': 'fail', 'files.read-only': 'fail', 'exec.timeout': 'skip' });
     expect(report.checks.find((c) => c.id === 'files.read-only')?.blocking).toBe(false);
     expect(report.checks.filter((c) => c.status === 'fail').map((c) => c.id).sort()).toEqual(['create.fresh-tmp', 'files.read-only']);
-    expect(await findProcessesWithCmdline('sandcheck-check-')).toEqual([]);
+    expect(await leftBy(report.runId)).toEqual([]);
   }, 120_000);
 
   it.each(MUTANTS)('%s fails on a backend that %s', async (id, _what, make) => {
     const got = await statusOf(make(), id);
     expect(got.status, got.detail).toBe('fail');
-    expect(await findProcessesWithCmdline('sandcheck-check-')).toEqual([]);
+    expect(await leftBy(got.runId)).toEqual([]);
   }, 60_000);
 
   it('a blocking check whose first attempt hits a tool that failed to start passes on its one repeat, with the first failure on record', async () => {
@@ -150,7 +153,7 @@ describe('adapter check', () => {
     for (const id of ['files.read-only', 'create.fresh-tmp', 'exec.timeout', 'destroy.leaves-nothing', 'exec.abort'] as const) {
       expect(byId.get(id), id).toMatchObject({ status: 'pass', blocking: true });
     }
-    expect(await findProcessesWithCmdline('sandcheck-check-')).toEqual([]);
+    expect(await leftBy(report.runId)).toEqual([]);
   }, 120_000);
 
   it('a failing preflight fails preflight.ok and runs nothing else', async () => {

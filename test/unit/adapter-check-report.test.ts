@@ -15,6 +15,7 @@ const check = (over: Partial<CheckResult> & Pick<CheckResult, 'id' | 'status'>):
 const report = (checks: CheckResult[]): AdapterCheckReport => ({
   version: 1,
   adapterApiVersion: '1.0.0',
+  runId: 'rcheck01',
   backend: { name: 'mine', description: 'x', source: './mine.mjs' },
   policy: 'ci',
   startedAt: '2026-01-01T00:00:00.000Z',
