@@ -14,6 +14,11 @@ export interface SweepOptions {
   v2Parent?: string;
   /** Only list what would be removed (`sandcheck clean --dry-run`); touch nothing. */
   dryRun?: boolean;
+  /**
+   * Runs the ownership journal proved dead: an environment of theirs without an owner record (the harness was
+   * killed between creating the root and writing the record) is stale, not unowned.
+   */
+  deadRunIds?: readonly string[];
 }
 
 /** `<runId>-<envId>`: the only names this backend gives environments (envId is 8 hex digits). */
@@ -41,6 +46,7 @@ export async function sweepStaleCgroups(runIdPrefix?: string, options: SweepOpti
   const prefix = `${CGROUP_PREFIX}${runIdPrefix ?? ''}`;
   const report: SweepReport = { removed: [], kept: [] };
   type Standing = 'stale' | 'alive' | 'unowned';
+  const dead = new Set(options.deadRunIds ?? []);
   const standing = new Map<string, Standing>();
   const standingOf = async (key: string): Promise<Standing> => {
     const known = standing.get(key);
@@ -51,7 +57,8 @@ export async function sweepStaleCgroups(runIdPrefix?: string, options: SweepOpti
       s = (await readStat(Number(probe[1]))) === undefined ? 'stale' : 'alive';
     } else {
       const owner = await readOwner(join(stateDir, key, 'owner.json'));
-      s = owner === undefined ? 'unowned' : (await ownerAlive(owner)) ? 'alive' : 'stale';
+      if (owner !== undefined) s = (await ownerAlive(owner)) ? 'alive' : 'stale';
+      else s = dead.has(key.replace(/-[0-9a-f]{8}$/, '')) ? 'stale' : 'unowned';
     }
     standing.set(key, s);
     return s;

@@ -1,4 +1,4 @@
-import { readdir } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ownerAlive, readOwner, removeEnvRoot } from '../bwrap/workspace.js';
 import { CountingCgroup, detectCountingRoots } from './counting-cgroup.js';
@@ -9,9 +9,10 @@ const ENV_KEY = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}-[0-9a-f]{8}$/;
 /**
  * Crash sweep: environments under `stateDir` whose ownership record names a process that is gone (a
  * harness killed mid-run) lose their counting cgroup subtree (processes killed first) and their workspace
- * (unmounted, removed). Anything without a record, or whose owner lives, is left alone.
+ * (unmounted, removed). Anything whose owner lives is left alone, and so is anything without a record unless
+ * its run is one the ownership journal proved dead (`deadRunIds`: killed between mkdir and the record).
  */
-export async function sweepStaleCommandEnvironments(stateDir: string, dryRun = false): Promise<{ removed: string[]; kept: string[] }> {
+export async function sweepStaleCommandEnvironments(stateDir: string, dryRun = false, deadRunIds: readonly string[] = []): Promise<{ removed: string[]; kept: string[] }> {
   const removed: string[] = [];
   const kept: string[] = [];
   const counting = await detectCountingRoots();
@@ -19,7 +20,7 @@ export async function sweepStaleCommandEnvironments(stateDir: string, dryRun = f
     if (!ENV_KEY.test(key)) continue;
     const root = join(stateDir, key);
     const owner = await readOwner(join(root, 'owner.json'));
-    if (owner === undefined || (await ownerAlive(owner))) continue;
+    if (owner === undefined ? !deadRunIds.includes(key.replace(/-[0-9a-f]{8}$/, '')) : await ownerAlive(owner)) continue;
     const name = `sccmd-${key}`;
     if (dryRun) {
       removed.push(`command environment ${key}`);
@@ -32,7 +33,8 @@ export async function sweepStaleCommandEnvironments(stateDir: string, dryRun = f
       if (problems.length > 0) kept.push(`${name}: ${problems.join('; ')}`);
       else removed.push(`cgroup ${name}`);
     }
-    const problems = await removeEnvRoot(root, owner.mounted, name, owner.image);
+    const mounted = owner?.mounted ?? (await readFile('/proc/self/mounts', 'utf8').catch(() => '')).split('\n').some((l) => l.split(' ')[1] === join(root, 'fs'));
+    const problems = await removeEnvRoot(root, mounted, name, owner?.image);
     if (problems.length > 0) kept.push(`${key}: ${problems.join('; ')}`);
     else removed.push(`command environment ${key}`);
   }

@@ -20,10 +20,11 @@ export function defaultSweepHooks(): SweepHook[] {
     },
     {
       name: 'bwrap',
-      async sweep(dryRun) {
+      async sweep(dryRun, deadRuns) {
         const { sweepStaleCgroups } = await import('../../backends/bwrap/sweep.js');
-        // Stale = its owner record names a process that is gone; only then are the processes inside killed.
-        return { removed: (await sweepStaleCgroups(undefined, { kill: true, dryRun })).removed };
+        // Stale = its owner record names a process that is gone, or it has none and its run is proven dead;
+        // only then are the processes inside killed.
+        return { removed: (await sweepStaleCgroups(undefined, { kill: true, dryRun, deadRunIds: deadRuns })).removed };
       },
     },
     {
@@ -51,10 +52,10 @@ export function defaultSweepHooks(): SweepHook[] {
     },
     {
       name: 'command backend',
-      async sweep(dryRun) {
+      async sweep(dryRun, deadRuns) {
         if (!existsSync(COMMAND_STATE_ROOT)) return { removed: [] };
         const { sweepStaleCommandEnvironments } = await import('../../backends/command/sweep.js');
-        return { removed: (await sweepStaleCommandEnvironments(COMMAND_STATE_ROOT, dryRun)).removed };
+        return { removed: (await sweepStaleCommandEnvironments(COMMAND_STATE_ROOT, dryRun, deadRuns)).removed };
       },
     },
   ];

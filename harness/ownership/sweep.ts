@@ -11,8 +11,12 @@ import { defaultJournalDir, processStartTime, readBootIdSync, readJournals, reso
 /** A backend's own crash sweep (bwrap cgroups and workspaces, a private dockerd, …) run with the journal sweep. */
 export interface SweepHook {
   name: string;
-  /** With dryRun: only list what would be removed. */
-  sweep(dryRun: boolean): Promise<{ removed: readonly string[] }>;
+  /**
+   * With dryRun: only list what would be removed. deadRuns: the runs the journal proved dead in this sweep, so
+   * a backend may take what carries their id, though no record of its own says so (a kill between mkdir and
+   * the owner record).
+   */
+  sweep(dryRun: boolean, deadRuns: readonly string[]): Promise<{ removed: readonly string[] }>;
 }
 
 export interface OwnershipSweepReport {
@@ -204,7 +208,7 @@ export async function sweepDeadRuns(options: { dir?: string; dryRun?: boolean; h
   }
   for (const hook of options.hooks ?? []) {
     try {
-      const r = await hook.sweep(options.dryRun === true);
+      const r = await hook.sweep(options.dryRun === true, report.deadRuns);
       report.removed.push(...r.removed.map((x) => `${hook.name}: ${x}`));
     } catch (err) {
       report.kept.push({ what: hook.name, reason: errorMessage(err) });

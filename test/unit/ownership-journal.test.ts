@@ -11,6 +11,9 @@ import { openRunContext } from '../../harness/run-context.js';
 import { DECOY_SCRIPT } from '../../lab/host-decoys.js';
 import { listKeys } from '../../lab/keyring.js';
 import { runIdCgroups } from '../../harness/ownership/run-id-cgroups.js';
+import { defaultSweepHooks } from '../../harness/ownership/sweep-hooks.js';
+import { DEFAULT_STATE_DIR as BWRAP_STATE_DIR } from '../../backends/bwrap/bwrap-backend.js';
+import { DEFAULT_STATE_DIR as COMMAND_STATE_DIR } from '../../backends/command/index.js';
 
 const made: string[] = [];
 afterAll(async () => {
@@ -81,6 +84,39 @@ describe('ownership journal and crash sweep', () => {
       expect(report.removed).toContain(`${runId}: cgroup ${parent}`);
       expect(existsSync(parent)).toBe(false);
       expect(processStartTime(proc.pid)).toBeUndefined();
+    },
+  );
+
+  it.skipIf(process.getuid?.() !== 0)(
+    "a bwrap or command-backend workspace of a dead run without its owner record (killed between mkdir and the record) goes; an unowned one of a run not proven dead stays",
+    async () => {
+      const journalDir = join(await tempDir('owners'), 'j');
+      const tag = process.pid.toString(16).padStart(6, '0').slice(-6);
+      const deadRun = `rwsdead${tag}`;
+      const otherRun = `rwsalive${tag}`;
+      const deadWs = join(BWRAP_STATE_DIR, `${deadRun}-0a1b2c3d`);
+      const otherWs = join(BWRAP_STATE_DIR, `${otherRun}-0a1b2c3d`);
+      const deadCmd = join(COMMAND_STATE_DIR, `${deadRun}-0a1b2c3d`);
+      const otherCmd = join(COMMAND_STATE_DIR, `${otherRun}-0a1b2c3d`);
+      for (const ws of [deadWs, otherWs, deadCmd, otherCmd]) {
+        mkdirSync(ws, { recursive: true, mode: 0o711 });
+        writeFileSync(join(ws, 'owner.json.tmp'), ''); // what the chaos test found: SIGKILL before the rename
+        made.push(ws);
+      }
+      deadRunJournal(journalDir, deadRun, []);
+      const hooks = defaultSweepHooks().filter((h) => h.name === 'bwrap' || h.name === 'command backend');
+      expect(hooks).toHaveLength(2);
+      const dry = await sweepDeadRuns({ dir: journalDir, dryRun: true, hooks });
+      expect(dry.removed).toContain(`bwrap: workspace ${deadRun}-0a1b2c3d`);
+      expect(dry.removed).toContain(`command backend: command environment ${deadRun}-0a1b2c3d`);
+      expect(existsSync(deadWs) && existsSync(deadCmd)).toBe(true);
+      const report = await sweepDeadRuns({ dir: journalDir, hooks });
+      expect(report.deadRuns).toEqual([deadRun]);
+      expect(report.removed).toContain(`bwrap: workspace ${deadRun}-0a1b2c3d`);
+      expect(report.removed).toContain(`command backend: command environment ${deadRun}-0a1b2c3d`);
+      expect(existsSync(deadWs) || existsSync(deadCmd)).toBe(false);
+      expect(existsSync(otherWs) && existsSync(otherCmd)).toBe(true);
+      expect(report.removed.filter((r) => r.includes(otherRun))).toEqual([]);
     },
   );
 
