@@ -7,6 +7,7 @@ import type { ResourceReport } from '../contract.js';
 import { observedOnly, readV1Counters, readV2Counters, type CgroupCounters } from '../shared/cgroup-counters.js';
 import { cgroupMounts, parseKeyed, readPids, readText, type CgroupMount } from '../shared/cgroup-files.js';
 import { killQuietly } from '../shared/process-kill.js';
+import { BWRAP_SIBLING_PREFIXES, CGROUP_NAMES } from '../shared/cgroup-names.js';
 
 /**
  * Per-environment cgroups, driven from outside the box: cgroup v1 (one directory per controller, the
@@ -15,12 +16,9 @@ import { killQuietly } from '../shared/process-kill.js';
  * whole box tree is inside before any of it runs.
  */
 
-export const CGROUP_PREFIX = 'sandcheck-';
-/**
- * Names other sandcheck backends give their cgroups under the same prefix (Docker's per-environment parents,
- * the process control's CPU meters, the Python rpc example): never this backend's, whatever their shape.
- */
-export const SIBLING_PREFIXES = ['docker-', 'ctl-', 'rpcpy-'] as const;
+export const CGROUP_PREFIX = CGROUP_NAMES.bwrap;
+/** Names other backends give their cgroups under the same prefix: never this backend's, whatever their shape. */
+export const SIBLING_PREFIXES = BWRAP_SIBLING_PREFIXES;
 export type LimitName = 'memory' | 'pids' | 'cpu';
 export const LIMIT_NAMES: readonly LimitName[] = ['memory', 'pids', 'cpu'];
 

@@ -19,6 +19,7 @@ import { HOST_PATH, type CommandBackendConfig } from './config.js';
 import { CountingCgroup, type CountingDetection } from './counting-cgroup.js';
 import { launch, runHelper, type LaunchOutcome, type Running } from './launch.js';
 import { expand, policyValues, type Values } from './template.js';
+import { CGROUP_NAMES } from '../shared/cgroup-names.js';
 
 export const ENV_MARKER = 'SANDCHECK_ENV';
 const MIB = 1024 * 1024;
@@ -121,7 +122,7 @@ export class CommandBackend implements Backend {
     const envId = randomBytes(4).toString('hex');
     const key = `${ctx.runId}-${envId}`;
     // Not "sandcheck-…": the bwrap backend's crash sweep owns that prefix and would take these for its own strays.
-    const name = `sccmd-${key}`;
+    const name = `${CGROUP_NAMES.command}${key}`;
     const box: Ownership | undefined = cfg.boxUid === undefined ? undefined : { uid: cfg.boxUid, gid: cfg.boxUid };
     await ensurePrivateDir(this.rt.stateDir, 0o711, process.getuid?.() === 0 ? 0 : process.getuid?.());
     const bytes = policy.resources.diskMb * MIB;

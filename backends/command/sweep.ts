@@ -2,6 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ownerAlive, readOwner, removeEnvRoot } from '../bwrap/workspace.js';
 import { CountingCgroup, detectCountingRoots } from './counting-cgroup.js';
+import { CGROUP_NAMES } from '../shared/cgroup-names.js';
 
 /** `<runId>-<envId>`: the only names the command backend gives environments. */
 const ENV_KEY = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}-[0-9a-f]{8}$/;
@@ -21,7 +22,7 @@ export async function sweepStaleCommandEnvironments(stateDir: string, dryRun = f
     const root = join(stateDir, key);
     const owner = await readOwner(join(root, 'owner.json'));
     if (owner === undefined ? !deadRunIds.includes(key.replace(/-[0-9a-f]{8}$/, '')) : await ownerAlive(owner)) continue;
-    const name = `sccmd-${key}`;
+    const name = `${CGROUP_NAMES.command}${key}`;
     if (dryRun) {
       removed.push(`command environment ${key}`);
       continue;

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { ResourceReport } from '../contract.js';
 import { readV1Counters, readV2Counters, type CgroupCounters } from '../shared/cgroup-counters.js';
 import { cgroupMounts, readNumber, readPids, readText } from '../shared/cgroup-files.js';
+import { CGROUP_NAMES } from '../shared/cgroup-names.js';
 
 /**
  * The container's counters, read from outside: the cgroup directories the host kernel keeps for it.
@@ -19,7 +20,7 @@ import { cgroupMounts, readNumber, readPids, readText } from '../shared/cgroup-f
 const V1_CONTROLLERS = ['memory', 'pids', 'cpu', 'cpuacct'] as const;
 type V1Controller = (typeof V1_CONTROLLERS)[number];
 
-export const PARENT_PREFIX = 'sandcheck-docker-';
+export const PARENT_PREFIX = CGROUP_NAMES.dockerParent;
 
 /** Every cgroup hierarchy's mount point (v1 controllers, named hierarchies, the v2 tree). */
 export async function allHierarchyRoots(): Promise<string[]> {

@@ -1,8 +1,9 @@
 import { mkdir, readdir, readFile, rmdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { CGROUP_NAMES } from '../shared/cgroup-names.js';
 
 const CPUACCT_ROOT = '/sys/fs/cgroup/cpuacct';
-const PREFIX = 'sandcheck-ctl-';
+const PREFIX = CGROUP_NAMES.controlMeter;
 
 /**
  * Measurement only, no limit: a cgroup v1 cpuacct group per environment of the control, so CPU time

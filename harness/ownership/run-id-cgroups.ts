@@ -2,16 +2,17 @@ import { existsSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { processStartTime } from './journal.js';
+import { runCgroupPrefixes } from '../../backends/shared/cgroup-names.js';
 
 const CGROUP_ROOT = '/sys/fs/cgroup';
 
 /**
- * The cgroups a run's backends name after it: `sandcheck-<runId>-…` (bwrap) and `sandcheck-docker-<runId>-…`
- * (a Docker cgroup parent, with the containers' cgroups inside). Only called for a run the ownership journal
+ * The cgroups a run's backends name after it (`runCgroupPrefixes`: bwrap's, a Docker cgroup parent with the
+ * containers' cgroups inside, the command backend's, the control's CPU meters). Only called for a run the ownership journal
  * proves dead: these names carry that run's id, so they are its own, whether or not a backend journalled them.
  */
 export function runIdCgroups(runId: string): string[] {
-  const names = [`sandcheck-${runId}-`, `sandcheck-docker-${runId}-`, `sccmd-${runId}-`, `sandcheck-ctl-${runId}-`];
+  const names = runCgroupPrefixes(runId);
   const roots = [CGROUP_ROOT, ...(existsSync(`${CGROUP_ROOT}/cgroup.controllers`) ? [] : readdirSync(CGROUP_ROOT).map((c) => join(CGROUP_ROOT, c)))];
   const found: string[] = [];
   for (const root of roots) {
