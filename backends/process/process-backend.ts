@@ -229,7 +229,7 @@ export class ProcessBackend implements Backend {
   }
 
   capabilities(_policy: Policy): Capabilities {
-    return { isolation: 'none', enforces: this.network === 'lab' ? [] : ['network.egress'], lightBoxes: true };
+    return { isolation: 'none', enforces: this.network === 'lab' ? [] : ['network.egress'] };
   }
 
   async preflight(): Promise<void> {
