@@ -50,6 +50,12 @@ export interface Capabilities {
    * check's writing halves and the task cases that need written results are then not applicable, with this reason.
    */
   noWrittenResults?: string;
+  /**
+   * Set when a box costs the machine almost nothing to start or hold (a namespace or a plain process): the
+   * default schedule then runs the probes that mostly wait beside the CPU-bound ones. Unset: every box
+   * counts as needing a core (a container runtime's or a tool's own start-up does).
+   */
+  lightBoxes?: boolean;
 }
 
 /** The run's lab: a network namespace the run created, with decoys on every address. */

@@ -19,6 +19,8 @@ import { scanDecoyEvents, scanEach } from '../lab/canary-scan.js';
 import { hitWhere, readWorkspaceFiles } from './left-in-box.js';
 import { watchForProcess } from './process-watch.js';
 import { Mutex } from './mutex.js';
+import { expectedMs, isNetworkProbe, probeLoad } from './probe-cost.js';
+import { runScheduled, slotsFor } from './schedule.js';
 import { scrubHostPaths } from './scrub.js';
 import { policyRequires } from './required-items.js';
 import { artifactHashes, compareReplay, runCorrectionLoop, type ExecuteVariant } from './task/correction-loop.js';
@@ -36,6 +38,7 @@ export interface RunnerOptions {
   policy: Policy;
   probes: readonly ProbeSpec[];
   run: RunContext;
+  /** At most this many environments at once (schedule.ts `slotsFor`); unset: sized from the cores. */
   concurrency?: number;
   graceMs?: number;
   reporter?: RunReporter;
@@ -93,28 +96,24 @@ export class Runner {
   async run(): Promise<{ security: SecurityResult[]; task: TaskResult[] }> {
     const { probes, reporter } = this.opts;
     const results: (AnyResult | undefined)[] = new Array(probes.length);
-    let next = 0;
     let fatal: { err: unknown } | undefined;
-    const worker = async (): Promise<void> => {
-      while (next < probes.length && !fatal) {
-        const index = next++;
-        const probe = probes[index];
-        if (!probe) continue;
-        reporter?.onProbeStart?.({ id: probe.id, kind: probe.kind });
-        try {
-          const result = await this.runOne(probe);
-          results[index] = result;
-          reporter?.onProbeEnd?.(result);
-        } catch (err) {
-          // A harness bug: nothing new starts, the caller stops what still runs, and every worker is awaited before failing.
-          fatal ??= { err };
-          this.opts.onFatal?.(err);
-          return;
-        }
+    const runAt = async (index: number): Promise<void> => {
+      const probe = probes[index];
+      if (!probe || fatal) return;
+      reporter?.onProbeStart?.({ id: probe.id, kind: probe.kind });
+      try {
+        const result = await this.runOne(probe);
+        results[index] = result;
+        reporter?.onProbeEnd?.(result);
+      } catch (err) {
+        // A harness bug: nothing new starts, the caller stops what still runs, and everything started is awaited before failing.
+        fatal ??= { err };
+        this.opts.onFatal?.(err);
       }
     };
-    const width = Math.max(1, Math.min(this.opts.concurrency ?? 2, probes.length));
-    await Promise.all(Array.from({ length: width }, worker));
+    const items = probes.map((p) => ({ expectedMs: expectedMs(p, this.opts.policy), load: probeLoad(p), ...(isNetworkProbe(p) ? { exclusive: 'network' } : {}) }));
+    const slots = slotsFor(this.opts.concurrency, undefined, this.opts.backend.capabilities(this.opts.policy).lightBoxes === true);
+    await runScheduled(items, slots, runAt, () => fatal !== undefined);
     if (fatal) throw fatal.err;
     const all = results.filter((r): r is AnyResult => r !== undefined).map((r) => scrubHostPaths(r, this.opts.run.scratchDir));
     return {

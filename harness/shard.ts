@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { MAX_SHARDS } from './shard-arg.js';
 import type { Policy } from './model/policy.js';
 import type { ProbeSpec } from './model/probe.js';
+import { expectedMs } from './probe-cost.js';
 
 export const ShardSchema = z.strictObject({
   index: z.number().int().positive().describe('this shard, 1-based'),
@@ -10,27 +11,7 @@ export const ShardSchema = z.strictObject({
 export type Shard = z.infer<typeof ShardSchema>;
 
 export { parseShard } from './shard-arg.js';
-
-/** Programs that run until the wall limit stops them (the harness waits the whole limit). */
-const RUNS_TO_THE_WALL = new Set(['wall-clock-spin', 'wall-clock-sleep', 'resource-headroom', 'average-hangs-after-result']);
-
-/**
- * Expected milliseconds of one probe under a policy: a fixed cost per environment, the whole wall limit for
- * programs that run until stopped, the identity probes' hold, a second environment for two-phase and
- * companion probes. Only the balance of the shards depends on it, never which probes run.
- */
-export function expectedMs(probe: ProbeSpec, policy: Policy): number {
-  const wallMs = policy.resources.wallSeconds * 1000;
-  let ms = 400;
-  if (RUNS_TO_THE_WALL.has(probe.id)) ms += wallMs;
-  if (probe.sampleProcesses) ms += 2000;
-  if (probe.watchSurvivor) ms += 1500;
-  if (probe.kind === 'security' && probe.category === 'network') ms += 600;
-  if (probe.kind === 'security' && probe.companion) ms += 700;
-  if (probe.followUp) ms *= 2;
-  if (probe.kind === 'task' && probe.attempts) ms *= probe.attempts.length;
-  return ms;
-}
+export { expectedMs } from './probe-cost.js';
 
 /**
  * The probes of shard `index` of `total`: longest expected first, each to the shard with the least expected

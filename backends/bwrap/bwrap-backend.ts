@@ -142,7 +142,7 @@ export class BwrapBackend implements Backend {
       'resources.diskMb',
       rt.workspace !== 'host-dir' ? undefined : 'the workspace (/work) is a plain host directory without a size limit (workspace: host-dir); only /tmp is a sized tmpfs',
     );
-    return { isolation: 'sandbox', enforces, notEnforcedReasons: reasons };
+    return { isolation: 'sandbox', enforces, notEnforcedReasons: reasons, lightBoxes: true };
   }
 
   async preflight(): Promise<void> {

@@ -229,7 +229,7 @@ export class ProcessBackend implements Backend {
   }
 
   capabilities(_policy: Policy): Capabilities {
-    return { isolation: 'none', enforces: this.network === 'lab' ? [] : ['network.egress'] };
+    return { isolation: 'none', enforces: this.network === 'lab' ? [] : ['network.egress'], lightBoxes: true };
   }
 
   async preflight(): Promise<void> {

@@ -55,7 +55,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('--live-network', 'no lab: network probes try the real addresses (only inside a disposable cloud machine)')
     .option('--witness <file|url>', 'judge the network probes from a `sandcheck witness serve` (its --state file, or its URL with SANDCHECK_WITNESS_TOKEN) instead of a lab of the run\'s own')
     .option('--exporter <name>', 'the exporter artifacts pass and the export probes judge: reference, naive (unsafe, positive controls only), command:<file.yaml> or a module path', 'reference')
-    .option('-j, --concurrency <n>', 'environments run at once', positiveInt, 2)
+    .option('-j, --concurrency <n>', 'at most n environments at once, never more CPU-bound ones than cores (default: a CPU-bound one per core and as many sleeping ones beside them)', positiveInt)
     .option('--skip-adapter-check', 'run an external (module) adapter without first passing its blocking `adapter check`')
     .option('--waivers <file>', 'accepted findings (YAML/JSON, reports/schema/waivers.schema.json): a crossing a live waiver matches is marked waived and not counted in the exit code')
     .option('--shard <i/n>', 'run only slice i of n of the selection (deterministic, balanced by expected duration), for a CI matrix; join the --out directories with `sandcheck merge`', parseShardOption)
@@ -133,7 +133,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('-p, --policy <preset|file>', 'policy for the --backend runs', 'reference')
     .option('--only <ids...>', 'the --backend runs: only these probe / task ids')
     .option('--tasks <dir>', 'the --backend runs: also run the task cases in this directory')
-    .option('-j, --concurrency <n>', 'the --backend runs: environments run at once', positiveInt, 2)
+    .option('-j, --concurrency <n>', 'the --backend runs: at most n environments at once (default: sized from the cores, as `run`)', positiveInt)
     .requiredOption('-o, --out <dir>', 'directory for matrix.md, matrix.html, matrix.json (and runs/)')
     .action(async (dirs, opts) => {
       code = await (await import('./matrix-command.js')).matrixCommand(dirs, opts);

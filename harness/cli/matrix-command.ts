@@ -20,7 +20,7 @@ export interface MatrixCommandOptions {
   policy: string;
   only?: string[];
   tasks?: string;
-  concurrency: number;
+  concurrency?: number;
 }
 
 /** `--backend a,b,c` (and repeated flags) as one list, in order, without repeats. */

@@ -41,7 +41,7 @@ export interface RunCommandOptions {
   policy: string;
   out: string;
   only?: string[];
-  concurrency: number;
+  concurrency?: number;
   tasks?: string;
   exporter: string;
   liveNetwork?: boolean;

@@ -136,6 +136,13 @@ interface ProbeCommon {
   watchSurvivor?: boolean;
   /** Watch the host's health while it runs (resource probes). */
   watchHost?: boolean;
+  /** The program runs until the wall limit stops it: the harness waits the whole limit (schedule and shards). */
+  runsToWall?: boolean;
+  /**
+   * For the scheduler: 'wait' when the program mostly sleeps or holds while the host watches, so it may run
+   * beside the CPU-bound ones; 'cpu' when it needs a core (timing-sensitive probes). Unset: harness/probe-cost.ts.
+   */
+  load?: 'cpu' | 'wait';
   /** Run a second phase in a fresh environment with these extra args (lifecycle residue). */
   followUp?(ctx: ProbeContext, first: Observation): Record<string, unknown>;
 }

@@ -96,7 +96,7 @@ export function averagePredicate(obs: Observation, ctx?: ProbeContext): Predicat
   return { accepted: true, reason: `mean ${got.mean} equals the mean of all ${values.length} input rows`, evidence };
 }
 
-export function averageTask(fields: Pick<TaskCase, 'id' | 'title' | 'payload' | 'expected'> & Partial<Pick<TaskCase, 'attempts'>>): TaskCaseSpec {
+export function averageTask(fields: Pick<TaskCase, 'id' | 'title' | 'payload' | 'expected'> & Partial<Pick<TaskCase, 'attempts' | 'runsToWall' | 'load'>>): TaskCaseSpec {
   return {
     kind: 'task',
     policyItem: 'task.correctness',

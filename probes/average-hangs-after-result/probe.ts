@@ -4,5 +4,7 @@ export const averageHangsAfterResult = averageTask({
   id: 'average-hangs-after-result',
   title: 'writes the right result, then hangs until something stops it',
   payload: 'average-hangs-after-result',
+  runsToWall: true,
+  load: 'wait',
   expected: 'reject',
 });

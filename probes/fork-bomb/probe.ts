@@ -15,6 +15,7 @@ export const forkBomb: SecurityProbe = {
   attack: ['T1499'],
   cwe: ['CWE-770', 'CWE-400'],
   sampleProcesses: true,
+  load: 'cpu', // its forks and the host's sampling of them need the CPU: never beside more than the cores can run
   watchHost: true,
   args: (ctx) => ({ ceiling: Math.min(1024, ctx.policy.resources.processes * 2 + 16), holdSeconds: 1.5 }),
   judge: (obs, ctx) => {

@@ -26,6 +26,7 @@ export const memoryBomb: SecurityProbe = {
   attack: ['T1499'],
   cwe: ['CWE-770', 'CWE-400'],
   sampleProcesses: true,
+  load: 'cpu', // it must reach the limit within the wall limit
   watchHost: true,
   args: (ctx) => ({ ceilingBytes: ctx.policy.resources.memoryMb * 4 * MiB }),
   judge: (obs, ctx) => {

@@ -45,6 +45,7 @@ export const resourceHeadroom: TaskCaseSpec = {
   title: 'uses up to 80% of the memory limit and 50% of the wall limit',
   policyItem: 'resources.memoryMb',
   payload: 'resource-headroom',
+  runsToWall: true,
   expected: 'accept',
   sampleProcesses: true,
   args: (ctx) => ({ memoryBytes: holdMiB(ctx) * MiB, seconds: holdSeconds(ctx) }),

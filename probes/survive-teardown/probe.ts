@@ -14,6 +14,7 @@ export const surviveTeardown: SecurityProbe = {
   attack: ['T1611'],
   cwe: ['CWE-404', 'CWE-772'],
   watchSurvivor: true,
+  load: 'wait',
   args: (ctx) => ({ heartbeatPath: `${ctx.hostProbeDir}/heartbeat`, ceilingSeconds: ctx.policy.resources.wallSeconds * 2 + 20 }),
   judge: (obs) => {
     const notRun = unlessAttempted(obs, true);

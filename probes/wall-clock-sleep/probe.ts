@@ -9,6 +9,8 @@ export const wallClockSleep: SecurityProbe = {
   policyItem: 'resources.wallSeconds',
   severity: 'high',
   payload: 'wall-clock-sleep',
+  runsToWall: true,
+  load: 'wait',
   remediation: 'A CPU-time limit does not stop a sleeper: enforce wall-clock time and kill the process group when it expires.',
   attack: ['T1499'],
   cwe: ['CWE-400'],

@@ -9,6 +9,8 @@ export const wallClockSpin: SecurityProbe = {
   policyItem: 'resources.wallSeconds',
   severity: 'high',
   payload: 'wall-clock-spin',
+  runsToWall: true,
+  load: 'cpu',
   remediation: 'Enforce the wall clock in the sandbox itself and kill the whole process group (or cgroup) when it expires.',
   attack: ['T1496.001', 'T1499'],
   cwe: ['CWE-400'],
