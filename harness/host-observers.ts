@@ -1,4 +1,5 @@
-import { readFile, readlink, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
+import { procLink, procText } from '../lab/proc-files.js';
 import type { Environment } from '../backends/contract.js';
 import type { Observation } from './model/probe.js';
 import { attachPosture, postureOf, readHostView, readProcessIdentity, readProcessPosture, type HostView, type ProcessIdentity } from '../lab/host-process.js';
@@ -25,7 +26,7 @@ const MAX_ROOT_VIEWS = 4;
 const basename = (p: string): string => p.replace(/ \(deleted\)$/, '').split('/').pop() ?? '';
 
 async function parentOf(pid: number): Promise<number | undefined> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  const status = procText(`/proc/${pid}/status`) ?? '';
   const m = /^PPid:\s*(\d+)$/m.exec(status);
   return m?.[1] === undefined ? undefined : Number(m[1]);
 }
@@ -79,7 +80,7 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
     const parents = new Map<number, number | undefined>();
     for (const pid of pids) {
       if (own.has(pid)) continue;
-      const exe = await readlink(`/proc/${pid}/exe`).catch(() => '');
+      const exe = procLink(`/proc/${pid}/exe`) ?? '';
       if (program.test(basename(exe))) own.add(pid);
       else parents.set(pid, await parentOf(pid));
     }

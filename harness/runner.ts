@@ -111,7 +111,7 @@ export class Runner {
         this.opts.onFatal?.(err);
       }
     };
-    const items = probes.map((p) => ({ expectedMs: expectedMs(p, this.opts.policy), load: probeLoad(p), ...(isNetworkProbe(p) ? { exclusive: 'network' } : {}) }));
+    const items = probes.map((p) => ({ expectedMs: expectedMs(p, this.opts.policy), load: probeLoad(p), ...(isNetworkProbe(p) ? { exclusive: 'network', alone: true } : {}) }));
     const slots = slotsFor(this.opts.concurrency, undefined, this.opts.backend.capabilities(this.opts.policy).lightBoxes === true);
     await runScheduled(items, slots, runAt, () => fatal !== undefined);
     if (fatal) throw fatal.err;

@@ -30,13 +30,19 @@ export function slotsFor(concurrency: number | undefined, cores = availableParal
 export interface ScheduleItem {
   expectedMs: number;
   load: ProbeLoad;
-  /** Items of one exclusive group never run at the same time (network probes: every packet in a window is one probe's). */
+  /** Items of one exclusive group never run at the same time. */
   exclusive?: string;
+  /**
+   * Runs with nothing else beside it (network probes: every probe's judge reads the lab's decoy log over its own
+   * window, so a window shared with a network probe would take its contacts as the other probe's).
+   */
+  alone?: boolean;
 }
 
 /**
  * Runs every item once: longest expected first (ties in their given order), each started as soon as a slot fits
- * it, so no slot waits on an exclusive group while other work is ready. A waiting item may take a free CPU slot
+ * it, so no slot waits on an exclusive group or an item that must run alone while other work is ready (those
+ * run once the others have drained). A waiting item may take a free CPU slot
  * when no CPU-bound item is left to start. Once `stopped()` is true nothing new starts; resolves when all that
  * started has ended.
  */
@@ -45,8 +51,10 @@ export function runScheduled(items: readonly ScheduleItem[], slots: Slots, runIt
   let cpu = 0;
   let wait = 0;
   const busyGroups = new Set<string>();
+  let aloneRunning = false;
   const fits = ({ item }: { item: ScheduleItem }): boolean => {
-    if (cpu + wait >= slots.limit) return false;
+    if (aloneRunning || cpu + wait >= slots.limit) return false;
+    if (item.alone && cpu + wait > 0) return false;
     if (item.exclusive !== undefined && busyGroups.has(item.exclusive)) return false;
     if (item.load === 'cpu') return cpu < slots.cpu;
     return wait < slots.wait || !pending.some((p) => p.item.load === 'cpu' && (p.item.exclusive === undefined || !busyGroups.has(p.item.exclusive)));
@@ -61,12 +69,14 @@ export function runScheduled(items: readonly ScheduleItem[], slots: Slots, runIt
         if (item.load === 'cpu') cpu++;
         else wait++;
         if (item.exclusive !== undefined) busyGroups.add(item.exclusive);
+        if (item.alone) aloneRunning = true;
         void runItem(index)
           .catch(() => undefined)
           .finally(() => {
             if (item.load === 'cpu') cpu--;
             else wait--;
             if (item.exclusive !== undefined) busyGroups.delete(item.exclusive);
+            if (item.alone) aloneRunning = false;
             launch();
           });
       }

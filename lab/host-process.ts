@@ -1,4 +1,5 @@
-import { lstat, readdir, readFile, readlink } from 'node:fs/promises';
+import { lstat, readdir } from 'node:fs/promises';
+import { procBytes, procLink, procText } from './proc-files.js';
 import type { NamespaceName } from '../harness/model/policy.js';
 
 /** Identity of one host process as the kernel reports it in /proc/<pid>/status. */
@@ -86,14 +87,9 @@ function kib(value: string | undefined): number | null {
 }
 
 export async function readProcessIdentity(pid: number): Promise<ProcessIdentity | undefined> {
-  let status: string;
-  let userNs: string;
-  try {
-    status = await readFile(`/proc/${pid}/status`, 'utf8');
-    userNs = await readlink(`/proc/${pid}/ns/user`);
-  } catch {
-    return undefined;
-  }
+  const status = procText(`/proc/${pid}/status`);
+  const userNs = procLink(`/proc/${pid}/ns/user`);
+  if (status === undefined || userNs === undefined) return undefined;
   const uids = (field(status, 'Uid') ?? '').split(/\s+/).map(Number);
   const num = (name: string): number | null => {
     const v = field(status, name);
@@ -108,7 +104,7 @@ export async function readProcessIdentity(pid: number): Promise<ProcessIdentity 
     noNewPrivs: num('NoNewPrivs'),
     seccomp: num('Seccomp'),
     peakRssBytes: kib(field(status, 'VmHWM')),
-    hostUserNamespace: userNs === (await readlink('/proc/self/ns/user').catch(() => '')),
+    hostUserNamespace: userNs === (procLink('/proc/self/ns/user') ?? ''),
   };
 }
 
@@ -173,17 +169,17 @@ export interface HostView {
 export async function readHostView(): Promise<HostView> {
   const namespaces: Partial<Record<NamespaceName, string>> = {};
   for (const ns of NAMESPACES) {
-    const link = await readlink(`/proc/self/ns/${ns}`).catch(() => undefined);
+    const link = procLink(`/proc/self/ns/${ns}`);
     if (link !== undefined) namespaces[ns] = link;
   }
-  return { namespaces, mounts: parseMountinfo(await readFile('/proc/self/mountinfo', 'utf8').catch(() => '')) };
+  return { namespaces, mounts: parseMountinfo(procText('/proc/self/mountinfo') ?? '') };
 }
 
 async function deviceCgroup(pid: number): Promise<ProcessPosture['deviceCgroup']> {
-  const lines = (await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => '')).split('\n');
+  const lines = (procText(`/proc/${pid}/cgroup`) ?? '').split('\n');
   const path = lines.map((l) => /^\d+:([^:]*):(.*)$/.exec(l)).find((m) => m?.[1]?.split(',').includes('devices'))?.[2];
   if (path === undefined || path.split('/').includes('..')) return undefined;
-  const list = await readFile(`/sys/fs/cgroup/devices${path === '/' ? '' : path}/devices.list`, 'utf8').catch(() => undefined);
+  const list = procText(`/sys/fs/cgroup/devices${path === '/' ? '' : path}/devices.list`);
   return list === undefined ? undefined : { path, rules: list.split('\n').map((l) => l.trim()).filter(Boolean).slice(0, 128) };
 }
 
@@ -218,22 +214,16 @@ async function devNodes(pid: number, mounts: readonly MountEntry[]): Promise<{ n
 
 /** The posture of one process as the host sees it; undefined when it is gone or unreadable. */
 export async function readProcessPosture(pid: number, host: HostView): Promise<ProcessPosture | undefined> {
-  let status: string;
-  let mountinfo: string;
-  let cmdline: string;
-  try {
-    status = await readFile(`/proc/${pid}/status`, 'utf8');
-    mountinfo = await readFile(`/proc/${pid}/mountinfo`, 'utf8');
-    cmdline = (await readFile(`/proc/${pid}/cmdline`)).subarray(0, 1024).toString('utf8').replaceAll('\0', ' ');
-  } catch {
-    return undefined;
-  }
+  const status = procText(`/proc/${pid}/status`);
+  const mountinfo = procText(`/proc/${pid}/mountinfo`);
+  const cmdline = procBytes(`/proc/${pid}/cmdline`)?.subarray(0, 1024).toString('utf8').replaceAll('\0', ' ');
+  if (status === undefined || mountinfo === undefined || cmdline === undefined) return undefined;
   // Mid-exec the process already shows its new executable but not yet its arguments (the kernel sets them up
   // after switching the memory map; a busy machine widens that window): not read yet, so the sampler tries again.
   if (cmdline.trim() === '') return undefined;
   const sharedNamespaces: Partial<Record<NamespaceName, boolean>> = {};
   for (const ns of NAMESPACES) {
-    const link = await readlink(`/proc/${pid}/ns/${ns}`).catch(() => undefined);
+    const link = procLink(`/proc/${pid}/ns/${ns}`);
     const mine = host.namespaces[ns];
     if (link !== undefined && mine !== undefined) sharedNamespaces[ns] = link === mine;
   }

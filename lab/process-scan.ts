@@ -1,25 +1,19 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { procBytes, procPids } from './proc-files.js';
 
 export interface MarkedProcess {
   pid: number;
   command: string;
 }
 
-const commandOf = async (pid: number): Promise<string> =>
-  (await readFile(`/proc/${pid}/cmdline`)).toString('utf8').replaceAll('\0', ' ').trim();
+const commandOf = (pid: number): string | undefined => procBytes(`/proc/${pid}/cmdline`)?.toString('utf8').replaceAll('\0', ' ').trim();
 
 /** Host processes (other than this one) for which `matches` says yes; vanished or unreadable ones are skipped. */
-async function scan(matches: (pid: number) => Promise<boolean>): Promise<MarkedProcess[]> {
-  const entries = await readdir('/proc').catch(() => [] as string[]);
+function scan(matches: (pid: number) => boolean): MarkedProcess[] {
   const out: MarkedProcess[] = [];
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    const pid = Number(entry);
-    try {
-      if (await matches(pid)) out.push({ pid, command: (await commandOf(pid)).slice(0, 200) });
-    } catch {
-      // Gone already, or not ours to read.
-    }
+  for (const pid of procPids()) {
+    if (pid === process.pid || !matches(pid)) continue;
+    const command = commandOf(pid);
+    if (command !== undefined) out.push({ pid, command: command.slice(0, 200) });
   }
   return out;
 }
@@ -28,15 +22,18 @@ async function scan(matches: (pid: number) => Promise<boolean>): Promise<MarkedP
  * Host processes whose environment holds `NAME=value` exactly. Only the marker is compared; no
  * other part of any process's environment is kept or returned.
  */
-export function findProcessesWithEnvMarker(name: string, value: string): Promise<MarkedProcess[]> {
+export async function findProcessesWithEnvMarker(name: string, value: string): Promise<MarkedProcess[]> {
   const needle = Buffer.from(`${name}=${value}\0`);
-  // The last entry may lack its terminating NUL.
-  return scan(async (pid) => Buffer.concat([await readFile(`/proc/${pid}/environ`), Buffer.from([0])]).includes(needle));
+  return scan((pid) => {
+    const environ = procBytes(`/proc/${pid}/environ`);
+    // The last entry may lack its terminating NUL.
+    return environ !== undefined && Buffer.concat([environ, Buffer.from([0])]).includes(needle);
+  });
 }
 
 /** Host processes whose command line contains `needle` (a per-execution nonce marker). */
-export function findProcessesWithCmdline(needle: string): Promise<MarkedProcess[]> {
-  return scan(async (pid) => (await commandOf(pid)).includes(needle));
+export async function findProcessesWithCmdline(needle: string): Promise<MarkedProcess[]> {
+  return scan((pid) => commandOf(pid)?.includes(needle) ?? false);
 }
 
 export function killPids(pids: readonly number[], signal: NodeJS.Signals = 'SIGKILL'): void {

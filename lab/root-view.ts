@@ -1,4 +1,5 @@
-import { lstat, readFile, readlink } from 'node:fs/promises';
+import { lstat, readlink } from 'node:fs/promises';
+import { procBytes } from './proc-files.js';
 import type { ProcessIdentity } from './host-process.js';
 
 /** What the host sees at one path of a box's root: the file's device and inode, or why there is none. */
@@ -64,12 +65,8 @@ export async function lookupInRoot(root: string, path: string): Promise<RootEntr
 
 /** The host's lookups of `paths` through /proc/<pid>/root; undefined when the process is gone. */
 export async function readRootView(pid: number, paths: readonly string[]): Promise<RootView | undefined> {
-  let cmdline: string;
-  try {
-    cmdline = (await readFile(`/proc/${pid}/cmdline`)).subarray(0, 1024).toString('utf8').replaceAll('\0', ' ');
-  } catch {
-    return undefined;
-  }
+  const cmdline = procBytes(`/proc/${pid}/cmdline`)?.subarray(0, 1024).toString('utf8').replaceAll('\0', ' ');
+  if (cmdline === undefined) return undefined;
   const root = `/proc/${pid}/root`;
   const entries: RootEntry[] = [];
   for (const p of paths.slice(0, 32)) entries.push(await lookupInRoot(root, p));

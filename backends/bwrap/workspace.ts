@@ -9,6 +9,7 @@ import type { FileKind, GotFile, PutFile } from '../contract.js';
 import { kindOf, statEntry } from '../file-entry.js';
 import { ownerAlive as processOwnerAlive, selfOwner } from '../shared/process-owner.js';
 import { segmentsOf } from '../shared/workspace-path.js';
+import { MS_NODEV, MS_NOSUID, mountFs, unmountFs } from '../shared/mount-helper.js';
 
 /**
  * The host side of an environment: `<stateDir>/<runId>-<envId>/` holds an ownership record and `fs/`,
@@ -129,7 +130,8 @@ async function run(file: string, args: string[], what: string): Promise<void> {
  */
 async function mountSized(dir: string, mountName: string, fs: SizedFs): Promise<void> {
   if (fs.kind === 'tmpfs') {
-    await run('mount', ['-t', 'tmpfs', '-o', `size=${fs.bytes},mode=0711,nosuid,nodev`, mountName, dir], 'mount the workspace tmpfs');
+    const r = await mountFs(mountName, dir, 'tmpfs', MS_NOSUID | MS_NODEV, `size=${fs.bytes},mode=0711`);
+    if (!r.ok) throw new SandcheckError('HARNESS', `cannot mount the workspace tmpfs: ${r.message}`);
     return;
   }
   const fh = await open(fs.image, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
@@ -183,11 +185,11 @@ export async function removeEnvRoot(root: string, mounted: boolean, what: string
   const problems: string[] = [];
   if (mounted) {
     const fs = join(root, 'fs');
-    let r = await execa('umount', [fs], { reject: false, env: SBIN_PATH, extendEnv: false });
-    if (r.exitCode !== 0 && !/not mounted|no mount point/.test(r.stderr)) {
-      r = await execa('umount', ['-l', fs], { reject: false, env: SBIN_PATH, extendEnv: false });
-      problems.push(`workspace filesystem of ${what} was busy at destroy${r.exitCode === 0 ? '; detached lazily' : ' and could not be unmounted'}`);
-      if (r.exitCode !== 0) return problems; // never rm -rf through a live mount
+    let r = await unmountFs(fs, false);
+    if (!r.ok && !r.notMounted) {
+      r = await unmountFs(fs, true);
+      problems.push(`workspace filesystem of ${what} was busy at destroy${r.ok ? '; detached lazily' : ' and could not be unmounted'}`);
+      if (!r.ok) return problems; // never rm -rf through a live mount
     }
   }
   try {

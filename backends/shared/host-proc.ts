@@ -1,4 +1,4 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { procPids, procText } from '../../lab/proc-files.js';
 
 /** Facts about host processes, read from the host's /proc (from outside any box). */
 
@@ -24,23 +24,17 @@ export function parseStat(text: string): ProcStat | undefined {
   return { pid, comm: text.slice(open + 1, close), ppid, startTime };
 }
 
+function statOf(pid: number): ProcStat | undefined {
+  const text = procText(`/proc/${pid}/stat`);
+  return text === undefined ? undefined : parseStat(text);
+}
+
 export async function readStat(pid: number): Promise<ProcStat | undefined> {
-  try {
-    return parseStat(await readFile(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return undefined;
-  }
+  return statOf(pid);
 }
 
 export async function allStats(): Promise<ProcStat[]> {
-  const entries = await readdir('/proc').catch(() => [] as string[]);
-  const out: ProcStat[] = [];
-  for (const e of entries) {
-    if (!/^\d+$/.test(e)) continue;
-    const s = await readStat(Number(e));
-    if (s) out.push(s);
-  }
-  return out;
+  return procPids().flatMap((pid) => statOf(pid) ?? []);
 }
 
 /** `root` and every process below it, by walking parent links in one snapshot of /proc ([] when root is gone). */
@@ -74,17 +68,9 @@ export async function sameProcessAlive(pid: number, startTime: number | undefine
 
 /** The short command name of a process, never its arguments (they may hold host paths). */
 export async function commOf(pid: number): Promise<string> {
-  try {
-    return (await readFile(`/proc/${pid}/comm`, 'utf8')).trim();
-  } catch {
-    return '?';
-  }
+  return procText(`/proc/${pid}/comm`)?.trim() ?? '?';
 }
 
 export async function bootId(): Promise<string> {
-  try {
-    return (await readFile('/proc/sys/kernel/random/boot_id', 'utf8')).trim();
-  } catch {
-    return 'unknown';
-  }
+  return procText('/proc/sys/kernel/random/boot_id')?.trim() ?? 'unknown';
 }

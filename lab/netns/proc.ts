@@ -23,11 +23,7 @@ function parseStat(text: string): ProcStat | undefined {
 }
 
 async function readStat(pid: number): Promise<ProcStat | undefined> {
-  try {
-    return parseStat(await readFile(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return undefined;
-  }
+  return readStatSync(pid);
 }
 
 function readStatSync(pid: number): ProcStat | undefined {

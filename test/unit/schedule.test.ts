@@ -41,7 +41,7 @@ async function trace(items: ScheduleItem[], slots: Slots, durations = items.map(
 
 const cpu = (ms: number): ScheduleItem => ({ expectedMs: ms, load: 'cpu' });
 const wait = (ms: number): ScheduleItem => ({ expectedMs: ms, load: 'wait' });
-const net = (ms: number): ScheduleItem => ({ expectedMs: ms, load: 'wait', exclusive: 'network' });
+const net = (ms: number): ScheduleItem => ({ expectedMs: ms, load: 'wait', exclusive: 'network', alone: true });
 
 describe('the probe schedule', () => {
   it('sizes the default from the cores: a CPU-bound probe per core and as many waiting ones; -j n caps all and CPU at the cores', () => {
@@ -72,10 +72,31 @@ describe('the probe schedule', () => {
   });
 
   it('does not park a slot on a busy exclusive group while other work is ready', async () => {
-    // Two network probes first in line: the second must not hold the other slot while the first runs.
-    const items = [net(60), net(50), cpu(10), cpu(10)];
-    const t = await trace(items, slotsFor(2, 2));
+    // Two of one group first in line: the second must not hold the other slot while the first runs.
+    const grouped = (ms: number): ScheduleItem => ({ expectedMs: ms, load: 'wait', exclusive: 'g' });
+    const t = await trace([grouped(60), grouped(50), cpu(10), cpu(10)], slotsFor(2, 2));
     expect(t.started.slice(0, 3)).toEqual([0, 2, 3]);
+  });
+
+  it('runs a network probe with nothing beside it, after the others drained, without parking a slot before', async () => {
+    const items = [cpu(60), net(50), cpu(10), cpu(10), net(5)];
+    const running = new Set<number>();
+    const overlaps: string[] = [];
+    const started: number[] = [];
+    await runScheduled(
+      items,
+      slotsFor(2, 2),
+      async (index) => {
+        started.push(index);
+        for (const other of running) if (items[index]?.alone || items[other]?.alone) overlaps.push(`${index} with ${other}`);
+        running.add(index);
+        await new Promise((r) => setTimeout(r, items[index]?.expectedMs ?? 0));
+        running.delete(index);
+      },
+      () => false,
+    );
+    expect(overlaps).toEqual([]);
+    expect(started).toEqual([0, 2, 3, 1, 4]);
   });
 
   it('lets a waiting probe take a free CPU slot once no CPU-bound one is left to start', async () => {
