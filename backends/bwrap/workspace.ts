@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { access, chmod, chown, lstat, mkdir, open, readFile, readlink, rename, rm, unlink, writeFile } from 'node:fs/promises';
+import { chmod, chown, lstat, mkdir, open, readFile, readlink, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import { z } from 'zod';
@@ -134,18 +134,20 @@ async function makeImage(image: string, bytes: number, mkfs: string): Promise<vo
   await run(mkfs, ['-q', '-F', '-m', '0', '-b', '4096', '-i', '32768', '-O', '^has_journal,^resize_inode', '-E', 'root_owner=0:0,lazy_itable_init=1', image], 'make the workspace filesystem');
 }
 
-/** One freshly made image per size and run directory (beside the environments' images); each environment gets a sparse copy. */
+/** One freshly made image per size and run directory (unique per run, beside the environments' images); each environment gets a sparse copy. */
 const templates = new Map<string, Promise<string>>();
 
-async function templateFor(fs: Extract<SizedFs, { kind: 'disk-image' }>): Promise<string> {
+function templateFor(fs: Extract<SizedFs, { kind: 'disk-image' }>): Promise<string> {
   const path = join(dirname(fs.image), `bwrap-disk-template-${fs.bytes}.img`);
   let made = templates.get(path);
-  // A template is gone with its run's directory; a later run with the same path makes it again.
-  if (made && !(await access(path).then(() => true, () => false))) made = undefined;
   if (!made) {
-    made = rm(path, { force: true }).then(() => makeImage(path, fs.bytes, fs.mkfs)).then(() => path);
+    made = makeImage(path, fs.bytes, fs.mkfs).then(() => path);
     templates.set(path, made);
-    made.catch(() => templates.delete(path));
+    // A failed attempt is not remembered: the next environment tries again (and reports its own error).
+    made.catch(() => {
+      templates.delete(path);
+      void rm(path, { force: true });
+    });
   }
   return made;
 }
