@@ -19,7 +19,7 @@ import { scanDecoyEvents, scanEach } from '../lab/canary-scan.js';
 import { hitWhere, readWorkspaceFiles } from './left-in-box.js';
 import { watchForProcess } from './process-watch.js';
 import { Mutex } from './mutex.js';
-import { expectedMs, isNetworkProbe, probeLoad } from './probe-cost.js';
+import { expectedMs, isNetworkProbe, probeLoad, type ProbeLoad } from './probe-cost.js';
 import { runScheduled, slotsFor, type FollowUp } from './schedule.js';
 import { scrubHostPaths } from './scrub.js';
 import { policyRequires } from './required-items.js';
@@ -103,12 +103,12 @@ export class Runner {
     const { probes, reporter } = this.opts;
     const results: (AnyResult | undefined)[] = new Array(probes.length);
     let fatal: { err: unknown } | undefined;
-    const settle = async (index: number, outcome: Promise<AnyResult | DeferredTask>): Promise<void | FollowUp> => {
+    const settle = async (index: number, load: ProbeLoad, outcome: Promise<AnyResult | DeferredTask>): Promise<void | FollowUp> => {
       try {
         const result = await outcome;
         if ('finish' in result) {
           // The task's replay runs as work of its own: the slot is free for other probes meanwhile.
-          return { item: { expectedMs: result.expectedMs, load: 'cpu' }, run: async () => void (await settle(index, result.finish())) };
+          return { item: { expectedMs: result.expectedMs, load }, run: async () => void (await settle(index, load, result.finish())) };
         }
         results[index] = result;
         reporter?.onProbeEnd?.(result);
@@ -122,7 +122,7 @@ export class Runner {
       const probe = probes[index];
       if (!probe || fatal) return;
       reporter?.onProbeStart?.({ id: probe.id, kind: probe.kind });
-      return settle(index, this.runOne(probe));
+      return settle(index, probeLoad(probe), this.runOne(probe));
     };
     const items = probes.map((p) => ({ expectedMs: expectedMs(p, this.opts.policy), load: probeLoad(p), ...(isNetworkProbe(p) ? { exclusive: 'network', alone: true } : {}) }));
     const slots = slotsFor(this.opts.concurrency, undefined, this.opts.backend.capabilities(this.opts.policy).lightBoxes === true);
