@@ -377,7 +377,8 @@ export class Runner {
       obs.daemonEvents = await Promise.all(run.watchDaemons.map(async (daemon) => ({ daemon, ...(await readDaemonEvents(daemon, createdWallMs - 1000, until, ctx.nonce)) })));
     }
     obs.heartbeat = await watchHeartbeat(join(ctx.hostProbeDir, 'heartbeat'));
-    const survivors = await findProcessesWithCmdline(`sandcheck-survivor-${ctx.nonce}`);
+    // Only a payload told to leave a survivor names one after this execution's nonce: the others skip the /proc scan.
+    const survivors = probe.watchSurvivor ? await findProcessesWithCmdline(`sandcheck-survivor-${ctx.nonce}`) : [];
     killPids(survivors.map((p) => p.pid));
     obs.survivors = survivors.map((p) => `process ${p.pid} (${p.command}) still ran after destroy; killed by the harness`);
     return obs;
