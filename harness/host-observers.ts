@@ -110,8 +110,11 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
         const id = await readProcessIdentity(pid);
         if (!id) continue;
         if (!history) {
+          // Posture first: its reads are synchronous; the root view's lookups queue on the thread pool, and a busy
+          // machine must not spend the process's life on them before its namespaces are read.
+          const first = await withPosture(id);
           await withRootView(id);
-          seen.set(pid, [await withPosture(id)]);
+          seen.set(pid, [first]);
           kept++;
           continue;
         }

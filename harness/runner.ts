@@ -19,11 +19,11 @@ import { scanDecoyEvents, scanEach } from '../lab/canary-scan.js';
 import { hitWhere, readWorkspaceFiles } from './left-in-box.js';
 import { watchForProcess } from './process-watch.js';
 import { Mutex } from './mutex.js';
-import { expectedMs, isNetworkProbe, probeLoad } from './probe-cost.js';
-import { runScheduled, slotsFor } from './schedule.js';
+import { expectedMs, isNetworkProbe, probeLoad, type ProbeLoad } from './probe-cost.js';
+import { runScheduled, slotsFor, type FollowUp } from './schedule.js';
 import { scrubHostPaths } from './scrub.js';
 import { policyRequires } from './required-items.js';
-import { artifactHashes, compareReplay, runCorrectionLoop, type ExecuteVariant } from './task/correction-loop.js';
+import { artifactHashes, compareReplay, runCorrectionLoop, type ExecuteVariant, type LoopOutcome } from './task/correction-loop.js';
 import { noResultsReason, notApplicableTask } from './task/no-results.js';
 import { taskIdentity, taskNotRun } from './not-run.js';
 import type { SecurityResult, TaskResult } from './model/scorecard.js';
@@ -77,6 +77,12 @@ interface Executed {
   durationMs: number;
 }
 
+/** A task whose correction loop has ended and whose replay is still to run (as separate scheduled work). */
+interface DeferredTask {
+  expectedMs: number;
+  finish(): Promise<AnyResult>;
+}
+
 interface HarnessFailure {
   code: string;
   message: string;
@@ -97,12 +103,13 @@ export class Runner {
     const { probes, reporter } = this.opts;
     const results: (AnyResult | undefined)[] = new Array(probes.length);
     let fatal: { err: unknown } | undefined;
-    const runAt = async (index: number): Promise<void> => {
-      const probe = probes[index];
-      if (!probe || fatal) return;
-      reporter?.onProbeStart?.({ id: probe.id, kind: probe.kind });
+    const settle = async (index: number, load: ProbeLoad, outcome: Promise<AnyResult | DeferredTask>): Promise<void | FollowUp> => {
       try {
-        const result = await this.runOne(probe);
+        const result = await outcome;
+        if ('finish' in result) {
+          // The task's replay runs as work of its own: the slot is free for other probes meanwhile.
+          return { item: { expectedMs: result.expectedMs, load }, run: async () => void (await settle(index, load, result.finish())) };
+        }
         results[index] = result;
         reporter?.onProbeEnd?.(result);
       } catch (err) {
@@ -110,6 +117,12 @@ export class Runner {
         fatal ??= { err };
         this.opts.onFatal?.(err);
       }
+    };
+    const runAt = async (index: number): Promise<void | FollowUp> => {
+      const probe = probes[index];
+      if (!probe || fatal) return;
+      reporter?.onProbeStart?.({ id: probe.id, kind: probe.kind });
+      return settle(index, probeLoad(probe), this.runOne(probe));
     };
     const items = probes.map((p) => ({ expectedMs: expectedMs(p, this.opts.policy), load: probeLoad(p), ...(isNetworkProbe(p) ? { exclusive: 'network', alone: true } : {}) }));
     const slots = slotsFor(this.opts.concurrency, undefined, this.opts.backend.capabilities(this.opts.policy).lightBoxes === true);
@@ -146,7 +159,7 @@ export class Runner {
     };
   }
 
-  private async runOne(probe: ProbeSpec): Promise<AnyResult> {
+  private async runOne(probe: ProbeSpec): Promise<AnyResult | DeferredTask> {
     const ctx = await this.context();
     const started = performance.now();
     if (probe.kind === 'security') {
@@ -364,7 +377,8 @@ export class Runner {
       obs.daemonEvents = await Promise.all(run.watchDaemons.map(async (daemon) => ({ daemon, ...(await readDaemonEvents(daemon, createdWallMs - 1000, until, ctx.nonce)) })));
     }
     obs.heartbeat = await watchHeartbeat(join(ctx.hostProbeDir, 'heartbeat'));
-    const survivors = await findProcessesWithCmdline(`sandcheck-survivor-${ctx.nonce}`);
+    // Only a payload told to leave a survivor names one after this execution's nonce: the others skip the /proc scan.
+    const survivors = probe.watchSurvivor ? await findProcessesWithCmdline(`sandcheck-survivor-${ctx.nonce}`) : [];
     killPids(survivors.map((p) => p.pid));
     obs.survivors = survivors.map((p) => `process ${p.pid} (${p.command}) still ran after destroy; killed by the harness`);
     return obs;
@@ -392,7 +406,7 @@ export class Runner {
     };
   }
 
-  private async runTask(task: TaskCase, ctx: ProbeContext, started: number): Promise<AnyResult> {
+  private async runTask(task: TaskCase, ctx: ProbeContext, started: number): Promise<AnyResult | DeferredTask> {
     const execute: ExecuteVariant = (variant, files, deadlineCapMs) =>
       this.executeOnce(variant, { ...ctx, nonce: randomBytes(8).toString('hex') }, { extraArgs: {}, files, deadlineCapMs });
     let loop;
@@ -408,14 +422,31 @@ export class Runner {
     if (final.obs.exec.killedBy === 'harness-interrupt' || (this.opts.signal?.aborted && final.obs.exec.startError !== undefined)) {
       return this.failed(task, { code: 'INTERRUPTED', message: 'the run was interrupted while this task ran' }, performance.now() - started, final.obs.exec);
     }
-    let replay: { reproducible: boolean; note: string } | undefined;
+    const loopMs = performance.now() - started;
     if (loop.accepted && !this.opts.signal?.aborted) {
-      try {
-        replay = compareReplay(final.obs, await execute(final.variant, final.files, harnessDeadlineMs(this.opts.policy, this.graceMs)));
-      } catch (err) {
-        replay = { reproducible: false, note: `replay failed: ${errorMessage(err)}` };
-      }
+      return {
+        expectedMs: final.obs.exec.wallMs,
+        finish: async () => {
+          const replayStarted = performance.now();
+          let replay: { reproducible: boolean; note: string } | undefined;
+          if (!this.opts.signal?.aborted) {
+            try {
+              replay = compareReplay(final.obs, await execute(final.variant, final.files, harnessDeadlineMs(this.opts.policy, this.graceMs)));
+            } catch (err) {
+              replay = { reproducible: false, note: `replay failed: ${errorMessage(err)}` };
+            }
+          }
+          return this.taskResult(task, loop, replay, loopMs + performance.now() - replayStarted);
+        },
+      };
     }
+    return this.taskResult(task, loop, undefined, loopMs);
+  }
+
+  /** The task's result once its replay (if any) has run; durationMs is the work's own time, never its time in the queue. */
+  private async taskResult(task: TaskCase, loop: LoopOutcome, replay: { reproducible: boolean; note: string } | undefined, durationMs: number): Promise<AnyResult> {
+    const final = loop.final;
+    if (!final) throw new SandcheckError('HARNESS', 'a task result without a final attempt');
     const verdict = loop.accepted ? 'accepted' : 'rejected';
     const asExpected = (verdict === 'accepted') === (task.expected === 'accept');
     const { exec } = final.obs;
@@ -440,7 +471,7 @@ export class Runner {
       budget: loop.budget,
       reproducible: replay ? replay.reproducible : null,
       ...(replay ? { replayNote: replay.note } : {}),
-      durationMs: performance.now() - started,
+      durationMs,
       observation: exec,
     };
   }

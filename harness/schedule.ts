@@ -39,15 +39,29 @@ export interface ScheduleItem {
   alone?: boolean;
 }
 
+/** Work an item hands back when it ends (a task's replay): scheduled like any other item, by its own cost. */
+export interface FollowUp {
+  item: ScheduleItem;
+  run: () => Promise<void>;
+}
+
 /**
  * Runs every item once: longest expected first (ties in their given order), each started as soon as a slot fits
  * it, so no slot waits on an exclusive group or an item that must run alone while other work is ready (those
  * run once the others have drained). A waiting item may take a free CPU slot
  * when no CPU-bound item is left to start. Once `stopped()` is true nothing new starts; resolves when all that
- * started has ended.
+ * started has ended. An item's follow-up joins the queue where its expected cost puts it.
  */
-export function runScheduled(items: readonly ScheduleItem[], slots: Slots, runItem: (index: number) => Promise<void>, stopped: () => boolean): Promise<void> {
-  const pending = items.map((item, index) => ({ item, index })).sort((a, b) => b.item.expectedMs - a.item.expectedMs || a.index - b.index);
+export function runScheduled(items: readonly ScheduleItem[], slots: Slots, runItem: (index: number) => Promise<void | FollowUp>, stopped: () => boolean): Promise<void> {
+  type Job = { item: ScheduleItem; run: () => Promise<void | FollowUp> };
+  const pending: Job[] = items
+    .map((item, index) => ({ item, index }))
+    .sort((a, b) => b.item.expectedMs - a.item.expectedMs || a.index - b.index)
+    .map(({ item, index }) => ({ item, run: () => runItem(index) }));
+  const enqueue = (job: Job): void => {
+    const at = pending.findIndex((p) => p.item.expectedMs < job.item.expectedMs);
+    pending.splice(at < 0 ? pending.length : at, 0, job);
+  };
   let cpu = 0;
   let wait = 0;
   const busyGroups = new Set<string>();
@@ -65,14 +79,16 @@ export function runScheduled(items: readonly ScheduleItem[], slots: Slots, runIt
         const at = pending.findIndex(fits);
         const next = at < 0 ? undefined : pending.splice(at, 1)[0];
         if (!next) break;
-        const { item, index } = next;
+        const { item } = next;
         if (item.load === 'cpu') cpu++;
         else wait++;
         if (item.exclusive !== undefined) busyGroups.add(item.exclusive);
         if (item.alone) aloneRunning = true;
-        void runItem(index)
+        void next
+          .run()
           .catch(() => undefined)
-          .finally(() => {
+          .then((follow) => {
+            if (follow) enqueue(follow);
             if (item.load === 'cpu') cpu--;
             else wait--;
             if (item.exclusive !== undefined) busyGroups.delete(item.exclusive);

@@ -1,6 +1,6 @@
 import { constants } from 'node:fs';
 import { chmod, chown, lstat, mkdir, open, readFile, readlink, rename, rm, unlink, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import { z } from 'zod';
 import { SandcheckError } from '../../harness/errors.js';
@@ -9,7 +9,7 @@ import type { FileKind, GotFile, PutFile } from '../contract.js';
 import { kindOf, statEntry } from '../file-entry.js';
 import { ownerAlive as processOwnerAlive, selfOwner } from '../shared/process-owner.js';
 import { segmentsOf } from '../shared/workspace-path.js';
-import { MS_NODEV, MS_NOSUID, mountFs, unmountFs } from '../shared/mount-helper.js';
+import { MS_NOATIME, MS_NODEV, MS_NOSUID, mountFs, mountImageCopy, unmountFs } from '../shared/mount-helper.js';
 
 /**
  * The host side of an environment: `<stateDir>/<runId>-<envId>/` holds an ownership record and `fs/`,
@@ -123,6 +123,35 @@ async function run(file: string, args: string[], what: string): Promise<void> {
   if (r.exitCode !== 0) throw new SandcheckError('HARNESS', `cannot ${what}: ${r.stderr.trim() || `exit ${r.exitCode}`}`);
 }
 
+async function makeImage(image: string, bytes: number, mkfs: string): Promise<void> {
+  const fh = await open(image, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  try {
+    await fh.truncate(bytes);
+  } finally {
+    await fh.close();
+  }
+  // 4 KiB blocks, one inode per 32 KiB, no journal, no reserve: ~98 % of `bytes` is usable, small sizes included.
+  await run(mkfs, ['-q', '-F', '-m', '0', '-b', '4096', '-i', '32768', '-O', '^has_journal,^resize_inode', '-E', 'root_owner=0:0,lazy_itable_init=1', image], 'make the workspace filesystem');
+}
+
+/** One freshly made image per size and run directory (unique per run, beside the environments' images); each environment gets a sparse copy. */
+const templates = new Map<string, Promise<string>>();
+
+function templateFor(fs: Extract<SizedFs, { kind: 'disk-image' }>): Promise<string> {
+  const path = join(dirname(fs.image), `bwrap-disk-template-${fs.bytes}.img`);
+  let made = templates.get(path);
+  if (!made) {
+    made = makeImage(path, fs.bytes, fs.mkfs).then(() => path);
+    templates.set(path, made);
+    // A failed attempt is not remembered: the next environment tries again (and reports its own error).
+    made.catch(() => {
+      templates.delete(path);
+      void rm(path, { force: true });
+    });
+  }
+  return made;
+}
+
 /**
  * Mounts the sized filesystem on `dir`. A disk image is an ext4 file of exactly `bytes`, loop-mounted: its
  * page cache can be written back and reclaimed, so the disk limit is reached before the memory limit (a
@@ -134,20 +163,15 @@ async function mountSized(dir: string, mountName: string, fs: SizedFs): Promise<
     if (!r.ok) throw new SandcheckError('HARNESS', `cannot mount the workspace tmpfs: ${r.message}`);
     return;
   }
-  const fh = await open(fs.image, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-  try {
-    await fh.truncate(fs.bytes);
-  } finally {
-    await fh.close();
+  const template = await templateFor(fs);
+  const viaHelper = await mountImageCopy(template, fs.image, fs.bytes, dir, MS_NOSUID | MS_NODEV | MS_NOATIME);
+  if (!viaHelper?.ok) {
+    // No helper, or a kernel without LOOP_CONFIGURE: the commands (their error, if any, is the one reported).
+    await rm(fs.image, { force: true });
+    await makeImage(fs.image, fs.bytes, fs.mkfs);
+    // util-linux sets autoclear on the loop device: umount also detaches it.
+    await run('mount', ['-t', 'ext4', '-o', 'loop,nosuid,nodev,noatime', fs.image, dir], 'mount the workspace disk image');
   }
-  // 4 KiB blocks, one inode per 32 KiB, no journal, no reserve: ~98 % of `bytes` is usable, small sizes included.
-  await run(
-    fs.mkfs,
-    ['-q', '-F', '-m', '0', '-b', '4096', '-i', '32768', '-O', '^has_journal,^resize_inode', '-E', 'root_owner=0:0,lazy_itable_init=1', fs.image],
-    'make the workspace filesystem',
-  );
-  // util-linux sets autoclear on the loop device: umount also detaches it.
-  await run('mount', ['-t', 'ext4', '-o', 'loop,nosuid,nodev,noatime', fs.image, dir], 'mount the workspace disk image');
   await chmod(dir, 0o711);
   await rm(join(dir, 'lost+found'), { recursive: true, force: true });
 }

@@ -4,7 +4,7 @@ import { errorMessage } from '../../harness/errors.js';
 import type { GotFile } from '../contract.js';
 import type { DockerClient, PathStat } from './client.js';
 import { WORKSPACE } from './profiles.js';
-import { readFirstEntry, workspaceSegments } from './tar.js';
+import { readFirstEntry, readWantedEntries, workspaceSegments, type ArchiveEntry } from './tar.js';
 
 /** Where a workspace file is read from: the container's archive API, and the host's side of its workspace for link counts. */
 export interface FileSource {
@@ -92,6 +92,60 @@ export async function getWorkspaceFile(src: FileSource, rel: string, maxBytes: n
     default:
       return { path: rel, kind: 'other', size: entry.size, note: `tar entry type ${entry.tarType}; not exported` };
   }
+}
+
+/**
+ * Several workspace files through one archive of the whole workspace. Only plain answers are taken from it
+ * (a file, a directory or a FIFO, named once; a link's target is described by the daemon's own stat): anything else, and whatever the archive did not
+ * reach within `maxArchiveBytes`, is absent from the map, and the caller asks for it with getWorkspaceFile.
+ */
+export async function getWorkspaceFilesAtOnce(src: FileSource, rels: readonly string[], maxBytes: number, maxArchiveBytes: number): Promise<Map<string, GotFile>> {
+  const out = new Map<string, GotFile>();
+  const base = WORKSPACE.split('/').pop() ?? '';
+  const nameOf = new Map<string, string>();
+  for (const rel of rels) {
+    try {
+      nameOf.set(rel, `${base}/${workspaceSegments(rel).join('/')}`);
+    } catch {
+      // Not a workspace path: the per-file path says why.
+    }
+  }
+  if (nameOf.size === 0) return out;
+  let entries: Map<string, ArchiveEntry>;
+  try {
+    const archive = await src.client.getArchive(src.containerId, WORKSPACE);
+    if (!archive) return out;
+    entries = await readWantedEntries(archive.stream, new Set(nameOf.values()), { maxContentBytes: maxBytes, maxArchiveBytes, timeoutMs: 30_000 });
+  } catch {
+    return out;
+  }
+  const root = await src.hostRoot();
+  for (const [rel, name] of nameOf) {
+    const entry = entries.get(name);
+    if (!entry) continue;
+    switch (entry.kind) {
+      case 'file': {
+        const segs = workspaceSegments(rel);
+        const nlink = await hostNlink(root, segs);
+        if (nlink !== undefined && nlink > 1) out.set(rel, { path: rel, kind: 'hardlink', size: entry.size, nlink, note: `regular file with ${nlink} links; not read` });
+        else if (root !== undefined && nlink === undefined) continue; // not a plain file on the host side: the per-file path decides
+        else {
+          const links = nlink !== undefined ? { nlink } : {};
+          out.set(rel, entry.content ? { path: rel, kind: 'file', size: entry.size, content: entry.content, ...links } : { path: rel, kind: 'file', size: entry.size, note: entry.note ?? 'not read', ...links });
+        }
+        break;
+      }
+      case 'directory':
+        out.set(rel, { path: rel, kind: 'directory', size: entry.size });
+        break;
+      case 'fifo':
+        out.set(rel, { path: rel, kind: 'fifo', size: 0 });
+        break;
+      default:
+        break;
+    }
+  }
+  return out;
 }
 
 /**

@@ -167,3 +167,70 @@ export async function readFirstEntry(source: Readable, o: ReadArchiveOptions): P
     });
   });
 }
+
+/**
+ * Reads the entries named in `wanted` from a whole-directory tar stream (one `GET /archive` for every
+ * artifact). Other entries are skipped unread; a wanted file over `maxContentBytes` is reported, not read.
+ * Stops as soon as every wanted name was seen, or once `maxArchiveBytes` have passed: what was not seen by
+ * then is simply absent from the answer (the caller asks for it on its own).
+ */
+export async function readWantedEntries(source: Readable, wanted: ReadonlySet<string>, o: ReadArchiveOptions): Promise<Map<string, ArchiveEntry>> {
+  const extract = tar.extract();
+  const found = new Map<string, ArchiveEntry>();
+  const twice = new Set<string>();
+  let received = 0;
+  let settled = false;
+  return new Promise((resolve) => {
+    const finish = (): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      source.destroy();
+      extract.destroy();
+      resolve(found);
+    };
+    const timer = setTimeout(finish, o.timeoutMs ?? 30_000);
+    source.on('error', finish);
+    extract.on('error', finish);
+    extract.on('finish', finish);
+    extract.on('entry', (header, stream, next) => {
+      const name = header.name.replace(/\/+$/, '');
+      const kind = kindOf(header.type);
+      const size = header.size ?? 0;
+      const base: ArchiveEntry = { name, kind, tarType: String(header.type), size, ...(header.linkname ? { linkTarget: header.linkname } : {}) };
+      const record = (entry: ArchiveEntry): void => {
+        // A name twice in one archive is not an answer to trust: leave it to the per-file path.
+        if (found.has(name) || twice.has(name)) {
+          found.delete(name);
+          twice.add(name);
+        } else found.set(name, entry);
+      };
+      const parts: Buffer[] = [];
+      let got = 0;
+      const reading = wanted.has(name) && kind === 'file' && size <= o.maxContentBytes;
+      if (wanted.has(name) && !reading) record(kind === 'file' ? { ...base, note: `larger than ${o.maxContentBytes} bytes; not read` } : base);
+      stream.on('data', (d: unknown) => {
+        if (!reading) return;
+        const c = asBuffer(d);
+        got += c.length;
+        if (got <= o.maxContentBytes) parts.push(c);
+      });
+      stream.on('end', () => {
+        if (reading) record(got > o.maxContentBytes ? { ...base, note: `larger than ${o.maxContentBytes} bytes; not read` } : { ...base, size: got, content: new Uint8Array(Buffer.concat(parts)) });
+        if (found.size + twice.size >= wanted.size && [...wanted].every((w) => found.has(w) || twice.has(w))) return finish();
+        next();
+      });
+      stream.resume();
+    });
+    source.on('data', (c: Buffer) => {
+      if (settled) return;
+      received += c.length;
+      if (received > o.maxArchiveBytes) return finish();
+      if (!extract.write(c)) source.pause();
+    });
+    extract.on('drain', () => source.resume());
+    source.on('end', () => {
+      if (!settled) extract.end(null);
+    });
+  });
+}

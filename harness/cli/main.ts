@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=1
 import { Command, InvalidArgumentError, Option } from '@commander-js/extra-typings';
 import { describeBackends } from '../../backends/registry.js';
 import { EXIT, SandcheckError, errorMessage } from '../errors.js';

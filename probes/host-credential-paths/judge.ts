@@ -156,6 +156,10 @@ function rootEntries(obs: Observation, ctx: ProbeContext): { pid: number; entrie
   return undefined;
 }
 
+/** Why the host could not tell the box's /proc/1 its own init (said in an inconclusive reason, to tell a blind sampler from a shared namespace). */
+const unseenPidNs = (seen: ReturnType<typeof rootEntries>): string =>
+  seen === undefined ? "; the host never saw the payload's own process while it ran" : seen.ownPidNs ? '' : "; the host saw the payload's process but not a PID namespace of its own";
+
 /** A file whose identity is its inode: procfs files are per mount and per process, their (dev, ino) says nothing. */
 const comparableByInode = (path: string): boolean => !path.startsWith('/proc/');
 const sameInode = (r: RootEntry | undefined, h: HostFile): boolean | undefined =>
@@ -245,7 +249,7 @@ export function judgeCredentialPaths(obs: Observation, ctx: ProbeContext, opts: 
     } else if (comparableByInode(path) && root?.error !== undefined) {
       findings.set(path, { kind: 'unjudged', detail: `${path}: the box says it read ${claim.size} bytes, but the host found no file there in its root (${root.error})` });
     } else if (host.hash === undefined) {
-      findings.set(path, otherInode ? { kind: 'judged', detail: `${path}: another file than the host's`, ...(rootLine ? { evidence: rootLine } : {}) } : { kind: 'unjudged', detail: `${path}: the host could not read its own file to compare (${host.error ?? 'unknown'})` });
+      findings.set(path, otherInode ? { kind: 'judged', detail: `${path}: another file than the host's`, ...(rootLine ? { evidence: rootLine } : {}) } : { kind: 'unjudged', detail: `${path}: the host could not read its own file to compare (${host.error ?? 'unknown'})${/^\/proc\/1\//.test(path) ? unseenPidNs(seen) : ''}` });
     } else {
       findings.set(path, {
         kind: 'judged',

@@ -15,6 +15,6 @@ export const hostCredentialPaths: SecurityProbe = {
   sampleProcesses: true,
   rootPaths: CREDENTIAL_PATHS,
   hostPrecondition: () => hostPreconditionFor('/', CREDENTIAL_PATHS),
-  args: () => ({ paths: CREDENTIAL_PATHS, maxBytes: MAX_HASHED_BYTES, holdSeconds: 1 }),
+  args: () => ({ paths: CREDENTIAL_PATHS, maxBytes: MAX_HASHED_BYTES, holdSeconds: 2 }),
   judge: (obs, ctx) => judgeCredentialPaths(obs, ctx, { hostRoot: '/', paths: CREDENTIAL_PATHS, payloadBytes: payloadSource }),
 };

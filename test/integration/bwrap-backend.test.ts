@@ -566,6 +566,38 @@ print(written, out.get("/work/b"), st.f_blocks * st.f_frsize // 1048576)
     expect(Number(written)).toBeGreaterThanOrEqual(14);
   });
 
+  live('disk image: environments made at once each get their own sized ext4 (a copy of one template per run), each on its own loop device, all gone at destroy', async () => {
+    const policy: Policy = { ...CI_POLICY, resources: { ...CI_POLICY.resources, diskMb: 16 } };
+    const backend = await createBwrapBackend({ workspace: 'disk-image' });
+    const runId = newTestRunId('dimg');
+    const ctx = await testContext(runId);
+    try {
+      const envs = await Promise.all([0, 1, 2, 3].map(() => backend.create(policy, ctx)));
+      try {
+        const code = (i: number): string => `
+import os
+open("/work/mine", "w").write("${i}")
+st = os.statvfs("/work")
+print(sorted(os.listdir("/work")), open("/work/mine").read(), st.f_blocks * st.f_frsize // 1048576)
+`;
+        const outs = await Promise.all(envs.map((env, i) => py(env, code(i))));
+        for (const [i, o] of outs.entries()) {
+          expect(o.result.exitCode, o.stderr).toBe(0);
+          expect(o.stdout.trim()).toMatch(new RegExp(`^\\['mine'\\] ${i} 1[56]$`));
+        }
+        const loops = (await readFile('/proc/self/mountinfo', 'utf8')).split('\n').filter((l) => l.includes(`/${runId}-`) && / - ext4 \/dev\/loop\d+ /.test(l));
+        expect(new Set(loops.map((l) => / - ext4 (\S+)/.exec(l)?.[1])).size).toBe(4);
+        expect((await readdir(ctx.scratchDir)).filter((n) => n.startsWith('bwrap-disk-template-'))).toHaveLength(1);
+      } finally {
+        for (const env of envs) expect((await env.destroy()).items).toEqual([]);
+      }
+      expect((await readFile('/proc/self/mountinfo', 'utf8')).includes(`/${runId}-`)).toBe(false);
+      expect((await readdir(ctx.scratchDir)).filter((n) => n.startsWith('bwrap-disk-') && !n.startsWith('bwrap-disk-template-'))).toEqual([]);
+    } finally {
+      await ctx.dispose();
+    }
+  });
+
   live('cpu: a spinner under cpus=0.5 gets half a core (cpuacct usage, throttled periods) and is stopped at the wall clock', async () => {
     const policy: Policy = { ...CI_POLICY, resources: { ...CI_POLICY.resources, cpus: 0.5, wallSeconds: 2 } };
     const { value: r } = await withEnv({}, policy, 'cpu', (env) => py(env, SPINNER, { timeoutMs: 2000 }));

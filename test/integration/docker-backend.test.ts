@@ -3,7 +3,7 @@ import { access, constants, readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { execa } from 'execa';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Backend, Environment, ExecResult } from '../../backends/contract.js';
 import createDockerBackend, {
   DEFAULT_LAB_DAEMON_ROOT,
@@ -269,8 +269,18 @@ describe(`docker backend: profiles on a lab daemon${SKIP ? ` (skipped: ${SKIP})`
       expect(first.r.exitCode, first.err).toBe(0);
       const res = JSON.parse(first.out) as Record<string, unknown>;
       expect(res).toEqual({ uid: 65529, unlink: 1, write: 13, rename: 1, etc: 30 }); // EPERM, EACCES, EPERM, EROFS
-      const files = await env.getFiles(['out.txt', 'link', 'pipe', 'big.bin', 'input/data.csv', 'input', 'nope', '../escape', 'hard'], { maxBytesPerFile: 100_000 });
+      const paths = ['out.txt', 'link', 'pipe', 'big.bin', 'input/data.csv', 'input', 'nope', '../escape', 'hard'];
+      const archives = vi.spyOn(backend.client, 'getArchive');
+      const files = await env.getFiles(paths, { maxBytesPerFile: 100_000 });
+      // One archive of the whole workspace answers the plain entries; a link is described by the daemon's stat, and a
+      // tar hard-link entry (whichever of the two names came second) is asked for on its own.
+      const asked = archives.mock.calls.map((c) => c[1]);
+      archives.mockRestore();
+      expect(asked.filter((p) => p === '/work')).toHaveLength(1);
+      expect(asked.filter((p) => p !== '/work' && p !== '/work/hard')).toEqual([]);
       const f = byId(files.map((x) => ({ ...x, id: x.path })));
+      // …and each answer is exactly what asking for that file alone gives.
+      for (const p of paths) expect((await env.getFiles([p], { maxBytesPerFile: 100_000 }))[0], p).toEqual(files.find((x) => x.path === p));
       expect(Buffer.from(f.get('out.txt')?.content ?? []).toString()).toBe('result');
       expect(f.get('link')).toMatchObject({ kind: 'symlink', linkTarget: '/etc/passwd' });
       expect(f.get('link')?.content).toBeUndefined();
@@ -306,8 +316,12 @@ describe(`docker backend: profiles on a lab daemon${SKIP ? ` (skipped: ${SKIP})`
 
       // The harness's abort stops it at once (and takes the environment down).
       const ac = new AbortController();
-      setTimeout(() => ac.abort(), 300);
-      const aborted = await exec(env, ['python3', '-c', 'import time; time.sleep(30)'], { signal: ac.signal });
+      // Aborted once the sleeper runs (seen from the host): on a busy machine a fixed delay can fall before its start.
+      const abortWhenRunning = async (): Promise<void> => {
+        for (let i = 0; i < 200 && ((await env.hostPids()) ?? []).length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+        ac.abort();
+      };
+      const [aborted] = await Promise.all([exec(env, ['python3', '-c', 'import time; time.sleep(30)'], { signal: ac.signal }), abortWhenRunning()]);
       // The abort stopped it (SIGKILL, not its timer); the bound only catches an abort that waits out the 30 s sleep.
       expect(aborted.r).toMatchObject({ signal: 'SIGKILL', timedOut: false });
       expect(aborted.ms).toBeLessThan(30_000);

@@ -9,7 +9,7 @@ import { POLICY_ITEMS } from '../../backends/contract.js';
 import { DockerApiError, type ContainerSpec, type DockerClient, type ExecSpec } from '../../backends/docker/client.js';
 import { CappedDemux } from '../../backends/docker/demux.js';
 import { DockerBackend, DockerOptionsSchema, PROFILES, capabilitiesFor, hostConfigFor, sweepStaleLabDaemons } from '../../backends/docker/index.js';
-import { packEntries, readFirstEntry, workspaceSegments } from '../../backends/docker/tar.js';
+import { packEntries, readFirstEntry, readWantedEntries, workspaceSegments } from '../../backends/docker/tar.js';
 import { SandcheckError } from '../../harness/errors.js';
 import { CI_POLICY, type Policy } from '../../harness/model/policy.js';
 
@@ -144,6 +144,33 @@ describe('docker tar: what comes out of the box is parsed as hostile data', () =
     ]);
     const { entry } = await readFirstEntry(Readable.from([tar]), opts);
     expect(entry).toMatchObject({ name: 'input', kind: 'directory' });
+  });
+
+  it('a whole-workspace archive answers the wanted names only: bytes within the cap, sizes past it, links unfollowed, a name twice not at all', async () => {
+    const tar = await tarOf([
+      { header: header('work', 'directory') },
+      { header: header('work/junk', 'file', { size: 90 }), body: Buffer.alloc(90, 7) },
+      { header: header('work/a.txt', 'file', { size: 2 }), body: Buffer.from('aa') },
+      { header: header('work/big', 'file', { size: 300 }), body: Buffer.alloc(300, 1) },
+      { header: header('work/link', 'symlink', { linkname: '/etc/shadow' }) },
+      { header: header('work/d', 'directory') },
+      { header: header('work/twice', 'file', { size: 1 }), body: Buffer.from('1') },
+      { header: header('work/twice', 'file', { size: 1 }), body: Buffer.from('2') },
+    ]);
+    const wanted = new Set(['work/a.txt', 'work/big', 'work/link', 'work/d', 'work/twice', 'work/missing']);
+    const roomy = { ...opts, maxArchiveBytes: 64 * 1024 };
+    const found = await readWantedEntries(Readable.from([tar]), wanted, roomy);
+    expect([...found.keys()].sort()).toEqual(['work/a.txt', 'work/big', 'work/d', 'work/link']);
+    expect(Buffer.from(found.get('work/a.txt')?.content ?? []).toString()).toBe('aa');
+    expect(found.get('work/big')).toMatchObject({ kind: 'file', size: 300, note: expect.stringMatching(/larger than 100/) });
+    expect(found.get('work/big')?.content).toBeUndefined();
+    expect(found.get('work/link')).toMatchObject({ kind: 'symlink', linkTarget: '/etc/shadow' });
+    expect(found.get('work/link')?.content).toBeUndefined();
+    expect(found.get('work/d')?.kind).toBe('directory');
+    // Past the archive cap, what was not reached is absent (the per-file path asks for it): never an exception.
+    const capped = await readWantedEntries(Readable.from([tar.subarray(0, 2048), tar.subarray(2048)]), wanted, { ...opts, maxArchiveBytes: 2048 });
+    expect(capped.has('work/d')).toBe(false);
+    expect(await readWantedEntries(Readable.from([Buffer.from('not a tar at all'.repeat(64))]), wanted, roomy)).toEqual(new Map());
   });
 
   it('workspace paths: absolute paths and .. are refused before anything is sent', () => {

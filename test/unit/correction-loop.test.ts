@@ -11,7 +11,8 @@ import { averageHardcoded } from '../../probes/average-hardcoded/probe.js';
 import { averageCrashesAfterResult } from '../../probes/average-crashes-after-result/probe.js';
 import { exitCodePropagation } from '../../probes/exit-code-propagation/probe.js';
 import { AVERAGE_HIDDEN, expectedMean } from '../../probes/_shared/average-task.js';
-import { FAST_POLICY, runFake } from '../helpers/fake-run.js';
+import { FAST_POLICY, fakeMarkers, runFake } from '../helpers/fake-run.js';
+import { secretDecoyEnv } from '../../probes/secret-decoy-env/probe.js';
 import { honestAverage, obsWith } from '../helpers/task-fakes.js';
 
 const withCorrections = (n: number, base: Policy = FAST_POLICY): Policy => ({ ...base, attempts: { ...base.attempts, corrections: n } });
@@ -77,6 +78,25 @@ describe('the correction loop', () => {
     expect(r.observation?.killedBy).toBe('harness-deadline');
     expect(r.observation?.harnessDeadlineMs).toBeLessThanOrEqual(1700);
     expect(backend.environments).toHaveLength(1);
+  });
+
+  it("runs an accepted case's replay as work of its own: one slot, and a probe queued behind the case runs before the replay", async () => {
+    const started: string[] = [];
+    const probe = { ...secretDecoyEnv, id: 'queued-probe' };
+    const { task, security } = await runFake(
+      [averageCorrect, probe],
+      ({ files }) => {
+        const payload = Buffer.from(files.get('payload.py') ?? new Uint8Array()).toString('utf8');
+        const isTask = payload.includes('result.json');
+        started.push(isTask ? 'task' : 'probe');
+        return isTask ? { files: honestAverage(files) } : { stdout: `${fakeMarkers({ files }).start}${fakeMarkers({ files }).done}` };
+      },
+      { concurrency: 1 },
+    );
+    expect(task[0]).toMatchObject({ verdict: 'accepted', reproducible: true });
+    expect(security).toHaveLength(1);
+    // The case's inputs first (it costs more), then the probe, then the replay (it costs what one execution did).
+    expect(started).toEqual([...Array<string>(INPUTS).fill('task'), 'probe', 'task']);
   });
 
   it('marks an accepted case non-reproducible when its replay gives other artifacts', async () => {

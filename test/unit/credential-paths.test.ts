@@ -255,9 +255,14 @@ describe('host-credential-paths: what the host saw in the box\'s root decides co
       mkdirSync(join(noEnviron, 'proc/1/environ'), { recursive: true });
       const judgeAt = (o: Observation) => judgeCredentialPaths(o, ctx, { hostRoot: noEnviron, paths: CREDENTIAL_PATHS, payloadBytes: payloadSource });
       expect(judgeAt(await observed(HARDENED, [], { ownPidNs: true })).verdict).toBe('held');
-      expect(judgeAt(await observed(HARDENED, [], { ownPidNs: false })).verdict).toBe('inconclusive');
+      // Inconclusive, and the reason says which view the host lacked (a blind sampler reads differently from a shared namespace).
+      const shared = judgeAt(await observed(HARDENED, [], { ownPidNs: false }));
+      expect(shared.verdict).toBe('inconclusive');
+      expect(shared.reason).toMatch(/could not read its own file to compare \(EISDIR\); the host saw the payload's process but not a PID namespace of its own$/);
       // A posture of some other process (not carrying this execution's nonce) decides nothing.
-      expect(judgeAt(await observed(HARDENED, [], { ownPidNs: true, cmd: 'python3 other.py' })).verdict).toBe('inconclusive');
+      const other = judgeAt(await observed(HARDENED, [], { ownPidNs: true, cmd: 'python3 other.py' }));
+      expect(other.verdict).toBe('inconclusive');
+      expect(other.reason).toMatch(/; the host never saw the payload's own process while it ran$/);
     } finally {
       rmSync(noEnviron, { recursive: true, force: true });
     }

@@ -108,6 +108,31 @@ describe('the probe schedule', () => {
     expect(mixed.started.slice(0, 4).sort((a, b) => a - b)).toEqual([0, 1, 3, 4]);
   });
 
+  it("queues an item's follow-up by its own cost, in a free slot, after the item released its own", async () => {
+    const items = [cpu(50), cpu(30), cpu(10)];
+    const order: string[] = [];
+    let running = 0;
+    let most = 0;
+    const step = async (name: string, ms: number): Promise<void> => {
+      order.push(name);
+      most = Math.max(most, ++running);
+      await new Promise((r) => setTimeout(r, ms));
+      running--;
+    };
+    await runScheduled(
+      items,
+      slotsFor(1, 2),
+      async (index) => {
+        await step(String(index), items[index]?.expectedMs ?? 0);
+        // The first item hands back a replay that costs 20: it goes before the item of 10, after the one of 30.
+        if (index === 0) return { item: cpu(20), run: () => step('0-replay', 20) };
+      },
+      () => false,
+    );
+    expect(order).toEqual(['0', '1', '0-replay', '2']);
+    expect(most).toBe(1);
+  });
+
   it('starts nothing new once stopped, and still waits for what started', async () => {
     const items = [cpu(20), cpu(20), cpu(20), cpu(20)];
     const t = await trace(items, slotsFor(2, 2), undefined, 2);
