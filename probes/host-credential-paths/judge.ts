@@ -156,9 +156,11 @@ function rootEntries(obs: Observation, ctx: ProbeContext): { pid: number; entrie
   return undefined;
 }
 
-/** Why the host could not tell the box's /proc/1 its own init (said in an inconclusive reason, to tell a blind sampler from a shared namespace). */
-const unseenPidNs = (seen: ReturnType<typeof rootEntries>): string =>
-  seen === undefined ? "; the host never saw the payload's own process while it ran" : seen.ownPidNs ? '' : "; the host saw the payload's process but not a PID namespace of its own";
+/** A path under the box's /proc/1: its own init's when the box has a PID namespace of its own. */
+const ofPid1 = (path: string): boolean => /^\/proc\/1\//.test(path);
+/** Why the host could not tell the box's /proc/1 its own init (in an inconclusive reason: a blind sampler reads differently from a shared namespace). */
+const pid1Unseen = (seen: ReturnType<typeof rootEntries>): string =>
+  seen === undefined ? "; the host never saw the payload's own process while it ran" : "; the host saw the payload's process but not a PID namespace of its own";
 
 /** A file whose identity is its inode: procfs files are per mount and per process, their (dev, ino) says nothing. */
 const comparableByInode = (path: string): boolean => !path.startsWith('/proc/');
@@ -236,7 +238,7 @@ export function judgeCredentialPaths(obs: Observation, ctx: ProbeContext, opts: 
       findings.set(path, { kind: 'judged', detail: `${path}: the box's own copy (identical bytes, another inode)`, evidence: rootLine ?? outside('host-proc-root', path, where) });
     } else if (!host.exists) {
       findings.set(path, { kind: 'judged', detail: `${path}: read the box's own file (the host has none)`, evidence: outside('host-file-hash', `${path}: no such file on the host (${host.error ?? 'ENOENT'}): what the box read (${claim.size} bytes) is its own`, 'host') });
-    } else if (!comparableByInode(path) && /^\/proc\/1\//.test(path) && seen?.ownPidNs) {
+    } else if (!comparableByInode(path) && ofPid1(path) && seen?.ownPidNs) {
       findings.set(path, {
         kind: 'judged',
         detail: `${path}: read the box's own pid 1 (its own PID namespace)`,
@@ -249,7 +251,7 @@ export function judgeCredentialPaths(obs: Observation, ctx: ProbeContext, opts: 
     } else if (comparableByInode(path) && root?.error !== undefined) {
       findings.set(path, { kind: 'unjudged', detail: `${path}: the box says it read ${claim.size} bytes, but the host found no file there in its root (${root.error})` });
     } else if (host.hash === undefined) {
-      findings.set(path, otherInode ? { kind: 'judged', detail: `${path}: another file than the host's`, ...(rootLine ? { evidence: rootLine } : {}) } : { kind: 'unjudged', detail: `${path}: the host could not read its own file to compare (${host.error ?? 'unknown'})${/^\/proc\/1\//.test(path) ? unseenPidNs(seen) : ''}` });
+      findings.set(path, otherInode ? { kind: 'judged', detail: `${path}: another file than the host's`, ...(rootLine ? { evidence: rootLine } : {}) } : { kind: 'unjudged', detail: `${path}: the host could not read its own file to compare (${host.error ?? 'unknown'})${ofPid1(path) ? pid1Unseen(seen) : ''}` });
     } else {
       findings.set(path, {
         kind: 'judged',
