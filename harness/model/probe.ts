@@ -132,6 +132,13 @@ interface ProbeCommon {
    * sampleProcesses): the device and inode there, kept beside the sampled identity (lab/root-view.ts).
    */
   rootPaths?: readonly string[];
+  /**
+   * The payload holds still with `sc.hold` only until the host has looked (needs sampleProcesses): the sampler
+   * sends SIGURG once it keeps the process's identity, posture and root view, and with watchSurvivor the host's
+   * scan does so to the marked process it found. A box the host cannot see into (gVisor's Sentry, a remote box)
+   * holds the whole cap, as without it.
+   */
+  releaseWhenSeen?: boolean;
   /** Scan the host for `sandcheck-survivor-<nonce>` while it runs: proof the host can see what must not survive. */
   watchSurvivor?: boolean;
   /** Watch the host's health while it runs (resource probes). */

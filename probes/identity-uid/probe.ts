@@ -7,6 +7,7 @@ const base = {
   policyItem: 'identity.unprivileged' as const,
   payload: 'identity-uid',
   sampleProcesses: true,
+  releaseWhenSeen: true,
   args: () => ({ holdSeconds: 2 }),
 };
 

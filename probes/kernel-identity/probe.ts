@@ -14,6 +14,7 @@ export const kernelIdentity: SecurityProbe = {
   cwe: ['CWE-653'],
   sampleProcesses: true,
   watchSurvivor: true,
+  releaseWhenSeen: true,
   args: () => ({ holdSeconds: KERNEL_HOLD_SECONDS }),
   judge: (obs, ctx) => judgeKernelIdentity(obs, ctx),
 };
