@@ -19,11 +19,12 @@ export interface SamplerOptions {
   /** Paths the host looks up through /proc/<pid>/root of the first processes of the box's program (lab/root-view.ts). */
   rootPaths?: readonly string[];
   /**
-   * Tell the payload the host has looked: once a process of the payload's interpreter has its identity, posture
-   * and (with rootPaths) root view kept, it gets SIGURG on every tick until it ends. SIGURG is ignored by default,
-   * so it changes nothing in a program that does not wait for it; `sc.hold` does, and stops holding still.
+   * This execution's nonce, to tell the payload the host has looked: once a process of the payload's interpreter
+   * whose command line carries it has its identity, posture and (with rootPaths) root view kept, it gets SIGURG on
+   * every tick until it ends. SIGURG is ignored by default, so it changes nothing in a program that does not wait
+   * for it; `sc.hold` does, and stops holding still.
    */
-  release?: boolean;
+  release?: string;
 }
 
 /** How many processes of the box's program get their root looked at (each costs one lstat per path component). */
@@ -67,6 +68,8 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
   let rootViews = 0;
   /** Pids of the payload's interpreter whose first entry the host has fully seen (released on each tick). */
   const looked = new Set<number>();
+  const releasable = (pid: number, id: ProcessIdentity): boolean =>
+    opts.release !== undefined && interpreter.has(pid) && (postureOf(id)?.cmdline.includes(opts.release) ?? false);
   const release = (pid: number): void => {
     try {
       process.kill(pid, 'SIGURG');
@@ -101,8 +104,7 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
       if (program.test(basename(exe))) {
         own.add(pid);
         if (PAYLOAD_INTERPRETER.test(basename(exe))) interpreter.add(pid);
-      }
-      else parents.set(pid, await parentOf(pid));
+      } else parents.set(pid, await parentOf(pid));
     }
     for (let changed = true; changed; ) {
       changed = false;
@@ -136,7 +138,7 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
           await withRootView(id);
           seen.set(pid, [first]);
           kept++;
-          if (opts.release && postureOf(first) !== undefined && interpreter.has(pid)) looked.add(pid);
+          if (releasable(pid, first)) looked.add(pid);
           continue;
         }
         const last = history[history.length - 1];
@@ -145,7 +147,7 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
           last.peakRssBytes = Math.max(last.peakRssBytes ?? 0, id.peakRssBytes ?? 0);
           // A posture read that failed (the process mid-exec, a busy machine) is tried again while the budget lasts.
           if (postureOf(last) === undefined) await withPosture(last);
-          if (opts.release && history.length === 1 && postureOf(last) !== undefined && interpreter.has(pid)) looked.add(pid);
+          if (history.length === 1 && releasable(pid, last)) looked.add(pid);
         } else if (kept < maxProcesses * 2) {
           history.push(await withPosture(id));
           kept++;

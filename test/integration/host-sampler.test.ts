@@ -78,11 +78,12 @@ describe.skipIf(SKIP !== undefined)(`process sampler: the box's own program, not
     expect(identityUid.judge(observation([]), undefined as never).verdict).toBe('inconclusive');
   }, 20_000);
 
-  it("a payload's hold ends once the host has looked (release), and holds its whole cap when the host never says so", async () => {
-    // The payload helper's own hold, capped at 8 s, as an unprivileged process the sampler looks at.
+  it("a payload's hold ends once the host has looked at this execution's payload (release), and holds its whole cap otherwise", async () => {
+    // The payload helper's own hold, capped at 8 s, as an unprivileged process the sampler looks at; its argv carries the nonce.
+    const nonce = `n${process.pid}x${Date.now()}`;
     const holder = (): ChildProcess =>
-      spawn(setpriv ?? 'setpriv', ['--reuid=' + BOX_UID, '--regid=' + BOX_UID, '--clear-groups', '--no-new-privs', '/usr/bin/python3', '-c', 'import sys; sys.path.insert(0, sys.argv[1]); import sandcheck_payload as sc; sc.hold(8)', join(packageRoot(), 'probes', '_shared')], { stdio: 'ignore' });
-    const run = async (release: boolean): Promise<{ ms: number; code: number | null; processes: ExecObservation['hostProcesses'] }> => {
+      spawn(setpriv ?? 'setpriv', ['--reuid=' + BOX_UID, '--regid=' + BOX_UID, '--clear-groups', '--no-new-privs', '/usr/bin/python3', '-c', 'import sys; sys.path.insert(0, sys.argv[1]); import sandcheck_payload as sc; sc.hold(8)', join(packageRoot(), 'probes', '_shared'), JSON.stringify({ nonce })], { stdio: 'ignore' });
+    const run = async (release: string): Promise<{ ms: number; code: number | null; processes: ExecObservation['hostProcesses'] }> => {
       const child = holder();
       const pid = child.pid;
       if (pid === undefined) throw new Error('spawn failed');
@@ -99,13 +100,14 @@ describe.skipIf(SKIP !== undefined)(`process sampler: the box's own program, not
       const { processes } = await sampler.stop();
       return { ms, code: code === 'holding' ? null : code, processes };
     };
-    const released = await run(true);
+    const released = await run(nonce);
     expect(released.code, 'a released hold exits 0 on its own').toBe(0);
     expect(released.ms).toBeLessThan(2500);
     // What the host needed was kept before the release: the payload's identity, seen from outside.
     expect(identityUid.judge(observation(released.processes), undefined as never).verdict).toBe('held');
-    const unreleased = await run(false);
-    expect(unreleased.code, 'without a release the hold is still running at 2.5 s').toBeNull();
+    // A python3 process of the box whose argv does not carry this execution's nonce is never signalled.
+    const other = await run(`other-${nonce}`);
+    expect(other.code, "released only for this execution's nonce: still holding at 2.5 s").toBeNull();
   }, 20_000);
 
   it("the host's scan releases a marked child holding with the payload's hold once it has seen it", async () => {
