@@ -25,7 +25,8 @@ import { measurePayload } from './measure-backend.js';
 import { parseOptions, USAGE } from './options.js';
 import { PAYLOADS } from './payloads.js';
 import { rawToolFor } from './raw-tools.js';
-import { consoleLines, markdown, writeResults, type BackendResult, type BenchResults, type MeasuredBackend } from './report.js';
+import { suiteTimes } from './suite-times.js';
+import { consoleLines, markdown, suiteMarkdown, writeResults, type BackendResult, type BenchResults, type MeasuredBackend } from './report.js';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const root = dirname(benchDir);
@@ -60,9 +61,12 @@ async function cleanUp(): Promise<void> {
 let cleaning: Promise<void> | undefined;
 const cleanUpOnce = (): Promise<void> => (cleaning ??= cleanUp());
 let interrupted = false;
+/** Stops a whole-suite CLI run in progress (it tears its own lab down on SIGTERM). */
+const stopSuites = new AbortController();
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   process.once(sig, () => {
     interrupted = true;
+    stopSuites.abort();
     console.error(`${sig}: stopping what this bench run started…`);
     void cleanUpOnce().finally(() => process.exit(130));
   });
@@ -148,6 +152,16 @@ try {
 if (interrupted) process.exit(130);
 log('CLI wall time…');
 const cli = await cliTimes(root, Math.max(opts.rounds, 5));
+log('Whole suites through the CLI…');
+// The floods are the harness's heaviest output (its own peak RSS); each suite starts its own lab (and dockerd).
+const SUITES = [
+  { label: 'full suite', backend: 'bwrap' },
+  { label: 'floods (stdout-flood, output-flood)', backend: 'bwrap', only: ['stdout-flood', 'output-flood'] },
+  { label: 'full suite', backend: 'docker-hardened' },
+  { label: 'full suite', backend: 'gvisor' },
+].filter((s) => opts.backends.includes(s.backend));
+const suites = interrupted ? { unavailable: 'interrupted' } : await suiteTimes(root, policy, SUITES, stopSuites.signal);
+for (const line of suiteMarkdown(suites)) log(line);
 const results: BenchResults = {
   schema: 'sandcheck-bench/1',
   at: new Date().toISOString(),
@@ -158,6 +172,7 @@ const results: BenchResults = {
   load: { start: startLoad, end: load() },
   backends,
   cli,
+  suites,
   // VmHWM was reset before each backend: the run's peak is the largest of the per-backend peaks.
   peakRssMb: Math.max(peakRssMb() ?? 0, ...backends.map((b) => (b.available ? (b.peakRssMb ?? 0) : 0))),
 };

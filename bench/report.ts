@@ -2,6 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import type { CliTimes } from './cli-times.js';
 import type { PayloadRow } from './measure-backend.js';
 import type { Machine } from './machine.js';
+import type { SuiteRow } from './suite-times.js';
 import { fmtMs, fmtRatio, type Summary } from './stats.js';
 
 export interface MeasuredBackend {
@@ -30,6 +31,8 @@ export interface BenchResults {
   load: { start: number[]; end: number[] };
   backends: BackendResult[];
   cli: CliTimes | { unavailable: string };
+  /** Whole-suite runs of the CLI at its default concurrency. */
+  suites: SuiteRow[] | { unavailable: string };
   /** Bench process peak RSS over the whole run, MB. */
   peakRssMb: number | undefined;
 }
@@ -76,8 +79,38 @@ export function markdown(r: BenchResults): string {
     L.push(`| CLI command | wall ms median (min–max), n | load 1-min |`, '|---|---|---|');
     for (const row of r.cli.rows) L.push(`| \`${row.command}\` | ${fmtMs(row.wallMs)}${row.problems.length ? ` (${row.problems.join('; ')})` : ''} | ${ld(r.cli.load.before)}→${ld(r.cli.load.after)} |`);
   }
+  L.push('', ...suiteMarkdown(r.suites));
   L.push('', `Bench process peak RSS (VmHWM) over the whole run: ${r.peakRssMb ?? '?'} MB.`, '');
   return L.join('\n');
+}
+
+const sec = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+const verdictText = (v: Record<string, number>): string =>
+  Object.entries(v)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([k, n]) => `${n} ${k}`)
+    .join(', ');
+
+/** The whole-suite table: wall against the least the schedule allows, and the harness's own peak RSS. */
+export function suiteMarkdown(suites: BenchResults['suites']): string[] {
+  if ('unavailable' in suites) return [`Whole suites: not measured (${suites.unavailable})`];
+  const L = [
+    '| suite (`sandcheck run --policy ci`, default -j) | slots (all/cpu/wait) | results | run wall | critical path | wall ÷ critical | longest result | harness peak RSS MB | exit | load 1-min |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+  ];
+  for (const s of suites) {
+    const what = `${s.backend} ${s.label}`;
+    L.push(
+      `| ${what} | ${s.slots.limit}/${s.slots.cpu}/${s.slots.wait} | ${s.results} (${verdictText(s.verdicts)}) | ${sec(s.runMs)} (process ${sec(s.processMs)}) | ${sec(s.criticalMs)} | ${s.ratio.toFixed(2)}× | ${s.longest.id} ${sec(s.longest.ms)} | ${s.peakRssMb ?? '?'} | ${s.exitCode ?? '?'} | ${ld(s.load.before)}→${ld(s.load.after)} |`,
+    );
+  }
+  L.push(
+    '',
+    "Critical path: the least wall time the schedule allows for the results' own durations (network probes one after another, with nothing beside them; the rest no less than the longest of them, their CPU-bound work over the CPU slots, and all their work over every slot). Run wall is the scorecard's own span (lab set-up to teardown).",
+  );
+  const problems = suites.flatMap((s) => s.problems.map((p) => `- ${s.backend} ${s.label}: ${p}`));
+  if (problems.length > 0) L.push('', 'Problems seen:', '', ...problems);
+  return L;
 }
 
 /** Console lines for one measured backend. */

@@ -15,7 +15,7 @@ export interface SpawnResult {
  */
 export function spawnTimed(
   argv: readonly string[],
-  options: { env: Record<string, string>; cwd?: string; extraPipes?: number; timeoutMs?: number },
+  options: { env: Record<string, string>; cwd?: string; extraPipes?: number; timeoutMs?: number; signal?: AbortSignal },
 ): Promise<SpawnResult> {
   const [file, ...args] = argv;
   if (file === undefined) return Promise.reject(new Error('empty argv'));
@@ -31,12 +31,16 @@ export function spawnTimed(
     });
     for (let fd = 3; fd < stdio.length; fd++) child.stdio[fd]?.on('data', () => undefined);
     const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
+    // SIGTERM, not SIGKILL: a sandcheck run tears its own lab and boxes down on it.
+    const stop = (): void => void child.kill('SIGTERM');
+    options.signal?.addEventListener('abort', stop, { once: true });
     child.once('error', (err) => {
       clearTimeout(timer);
       reject(err);
     });
     child.once('close', (code, signal) => {
       clearTimeout(timer);
+      options.signal?.removeEventListener('abort', stop);
       resolve({ ms: performance.now() - t0, exitCode: code, signal, stdoutBytes, stderrHead: stderrHead.slice(0, 2000) });
     });
   });

@@ -18,6 +18,13 @@ export interface SamplerOptions {
   maxPostureReads?: number;
   /** Paths the host looks up through /proc/<pid>/root of the first processes of the box's program (lab/root-view.ts). */
   rootPaths?: readonly string[];
+  /**
+   * This execution's nonce, to tell the payload the host has looked: once a process of the payload's interpreter
+   * whose command line carries it has its identity, posture and (with rootPaths) root view kept, it gets SIGURG on
+   * every tick until it ends. SIGURG is ignored by default, so it changes nothing in a program that does not wait
+   * for it; `sc.hold` does, and stops holding still.
+   */
+  release?: string;
 }
 
 /** How many processes of the box's program get their root looked at (each costs one lstat per path component). */
@@ -49,6 +56,8 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
   /** pid → identities seen while it ran the box's program (latest last). */
   const seen = new Map<number, ProcessIdentity[]>();
   const own = new Set<number>();
+  /** Own pids whose executable is the payload's interpreter (the only ones ever released). */
+  const interpreter = new Set<number>();
   let kept = 0;
   let maxConcurrent = 0;
   let busy = false;
@@ -57,6 +66,17 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
   const maxPostureReads = opts.maxPostureReads ?? 8;
   let hostView: HostView | undefined;
   let rootViews = 0;
+  /** Pids of the payload's interpreter whose first entry the host has fully seen (released on each tick). */
+  const looked = new Set<number>();
+  const releasable = (pid: number, id: ProcessIdentity): boolean =>
+    opts.release !== undefined && interpreter.has(pid) && (postureOf(id)?.cmdline.includes(opts.release) ?? false);
+  const release = (pid: number): void => {
+    try {
+      process.kill(pid, 'SIGURG');
+    } catch {
+      // Gone already (ESRCH): nothing to release.
+    }
+  };
   /** Looks up the probe's paths in the root of a process seen for the first time, while it still runs. */
   const withRootView = async (id: ProcessIdentity): Promise<void> => {
     if (!opts.rootPaths || opts.rootPaths.length === 0 || rootViews >= MAX_ROOT_VIEWS) return;
@@ -81,8 +101,10 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
     for (const pid of pids) {
       if (own.has(pid)) continue;
       const exe = procLink(`/proc/${pid}/exe`) ?? '';
-      if (program.test(basename(exe))) own.add(pid);
-      else parents.set(pid, await parentOf(pid));
+      if (program.test(basename(exe))) {
+        own.add(pid);
+        if (PAYLOAD_INTERPRETER.test(basename(exe))) interpreter.add(pid);
+      } else parents.set(pid, await parentOf(pid));
     }
     for (let changed = true; changed; ) {
       changed = false;
@@ -116,6 +138,7 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
           await withRootView(id);
           seen.set(pid, [first]);
           kept++;
+          if (releasable(pid, first)) looked.add(pid);
           continue;
         }
         const last = history[history.length - 1];
@@ -124,11 +147,13 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
           last.peakRssBytes = Math.max(last.peakRssBytes ?? 0, id.peakRssBytes ?? 0);
           // A posture read that failed (the process mid-exec, a busy machine) is tried again while the budget lasts.
           if (postureOf(last) === undefined) await withPosture(last);
+          if (history.length === 1 && releasable(pid, last)) looked.add(pid);
         } else if (kept < maxProcesses * 2) {
           history.push(await withPosture(id));
           kept++;
         }
       }
+      for (const pid of pids) if (looked.has(pid)) release(pid);
     } finally {
       busy = false;
     }

@@ -324,7 +324,7 @@ export class Runner {
       const prepared = await payloadFiles(probe, ctx, how.files);
       await env.putFiles(prepared.files);
       const execFrom = Date.now();
-      const watch = probe.watchSurvivor ? watchForProcess(`sandcheck-survivor-${ctx.nonce}`) : undefined;
+      const watch = probe.watchSurvivor ? watchForProcess(`sandcheck-survivor-${ctx.nonce}`, { release: probe.releaseWhenSeen === 'marked' }) : undefined;
       const exec = await execWithDeadline(this.execSetting(), env, probe, ctx, how, createdAt, prepared).finally(() => watch?.stop());
       const seenAlive = watch ? await watch.stop() : undefined;
       const wanted = typeof probe.artifacts === 'function' ? probe.artifacts(ctx) : probe.artifacts;

@@ -345,6 +345,11 @@ async function killOwnedProcesses(dir: string): Promise<string[]> {
   return found;
 }
 
+/** The ids of the containers a daemon made, from its data root (their processes can outlive the daemon and its shims). */
+async function containersOnDisk(L: Layout): Promise<string[]> {
+  return (await readdir(join(L.dataRoot, 'containers')).catch(() => [] as string[])).filter((n) => /^[0-9a-f]{64}$/.test(n));
+}
+
 /** Processes still in a cgroup of one of these containers (runc containers outlive a killed shim). */
 async function processesOfContainers(ids: readonly string[]): Promise<number[]> {
   if (ids.length === 0) return [];
@@ -410,7 +415,8 @@ async function stopDaemon(L: Layout, child: ChildProcess | undefined, client: Do
       await client.removeContainer(c.id).catch((err: unknown) => leftovers.push(`container ${c.id.slice(0, 12)} could not be removed: ${errorMessage(err)}`));
     }
   } catch {
-    // The daemon no longer answers: the kills below do the work.
+    // The daemon no longer answers (a crashed run): its own record of its containers names them for the kills below.
+    ids.push(...(await containersOnDisk(L)));
   }
   // 2. SIGTERM, then SIGKILL the whole process group after a grace.
   if (pid !== undefined) {

@@ -132,6 +132,14 @@ interface ProbeCommon {
    * sampleProcesses): the device and inode there, kept beside the sampled identity (lab/root-view.ts).
    */
   rootPaths?: readonly string[];
+  /**
+   * Who ends the payload's `sc.hold` (SIGURG) once the host has looked; without it the hold runs its whole cap.
+   * 'sampled' (needs sampleProcesses): the sampler, once it keeps the identity, posture and root view of the
+   * payload's interpreter whose argv carries the nonce. 'marked' (needs watchSurvivor): the host's scan, once it
+   * saw the marked process; the sampler then releases nothing, so the scan cannot miss a process released early.
+   * A box the host cannot see into (gVisor's Sentry, a remote box) holds the whole cap either way.
+   */
+  releaseWhenSeen?: 'sampled' | 'marked';
   /** Scan the host for `sandcheck-survivor-<nonce>` while it runs: proof the host can see what must not survive. */
   watchSurvivor?: boolean;
   /** Watch the host's health while it runs (resource probes). */

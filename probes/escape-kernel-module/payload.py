@@ -7,7 +7,6 @@ changes either way. The payload then holds still briefly so the host can read it
 """
 import errno
 import sys
-import time
 
 import sandcheck_payload as sc
 
@@ -34,6 +33,6 @@ else:
     buf = ctypes.create_string_buffer(IMAGE, len(IMAGE))
     rc = libc.syscall(ctypes.c_long(nr), buf, ctypes.c_ulong(len(IMAGE)), ctypes.c_char_p(b""))
     sc.escape_step("init_module", "ok" if rc == 0 else errno.errorcode.get(ctypes.get_errno(), "E?"), "%d garbage bytes" % len(IMAGE))
-# A fixed hold (capped) so the host sampler sees the program itself, whatever the machine load.
-time.sleep(min(float(args.get("holdSeconds", 2)), 10.0))
+# Holds still (capped) until the host sampler has seen the program itself, whatever the machine load.
+sc.hold(min(float(args.get("holdSeconds", 2)), 10.0))
 sc.done(args)

@@ -25,6 +25,7 @@ export const escapeKernelModule: SecurityProbe = {
   attack: ['T1547.006', 'T1611'],
   cwe: ['CWE-250', 'CWE-269'],
   sampleProcesses: true,
+  releaseWhenSeen: 'sampled',
   hostPrecondition: () => (hostLoadsModules() ? undefined : 'the host kernel has no loadable module support (no /proc/modules): no box can load a module on this machine'),
   args: () => ({ holdSeconds: 2 }),
   judge: (obs) =>

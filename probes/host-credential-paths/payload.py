@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import sys
-import time
 
 import sandcheck_payload as sc
 
@@ -56,6 +55,6 @@ ceiling = max(1, min(int(args.get("maxBytes", MAX_BYTES_CEILING)), MAX_BYTES_CEI
 line("(control) payload.py", measure(os.path.abspath(sys.argv[0]), nonce, ceiling))
 for path in [str(p) for p in args.get("paths", [])][:MAX_PATHS]:
     line(path, measure(path, nonce, ceiling))
-# A fixed hold (capped) so the host can look at the box's root through /proc/<pid>/root while it runs, whatever the machine load.
-time.sleep(min(float(args.get("holdSeconds", 2)), 5.0))
+# Holds still (capped) until the host has looked at the box's root through /proc/<pid>/root while it runs, whatever the machine load.
+sc.hold(min(float(args.get("holdSeconds", 2)), 5.0))
 sc.done(args)

@@ -13,6 +13,7 @@ export const hostCredentialPaths: SecurityProbe = {
   attack: ['T1552.001', 'T1003.008'],
   cwe: ['CWE-552', 'CWE-200'],
   sampleProcesses: true,
+  releaseWhenSeen: 'sampled',
   rootPaths: CREDENTIAL_PATHS,
   hostPrecondition: () => hostPreconditionFor('/', CREDENTIAL_PATHS),
   args: () => ({ paths: CREDENTIAL_PATHS, maxBytes: MAX_HASHED_BYTES, holdSeconds: 2 }),

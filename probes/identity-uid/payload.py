@@ -1,6 +1,5 @@
 """Reports its ids and capabilities, then holds still so the host can look at it from outside."""
 import os
-import time
 
 import sandcheck_payload as sc
 
@@ -15,6 +14,6 @@ try:
 except OSError:
     pass
 sc.report({"uid": os.getuid(), "euid": os.geteuid(), "status": status})
-# A fixed hold (capped) so the host sampler sees the program itself, whatever the machine load.
-time.sleep(min(float(args.get("holdSeconds", 2)), 10.0))
+# Holds still (capped) until the host sampler has seen the program itself, whatever the machine load.
+sc.hold(min(float(args.get("holdSeconds", 2)), 10.0))
 sc.done(args)

@@ -14,6 +14,8 @@ export const kernelIdentity: SecurityProbe = {
   cwe: ['CWE-653'],
   sampleProcesses: true,
   watchSurvivor: true,
+  // Released by the scan that must see the marked child, never by the sampler (which would race it).
+  releaseWhenSeen: 'marked',
   args: () => ({ holdSeconds: KERNEL_HOLD_SECONDS }),
   judge: (obs, ctx) => judgeKernelIdentity(obs, ctx),
 };

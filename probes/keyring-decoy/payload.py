@@ -9,7 +9,6 @@ import ctypes
 import os
 import platform
 import re
-import time
 
 import sandcheck_payload as sc
 
@@ -75,7 +74,7 @@ else:
                 result["%s keyring" % name] = "found a decoy"
             except OSError as e:
                 result.setdefault("%s keyring" % name, e.strerror or str(e))
-# Alive long enough for the host to sample it (its seccomp mode is the outside evidence when keyctl is refused).
-time.sleep(min(float(args.get("holdSeconds", 2)), 5.0))
+# Holds still (capped) until the host has sampled it (its seccomp mode is the outside evidence when keyctl is refused).
+sc.hold(min(float(args.get("holdSeconds", 2)), 5.0))
 sc.report(result)
 sc.done(args)

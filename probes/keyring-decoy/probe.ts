@@ -43,6 +43,7 @@ export const keyringDecoy: SecurityProbe = {
   cwe: ['CWE-668', 'CWE-522'],
   positiveControl: 'file',
   sampleProcesses: true,
+  releaseWhenSeen: 'sampled',
   // The payload, and under gVisor the Sentry that carries out its system calls: a seccomp filter on either is outside evidence.
   sampleProgram: /^(python3(\.\d+)*|runsc)$/,
   hostPrecondition: (ctx) => (ctx.hostDecoys.keyDescriptions?.length ? undefined : `the host refused the decoy keys: ${ctx.hostDecoys.keyringUnavailable ?? 'no keyring decoy'}`),

@@ -1,4 +1,7 @@
-import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { selfOwner } from '../../backends/shared/process-owner.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -439,4 +442,31 @@ describe('lab daemon crash sweep (no daemon needed)', () => {
       await rm(root, { recursive: true, force: true });
     }
   });
+  it.skipIf(process.getuid?.() !== 0 || !existsSync('/sys/fs/cgroup/pids/cgroup.procs'))(
+    "a dead daemon's containers named by its data root: their processes, which outlive a killed daemon and its shims, are killed",
+    async () => {
+      const root = await mkdtemp(join(tmpdir(), 'sandcheck-labd-'));
+      const id = randomBytes(32).toString('hex');
+      // A container's cgroup as a daemon with a cgroup parent makes it (v1 pids hierarchy), holding a stand-in process.
+      const parent = `/sys/fs/cgroup/pids/sc-labd-test-${id.slice(0, 8)}`;
+      const sleeper = spawn('sleep', ['30'], { stdio: 'ignore' });
+      const ended = new Promise<NodeJS.Signals | null>((r) => sleeper.once('exit', (_code, signal) => r(signal)));
+      try {
+        await mkdir(join(parent, id), { recursive: true });
+        await writeFile(join(parent, id, 'cgroup.procs'), `${sleeper.pid ?? ''}`);
+        const me = await selfOwner();
+        await mkdir(join(root, 'dead', 'data', 'containers', id), { recursive: true });
+        await writeFile(join(root, 'dead', 'owner.json'), JSON.stringify({ version: 1, runId: 'r1', ownerPid: 4194000, ownerStartTime: 1, bootId: me.bootId, netnsPath: '/run/netns/sc-r1', createdAt: new Date().toISOString() }));
+        const report = await sweepStaleLabDaemons(root);
+        expect(report.removed).toEqual([join(root, 'dead')]);
+        expect(await Promise.race([ended, new Promise((r) => setTimeout(() => r('still running'), 5000))])).toBe('SIGKILL');
+      } finally {
+        sleeper.kill('SIGKILL');
+        await ended;
+        await rmdir(join(parent, id)).catch(() => undefined);
+        await rmdir(parent).catch(() => undefined);
+        await rm(root, { recursive: true, force: true });
+      }
+    },
+  );
 });

@@ -5,10 +5,13 @@
  * payload's interpreter as an unprivileged uid after a pause the sampler is sure to see.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Environment } from '../../backends/contract.js';
 import { findBinary } from '../../backends/shared/find-binary.js';
+import { packageRoot } from '../../harness/paths.js';
 import { startProcessSampler } from '../../harness/host-observers.js';
+import { watchForProcess } from '../../harness/process-watch.js';
 import type { ExecObservation } from '../../harness/model/observation.js';
 import type { Observation } from '../../harness/model/probe.js';
 import { identityNoNewPrivs, identityUid } from '../../probes/identity-uid/probe.js';
@@ -73,5 +76,51 @@ describe.skipIf(SKIP !== undefined)(`process sampler: the box's own program, not
     const { processes } = await sampler.stop();
     expect(processes.some((p) => p.command === 'sleep'), JSON.stringify(processes)).toBe(true);
     expect(identityUid.judge(observation([]), undefined as never).verdict).toBe('inconclusive');
+  }, 20_000);
+
+  it("a payload's hold ends once the host has looked at this execution's payload (release), and holds its whole cap otherwise", async () => {
+    // The payload helper's own hold, capped at 8 s, as an unprivileged process the sampler looks at; its argv carries the nonce.
+    const nonce = `n${process.pid}x${Date.now()}`;
+    const holder = (): ChildProcess =>
+      spawn(setpriv ?? 'setpriv', ['--reuid=' + BOX_UID, '--regid=' + BOX_UID, '--clear-groups', '--no-new-privs', '/usr/bin/python3', '-c', 'import sys; sys.path.insert(0, sys.argv[1]); import sandcheck_payload as sc; sc.hold(8)', join(packageRoot(), 'probes', '_shared'), JSON.stringify({ nonce })], { stdio: 'ignore' });
+    const run = async (release: string): Promise<{ ms: number; code: number | null; processes: ExecObservation['hostProcesses'] }> => {
+      const child = holder();
+      const pid = child.pid;
+      if (pid === undefined) throw new Error('spawn failed');
+      const t0 = performance.now();
+      const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+      const sampler = startProcessSampler(fakeEnv(() => [pid]), { intervalMs: 50, release });
+      // Without a release the hold outlives this window; the test then ends it (it is this test's own child).
+      const code = await Promise.race([exited, new Promise<'holding'>((r) => setTimeout(() => r('holding'), 2500))]);
+      const ms = performance.now() - t0;
+      if (code === 'holding') {
+        child.kill('SIGKILL');
+        await exited;
+      }
+      const { processes } = await sampler.stop();
+      return { ms, code: code === 'holding' ? null : code, processes };
+    };
+    const released = await run(nonce);
+    expect(released.code, 'a released hold exits 0 on its own').toBe(0);
+    expect(released.ms).toBeLessThan(2500);
+    // What the host needed was kept before the release: the payload's identity, seen from outside.
+    expect(identityUid.judge(observation(released.processes), undefined as never).verdict).toBe('held');
+    // A python3 process of the box whose argv does not carry this execution's nonce is never signalled.
+    const other = await run(`other-${nonce}`);
+    expect(other.code, "released only for this execution's nonce: still holding at 2.5 s").toBeNull();
+  }, 20_000);
+
+  it("the host's scan releases a marked child holding with the payload's hold once it has seen it", async () => {
+    const marker = `sandcheck-survivor-sampler-test-${process.pid}`;
+    const hold = 'import sys; sys.path.insert(0, sys.argv[2]); import sandcheck_payload as sc; sc.hold(float(sys.argv[1]))';
+    const child = spawn('/usr/bin/python3', ['-c', hold, '8', join(packageRoot(), 'probes', '_shared'), marker], { stdio: 'ignore' });
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    const t0 = performance.now();
+    const watch = watchForProcess(marker, { release: true });
+    const code = await Promise.race([exited, new Promise<'holding'>((r) => setTimeout(() => r('holding'), 2500))]);
+    if (code === 'holding') child.kill('SIGKILL');
+    expect(await watch.stop()).toBe(true);
+    expect(code, 'released before 2.5 s of its 8 s hold').toBe(0);
+    expect(performance.now() - t0).toBeLessThan(2500);
   }, 20_000);
 });
