@@ -156,7 +156,7 @@ log('Whole suites through the CLI…');
 // The floods are the harness's heaviest output (its own peak RSS); each suite starts its own lab (and dockerd).
 const SUITES = [
   { label: 'full suite', backend: 'bwrap' },
-  { label: 'floods (stdout-flood, output-flood)', backend: 'bwrap', only: ['stdout-flood', 'output-flood'] },
+  { label: 'floods (stdout-flood, stderr-flood, long-line)', backend: 'bwrap', only: ['stdout-flood', 'stderr-flood', 'long-line'] },
   { label: 'full suite', backend: 'docker-hardened' },
   { label: 'full suite', backend: 'gvisor' },
 ].filter((s) => opts.backends.includes(s.backend));

@@ -100,9 +100,11 @@ export async function suiteTimes(root: string, policy: Policy, entries: readonly
       }
       const results = cards.flatMap((c) => c?.results ?? []);
       const timed = results.map((x) => ({ id: x.id, ms: x.durationMs ?? 0 }));
+      // Security verdicts by name; a task counts by whether its outcome was the expected one.
       const verdicts: Record<string, number> = {};
+      const tasks = new Set((cards[1]?.results ?? []).map((x) => x.id));
       for (const x of results) {
-        const v = x.verdict ?? `task ${x.outcome ?? '?'}`;
+        const v = tasks.has(x.id) ? `task ${x.outcome ?? '?'}` : (x.verdict ?? '?');
         verdicts[v] = (verdicts[v] ?? 0) + 1;
       }
       const longest = timed.reduce((a, b) => (b.ms > a.ms ? b : a), { id: '', ms: 0 });
