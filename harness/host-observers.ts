@@ -66,10 +66,11 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
   const maxPostureReads = opts.maxPostureReads ?? 8;
   let hostView: HostView | undefined;
   let rootViews = 0;
-  /** Pids of the payload's interpreter whose first entry the host has fully seen (released on each tick). */
-  const looked = new Set<number>();
-  const releasable = (pid: number, id: ProcessIdentity): boolean =>
-    opts.release !== undefined && interpreter.has(pid) && (postureOf(id)?.cmdline.includes(opts.release) ?? false);
+  /** A process of the payload's interpreter whose first entry (root view done, posture read) names this execution. */
+  const releasable = (pid: number, nonce: string): boolean => {
+    const first = seen.get(pid)?.[0];
+    return first !== undefined && interpreter.has(pid) && (postureOf(first)?.cmdline.includes(nonce) ?? false);
+  };
   const release = (pid: number): void => {
     try {
       process.kill(pid, 'SIGURG');
@@ -138,7 +139,6 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
           await withRootView(id);
           seen.set(pid, [first]);
           kept++;
-          if (releasable(pid, first)) looked.add(pid);
           continue;
         }
         const last = history[history.length - 1];
@@ -147,13 +147,13 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
           last.peakRssBytes = Math.max(last.peakRssBytes ?? 0, id.peakRssBytes ?? 0);
           // A posture read that failed (the process mid-exec, a busy machine) is tried again while the budget lasts.
           if (postureOf(last) === undefined) await withPosture(last);
-          if (history.length === 1 && releasable(pid, last)) looked.add(pid);
         } else if (kept < maxProcesses * 2) {
           history.push(await withPosture(id));
           kept++;
         }
       }
-      for (const pid of pids) if (looked.has(pid)) release(pid);
+      const nonce = opts.release;
+      if (nonce !== undefined) for (const pid of pids) if (releasable(pid, nonce)) release(pid);
     } finally {
       busy = false;
     }
