@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
-import { readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { SandcheckError } from '../../harness/errors.js';
 import type { Tristate } from '../../harness/model/observation.js';
 import type { Policy } from '../../harness/model/policy.js';
 import { RUN_MARKER } from '../../harness/run-context.js';
+import { procLink } from '../../lab/proc-files.js';
 import { findProcessesWithEnvMarker } from '../../lab/process-scan.js';
 import type { BackendContext, ByteSink, Environment, ExecRequest, ExecResult, GotFile, Leftovers, PutFile, ResourceReport } from '../contract.js';
 import { describeEntry } from '../file-entry.js';
@@ -384,11 +384,7 @@ export class BwrapEnvironment implements Environment {
 }
 
 async function userNamespaceOf(pid: string): Promise<string | undefined> {
-  try {
-    return await readlink(`/proc/${pid}/ns/user`);
-  } catch {
-    return undefined;
-  }
+  return procLink(`/proc/${pid}/ns/user`);
 }
 
 interface Outcome {

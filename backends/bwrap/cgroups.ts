@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { constants } from 'node:fs';
+import { constants, existsSync, mkdirSync, rmdirSync } from 'node:fs';
 import { access, mkdir, readdir, realpath, rmdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ResourceReport } from '../contract.js';
 import { observedOnly, readV1Counters, readV2Counters, type CgroupCounters } from '../shared/cgroup-counters.js';
-import { cgroupMounts, parseKeyed, readPids, readText, type CgroupMount } from '../shared/cgroup-files.js';
+import { cgroupMounts, parseKeyed, readPids, readText, tryWriteControl, writeControl, type CgroupMount } from '../shared/cgroup-files.js';
 import { killQuietly } from '../shared/process-kill.js';
 import { BWRAP_SIBLING_PREFIXES, CGROUP_NAMES } from '../shared/cgroup-names.js';
 
@@ -80,6 +80,14 @@ function code(err: unknown): string {
   return typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : String(err);
 }
 
+function tryRmdir(dir: string): void {
+  try {
+    rmdirSync(dir);
+  } catch {
+    // already gone, or busy: nothing more to undo here
+  }
+}
+
 async function waitFor(check: () => Promise<boolean>, timeoutMs: number, stepMs = 10): Promise<boolean> {
   const until = Date.now() + timeoutMs;
   for (;;) {
@@ -128,7 +136,7 @@ class V1Cgroup implements EnvCgroup {
       let frozen = false;
       if (freezer) {
         try {
-          await writeFile(freezer, 'FROZEN');
+          writeControl(freezer, 'FROZEN');
           frozen = await waitFor(async () => (await readText(freezer))?.trim() === 'FROZEN', 1000);
         } catch {
           frozen = false;
@@ -136,7 +144,7 @@ class V1Cgroup implements EnvCgroup {
       }
       // Frozen tasks cannot fork or exit, so this list is complete and no pid can be reused under us.
       for (const pid of await this.pids()) killQuietly(pid);
-      if (freezer) await writeFile(freezer, 'THAWED').catch(() => undefined);
+      if (freezer) tryWriteControl(freezer, 'THAWED');
       if (await waitFor(async () => (await this.pids()).length === 0, frozen ? KILL_WAIT_MS : 200)) return [];
     }
     return this.pids();
@@ -150,7 +158,7 @@ class V1Cgroup implements EnvCgroup {
       ['cpuacct', 'cpuacct.usage'],
     ] as const) {
       const path = this.file(c, f);
-      if (path) await writeFile(path, '0').catch(() => undefined);
+      if (path) tryWriteControl(path, '0');
     }
     return this.counters();
   }
@@ -183,7 +191,7 @@ class V1Cgroup implements EnvCgroup {
     const problems: string[] = [];
     for (const [c, d] of uniqueDirs(this.dirs)) {
       try {
-        await rmdir(d);
+        rmdirSync(d);
       } catch (err) {
         if (code(err) !== 'ENOENT') problems.push(`cgroup ${this.name} (${c}) could not be removed: ${code(err)}`);
       }
@@ -223,25 +231,25 @@ class V1Hierarchy implements CgroupHierarchy {
     const dirs = new Map([...this.roots].map(([c, r]) => [c, join(r, name)]));
     try {
       for (const [, d] of uniqueDirs(dirs)) {
-        await mkdir(d);
+        mkdirSync(d);
         made.push(d);
       }
       const memDir = dirs.get('memory');
       if (limits.memoryBytes !== undefined && memDir) {
-        await writeFile(join(memDir, 'memory.limit_in_bytes'), String(limits.memoryBytes));
+        writeControl(join(memDir, 'memory.limit_in_bytes'), String(limits.memoryBytes));
         // memsw (memory + swap) must be >= the memory limit, so it comes second; absent without swap accounting.
         const memsw = join(memDir, 'memory.memsw.limit_in_bytes');
-        if (await exists(memsw)) await writeFile(memsw, String(limits.memoryBytes));
+        if (existsSync(memsw)) writeControl(memsw, String(limits.memoryBytes));
       }
       const pidsDir = dirs.get('pids');
-      if (limits.pids !== undefined && pidsDir) await writeFile(join(pidsDir, 'pids.max'), String(limits.pids));
+      if (limits.pids !== undefined && pidsDir) writeControl(join(pidsDir, 'pids.max'), String(limits.pids));
       const cpuDir = dirs.get('cpu');
       if (limits.cpuCores !== undefined && cpuDir) {
-        await writeFile(join(cpuDir, 'cpu.cfs_period_us'), String(CFS_PERIOD_US));
-        await writeFile(join(cpuDir, 'cpu.cfs_quota_us'), String(Math.max(1000, Math.round(limits.cpuCores * CFS_PERIOD_US))));
+        writeControl(join(cpuDir, 'cpu.cfs_period_us'), String(CFS_PERIOD_US));
+        writeControl(join(cpuDir, 'cpu.cfs_quota_us'), String(Math.max(1000, Math.round(limits.cpuCores * CFS_PERIOD_US))));
       }
     } catch (err) {
-      for (const d of made.reverse()) await rmdir(d).catch(() => undefined);
+      for (const d of made.reverse()) tryRmdir(d);
       throw new Error(`cannot set up cgroup ${name}: ${code(err)}`, { cause: err });
     }
     return cg;
@@ -284,13 +292,13 @@ class V2Cgroup implements EnvCgroup {
     if ((await this.pids()).length === 0) return [];
     const killFile = join(this.dir, 'cgroup.kill');
     if (await exists(killFile)) {
-      await writeFile(killFile, '1').catch(() => undefined);
+      tryWriteControl(killFile, '1');
     } else {
       const freeze = join(this.dir, 'cgroup.freeze');
-      await writeFile(freeze, '1').catch(() => undefined);
+      tryWriteControl(freeze, '1');
       await waitFor(async () => parseKeyed(await readText(join(this.dir, 'cgroup.events'))).get('frozen') === 1, 1000);
       for (const pid of await this.pids()) killQuietly(pid);
-      await writeFile(freeze, '0').catch(() => undefined);
+      tryWriteControl(freeze, '0');
     }
     await waitFor(async () => !(await this.populated()), KILL_WAIT_MS);
     return this.pids();
@@ -326,7 +334,7 @@ class V2Cgroup implements EnvCgroup {
 
   async remove(): Promise<string[]> {
     try {
-      await rmdir(this.dir);
+      rmdirSync(this.dir);
       return [];
     } catch (err) {
       return code(err) === 'ENOENT' ? [] : [`cgroup ${this.name} could not be removed: ${code(err)}`];
@@ -354,19 +362,19 @@ class V2Hierarchy implements CgroupHierarchy {
 
   async create(name: string, limits: CgroupLimits): Promise<EnvCgroup> {
     const cg = this.open(name);
-    await mkdir(cg.dir);
+    mkdirSync(cg.dir);
     try {
       if (limits.memoryBytes !== undefined) {
-        await writeFile(join(cg.dir, 'memory.max'), String(limits.memoryBytes));
+        writeControl(join(cg.dir, 'memory.max'), String(limits.memoryBytes));
         const swap = join(cg.dir, 'memory.swap.max');
-        if (await exists(swap)) await writeFile(swap, '0');
+        if (existsSync(swap)) writeControl(swap, '0');
       }
-      if (limits.pids !== undefined) await writeFile(join(cg.dir, 'pids.max'), String(limits.pids));
+      if (limits.pids !== undefined) writeControl(join(cg.dir, 'pids.max'), String(limits.pids));
       if (limits.cpuCores !== undefined) {
-        await writeFile(join(cg.dir, 'cpu.max'), `${Math.max(1000, Math.round(limits.cpuCores * CFS_PERIOD_US))} ${CFS_PERIOD_US}`);
+        writeControl(join(cg.dir, 'cpu.max'), `${Math.max(1000, Math.round(limits.cpuCores * CFS_PERIOD_US))} ${CFS_PERIOD_US}`);
       }
     } catch (err) {
-      await rmdir(cg.dir).catch(() => undefined);
+      tryRmdir(cg.dir);
       throw new Error(`cannot set up cgroup ${name}: ${code(err)}`, { cause: err });
     }
     return cg;

@@ -1,6 +1,7 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { readdirSync } from 'node:fs';
+import { procText } from '../../lab/proc-files.js';
 
-/** What bwrap alone reads from the host's /proc (the rest: ../shared/host-proc.ts). */
+/** What bwrap alone reads from the host's /proc (the rest: ../shared/host-proc.ts), synchronously (lab/proc-files.ts says why). */
 
 export interface ProcIdentity {
   pid: number;
@@ -30,11 +31,8 @@ export function parseStatus(pid: number, text: string): ProcIdentity | undefined
 }
 
 export async function readIdentity(pid: number): Promise<ProcIdentity | undefined> {
-  try {
-    return parseStatus(pid, await readFile(`/proc/${pid}/status`, 'utf8'));
-  } catch {
-    return undefined;
-  }
+  const text = procText(`/proc/${pid}/status`);
+  return text === undefined ? undefined : parseStatus(pid, text);
 }
 
 const O_CLOEXEC = 0o2000000;
@@ -47,7 +45,7 @@ const O_CLOEXEC = 0o2000000;
 export async function inheritableFds(): Promise<number[]> {
   let entries: string[];
   try {
-    entries = await readdir('/proc/self/fd');
+    entries = readdirSync('/proc/self/fd');
   } catch {
     return [];
   }
@@ -55,12 +53,9 @@ export async function inheritableFds(): Promise<number[]> {
   for (const e of entries) {
     const fd = Number(e);
     if (!Number.isInteger(fd) || fd < 3) continue;
-    try {
-      const flags = /^flags:\s*([0-7]+)$/m.exec(await readFile(`/proc/self/fdinfo/${fd}`, 'utf8'))?.[1];
-      if (flags !== undefined && (parseInt(flags, 8) & O_CLOEXEC) === 0) out.push(fd);
-    } catch {
-      // Closed meanwhile (the directory listing's own descriptor, for one).
-    }
+    // Unreadable: closed meanwhile (the directory listing's own descriptor, for one).
+    const flags = /^flags:\s*([0-7]+)$/m.exec(procText(`/proc/self/fdinfo/${fd}`) ?? '')?.[1];
+    if (flags !== undefined && (parseInt(flags, 8) & O_CLOEXEC) === 0) out.push(fd);
   }
   return out.sort((a, b) => a - b);
 }

@@ -1,5 +1,5 @@
-import { constants } from 'node:fs';
-import { chmod, chown, lstat, mkdir, open, readFile, readlink, rename, rm, unlink, writeFile } from 'node:fs/promises';
+import { chmodSync, chownSync, constants, lstatSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { chmod, chown, lstat, mkdir, open, readFile, readlink, rm, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import { z } from 'zod';
@@ -69,14 +69,16 @@ function errCode(err: unknown): string {
 
 /** A root-owned, non-symlink directory with the given mode, created if missing (refuses anything else). */
 export async function ensurePrivateDir(path: string, mode: number, uid: number | undefined): Promise<void> {
-  await mkdir(path, { recursive: true, mode });
+  // Synchronous here and in createEnvRoot: metadata calls in the state root, once per environment, each a
+  // few µs of the kernel's time against a quarter of a millisecond of this process's through the thread pool.
+  mkdirSync(path, { recursive: true, mode });
   // Boxes that run as another uid reach their workspaces through the state root: it must stay traversable.
   if (path.startsWith(`${STATE_ROOT}/`)) repairStateRoot();
-  const st = await lstat(path);
+  const st = lstatSync(path);
   if (!st.isDirectory() || (uid !== undefined && st.uid !== uid)) {
     throw new SandcheckError('BACKEND_UNAVAILABLE', `state directory ${path} is not a directory owned by uid ${uid}; refusing to use it`);
   }
-  await chmod(path, mode);
+  chmodSync(path, mode);
 }
 
 export async function ownerRecord(runId: string, envId: string, mounted: boolean, image?: string): Promise<OwnerRecord> {
@@ -96,8 +98,8 @@ export async function ownerRecord(runId: string, envId: string, mounted: boolean
 
 export async function writeOwner(env: EnvRoot, record: OwnerRecord): Promise<void> {
   const tmp = `${env.ownerFile}.tmp`;
-  await writeFile(tmp, `${JSON.stringify(record)}\n`, { mode: 0o644 });
-  await rename(tmp, env.ownerFile);
+  writeFileSync(tmp, `${JSON.stringify(record)}\n`, { mode: 0o644 });
+  renameSync(tmp, env.ownerFile);
 }
 
 export async function readOwner(file: string): Promise<OwnerRecord | undefined> {
@@ -182,20 +184,20 @@ async function mountSized(dir: string, mountName: string, fs: SizedFs): Promise<
  * /proc/mounts, or an ext4 image file mounted at fs/ of the environment's root.
  */
 export async function createEnvRoot(root: string, mountName: string, sized: SizedFs | undefined, box: Ownership | undefined, owner: OwnerRecord): Promise<EnvRoot> {
-  await mkdir(root, { mode: 0o711 });
-  await chmod(root, 0o711);
+  mkdirSync(root, { mode: 0o711 });
+  chmodSync(root, 0o711);
   const env = new EnvRoot(root, sized !== undefined, sized?.kind === 'disk-image' ? sized.image : undefined);
   // The record comes first, so that a sweep never mistakes an environment being built for a stale one.
   await writeOwner(env, owner);
   try {
-    await mkdir(env.fs, { mode: 0o711 });
+    mkdirSync(env.fs, { mode: 0o711 });
     if (sized !== undefined) await mountSized(env.fs, mountName, sized);
-    await mkdir(env.work, { mode: 0o700 });
-    if (box) await chown(env.work, box.uid, box.gid);
+    mkdirSync(env.work, { mode: 0o700 });
+    if (box) chownSync(env.work, box.uid, box.gid);
     if (sized !== undefined) {
-      await mkdir(env.tmp, { mode: 0o700 });
-      await chmod(env.tmp, 0o1777);
-      if (box) await chown(env.tmp, box.uid, box.gid);
+      mkdirSync(env.tmp, { mode: 0o700 });
+      chmodSync(env.tmp, 0o1777);
+      if (box) chownSync(env.tmp, box.uid, box.gid);
     }
   } catch (err) {
     await removeEnvRoot(root, sized !== undefined, mountName, env.image);

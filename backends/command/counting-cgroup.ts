@@ -1,9 +1,9 @@
-import { mkdir, readdir, realpath, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, realpath, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ResourceReport } from '../contract.js';
 import { observedOnly, readV1Counters, type CgroupCounters } from '../shared/cgroup-counters.js';
-import { cgroupMounts, readPids } from '../shared/cgroup-files.js';
+import { cgroupMounts, readPids, tryWriteControl } from '../shared/cgroup-files.js';
 import { killQuietly } from '../shared/process-kill.js';
 
 /**
@@ -131,7 +131,7 @@ export class CountingCgroup {
   /** Resets the memory peak (the kernel allows it) and returns the baseline of the event counters. */
   async beginExec(): Promise<CgroupCounters> {
     const mem = this.dirs.get('memory');
-    if (mem !== undefined) await writeFile(join(mem, 'memory.max_usage_in_bytes'), '0').catch(() => undefined);
+    if (mem !== undefined) tryWriteControl(join(mem, 'memory.max_usage_in_bytes'), '0');
     return this.counters();
   }
 
@@ -152,9 +152,9 @@ export class CountingCgroup {
   async killAll(): Promise<number[]> {
     const freezer = this.dirs.get('freezer');
     const state = freezer === undefined ? undefined : join(freezer, 'freezer.state');
-    if (state !== undefined) await writeFile(state, 'FROZEN').catch(() => undefined);
+    if (state !== undefined) tryWriteControl(state, 'FROZEN');
     for (let round = 0; round < 3; round++) for (const p of await this.allPids()) killQuietly(p);
-    if (state !== undefined) await writeFile(state, 'THAWED').catch(() => undefined);
+    if (state !== undefined) tryWriteControl(state, 'THAWED');
     const until = Date.now() + KILL_WAIT_MS;
     while (Date.now() < until) {
       const left = await this.allPids();

@@ -1,8 +1,8 @@
-import { mkdir, readdir, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ResourceReport } from '../contract.js';
 import { readV1Counters, readV2Counters, type CgroupCounters } from '../shared/cgroup-counters.js';
-import { cgroupMounts, readNumber, readPids, readText } from '../shared/cgroup-files.js';
+import { cgroupMounts, readNumber, readPids, readText, tryWriteControl } from '../shared/cgroup-files.js';
 import { CGROUP_NAMES } from '../shared/cgroup-names.js';
 
 /**
@@ -122,7 +122,7 @@ export async function createParentCgroup(name: string): Promise<ParentCgroup> {
     },
     async resetPeaks() {
       const mem = file('memory', 'memory.max_usage_in_bytes');
-      if (mem) await writeFile(mem, '0').catch(() => undefined);
+      if (mem) tryWriteControl(mem, '0');
     },
   };
 }
@@ -190,8 +190,8 @@ function v1Cgroup(dirs: Map<V1Controller, string>, path: string): ContainerCgrou
       return readV1Counters(dirs);
     },
     async resetPeaks() {
-      await writeFile(f('memory', 'memory.max_usage_in_bytes'), '0').catch(() => undefined);
-      await writeFile(f('memory', 'memory.failcnt'), '0').catch(() => undefined);
+      tryWriteControl(f('memory', 'memory.max_usage_in_bytes'), '0');
+      tryWriteControl(f('memory', 'memory.failcnt'), '0');
     },
   };
 }

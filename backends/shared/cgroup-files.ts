@@ -1,12 +1,31 @@
-import { readFile } from 'node:fs/promises';
+import { readFileSync, writeFileSync } from 'node:fs';
 
-/** Reading cgroupfs files and the host's cgroup mounts (v1 and v2). */
+/**
+ * Reading and writing cgroupfs files, and the host's cgroup mounts (v1 and v2). cgroupfs (like procfs) is
+ * answered from kernel memory, so these are synchronous: through the async API each small file costs four
+ * thread-pool round trips, about 0.25 ms of CPU against 0.02 ms, and a box execution touches dozens.
+ */
 
 export async function readText(path: string): Promise<string | undefined> {
   try {
-    return await readFile(path, 'utf8');
+    return readFileSync(path, 'utf8');
   } catch {
     return undefined;
+  }
+}
+
+/** Writes a control file (memory.limit_in_bytes, freezer.state…); throws what the kernel refused. */
+export function writeControl(path: string, value: string): void {
+  writeFileSync(path, value);
+}
+
+/** writeControl for writes whose failure changes nothing (a counter reset, a thaw): whether it worked. */
+export function tryWriteControl(path: string, value: string): boolean {
+  try {
+    writeFileSync(path, value);
+    return true;
+  } catch {
+    return false;
   }
 }
 
