@@ -3,7 +3,7 @@ import { procLink, procText } from '../lab/proc-files.js';
 import type { Environment } from '../backends/contract.js';
 import type { Observation } from './model/probe.js';
 import { attachPosture, postureOf, readHostView, readProcessIdentity, readProcessPosture, type HostView, type ProcessIdentity } from '../lab/host-process.js';
-import { attachRootView, readRootView } from '../lab/root-view.js';
+import { attachRootView, readRootView, rootViewOf } from '../lab/root-view.js';
 
 /** The box's own program: the payload's interpreter, by the executable the kernel names (never by its self-chosen comm). */
 export const PAYLOAD_INTERPRETER = /^python3(\.\d+)*$/;
@@ -66,10 +66,15 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
   const maxPostureReads = opts.maxPostureReads ?? 8;
   let hostView: HostView | undefined;
   let rootViews = 0;
-  /** A process of the payload's interpreter whose first entry (root view done, posture read) names this execution. */
+  /**
+   * A process of the payload's interpreter whose first entry names this execution in its posture and, when the probe
+   * asked for paths, in a root view too: a root view skipped (its budget spent on other processes of the program) or
+   * lost (the lookup raced an exit) keeps the process holding until its cap, never released without it.
+   */
   const releasable = (pid: number, nonce: string): boolean => {
     const first = seen.get(pid)?.[0];
-    return first !== undefined && interpreter.has(pid) && (postureOf(first)?.cmdline.includes(nonce) ?? false);
+    if (first === undefined || !interpreter.has(pid) || !(postureOf(first)?.cmdline.includes(nonce) ?? false)) return false;
+    return !opts.rootPaths?.length || (rootViewOf(first)?.cmdline.includes(nonce) ?? false);
   };
   const release = (pid: number): void => {
     try {

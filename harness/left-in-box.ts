@@ -38,7 +38,8 @@ export async function readWorkspaceFiles(root: string, skip: ReadonlySet<string>
   return out;
 }
 
-async function readNoFollow(path: string): Promise<Buffer | undefined> {
+/** The first MiB of a regular file, never through a link; undefined for anything else or what cannot be read. */
+export async function readNoFollow(path: string): Promise<Buffer | undefined> {
   let fh;
   try {
     fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);

@@ -17,6 +17,7 @@ import { segmentsOf } from '../shared/workspace-path.js';
 import { createEnvRoot, ensurePrivateDir, getFile, ownerRecord, putFile, removeEnvRoot, type EnvRoot, type Ownership, type SizedFs } from '../bwrap/workspace.js';
 import { HOST_PATH, type CommandBackendConfig } from './config.js';
 import { CountingCgroup, type CountingDetection } from './counting-cgroup.js';
+import { removeToolTemp } from './tool-temp.js';
 import { launch, runHelper, type LaunchOutcome, type Running } from './launch.js';
 import { expand, policyValues, type Values } from './template.js';
 import { CGROUP_NAMES } from '../shared/cgroup-names.js';
@@ -357,6 +358,12 @@ class CommandEnvironment implements Environment {
       for (const pid of left) items.push(`process ${pid} (${await commOf(pid)}) survived SIGKILL in the environment's cgroup`);
     }
     for (const p of await killMarkedProcesses(ENV_MARKER, this.id)) items.push(`process ${p.pid} (${p.comm}) of the environment was outside its cgroup at destroy; killed`);
+    if (this.cfg.toolTemp) {
+      // The tool is dead by now: what it would have removed on a clean exit is removed here.
+      for (const name of await removeToolTemp(this.cfg.toolTemp, { [RUN_MARKER]: this.ctx.runId, [ENV_MARKER]: this.id })) {
+        items.push(`the tool left its directory ${name} in ${this.cfg.toolTemp.dir}; removed`);
+      }
+    }
     if (this.cg) items.push(...(await this.cg.remove()));
     items.push(...(await removeEnvRoot(this.root.root, this.root.mounted, `sccmd-${this.ctx.runId}-${this.id}`, this.root.image)));
     return { items };

@@ -4,7 +4,8 @@ import { ADAPTER_CLAIMS, type PresetDefinition } from './model.js';
  * gVisor's `runsc do` (its help: "for testing only"): the host's root filesystem under a user-space kernel, no
  * network. Its default tmpfs overlay would keep every write of the box from coming back, so the workspace could
  * never be exported: `-force-overlay=false`, which its help warns "gives the command write access to the host".
- * runsc keeps its state in the environment's own `{tmp}`, removed with it.
+ * runsc keeps its state in the environment's own `{tmp}`, removed with it; the bundle it makes in /tmp for each run
+ * (its OCI spec, with the launcher's environment) is removed by runsc on a clean exit and by sandcheck otherwise.
  */
 export const runscDo: PresetDefinition = {
   name: 'runsc-do',
@@ -34,6 +35,7 @@ export const runscDo: PresetDefinition = {
           'output.sanitized': 'runsc passes the program\'s output through unchanged',
         },
         workspace: 'disk-image',
+        toolTemp: { dir: '/tmp', prefix: 'runsc-do', file: 'config.json' },
         boxWorkspace: '{workspace}',
         version: { argv: ['/usr/bin/runsc', '--version'] },
         exec: {

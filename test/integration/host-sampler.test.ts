@@ -11,6 +11,7 @@ import type { Environment } from '../../backends/contract.js';
 import { findBinary } from '../../backends/shared/find-binary.js';
 import { packageRoot } from '../../harness/paths.js';
 import { startProcessSampler } from '../../harness/host-observers.js';
+import { rootViewOf } from '../../lab/root-view.js';
 import { watchForProcess } from '../../harness/process-watch.js';
 import type { ExecObservation } from '../../harness/model/observation.js';
 import type { Observation } from '../../harness/model/probe.js';
@@ -83,13 +84,13 @@ describe.skipIf(SKIP !== undefined)(`process sampler: the box's own program, not
     const nonce = `n${process.pid}x${Date.now()}`;
     const holder = (): ChildProcess =>
       spawn(setpriv ?? 'setpriv', ['--reuid=' + BOX_UID, '--regid=' + BOX_UID, '--clear-groups', '--no-new-privs', '/usr/bin/python3', '-c', 'import sys; sys.path.insert(0, sys.argv[1]); import sandcheck_payload as sc; sc.hold(8)', join(packageRoot(), 'probes', '_shared'), JSON.stringify({ nonce })], { stdio: 'ignore' });
-    const run = async (release: string): Promise<{ ms: number; code: number | null; processes: ExecObservation['hostProcesses'] }> => {
+    const run = async (release: string, opts: { rootPaths?: string[]; before?: () => number[] } = {}): Promise<{ ms: number; code: number | null; processes: ExecObservation['hostProcesses'] }> => {
       const child = holder();
       const pid = child.pid;
       if (pid === undefined) throw new Error('spawn failed');
       const t0 = performance.now();
       const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-      const sampler = startProcessSampler(fakeEnv(() => [pid]), { intervalMs: 50, release });
+      const sampler = startProcessSampler(fakeEnv(() => [...(opts.before?.() ?? []), pid]), { intervalMs: 50, release, ...(opts.rootPaths ? { rootPaths: opts.rootPaths } : {}) });
       // Without a release the hold outlives this window; the test then ends it (it is this test's own child).
       const code = await Promise.race([exited, new Promise<'holding'>((r) => setTimeout(() => r('holding'), 2500))]);
       const ms = performance.now() - t0;
@@ -108,7 +109,22 @@ describe.skipIf(SKIP !== undefined)(`process sampler: the box's own program, not
     // A python3 process of the box whose argv does not carry this execution's nonce is never signalled.
     const other = await run(`other-${nonce}`);
     expect(other.code, "released only for this execution's nonce: still holding at 2.5 s").toBeNull();
-  }, 20_000);
+
+    // A probe that asked for paths is released only with its root view taken…
+    const viewed = await run(nonce, { rootPaths: ['/etc/hostname'] });
+    expect(viewed.code).toBe(0);
+    const first = viewed.processes?.[0];
+    expect(first && rootViewOf(first)?.cmdline).toContain(nonce);
+    // …and holds its cap when the sampler's root views went to other processes of the program first.
+    const others = Array.from({ length: 4 }, () => spawn('/usr/bin/python3', ['-c', 'import time; time.sleep(6)'], { stdio: 'ignore' }));
+    try {
+      const othersPids = others.map((o) => o.pid ?? 0);
+      const spent = await run(nonce, { rootPaths: ['/etc/hostname'], before: () => othersPids });
+      expect(spent.code, 'no root view of its own: still holding at 2.5 s').toBeNull();
+    } finally {
+      for (const o of others) o.kill('SIGKILL');
+    }
+  }, 30_000);
 
   it("the host's scan releases a marked child holding with the payload's hold once it has seen it", async () => {
     const marker = `sandcheck-survivor-sampler-test-${process.pid}`;
