@@ -68,8 +68,8 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
   let rootViews = 0;
   /**
    * A process of the payload's interpreter whose first entry names this execution in its posture and, when the probe
-   * asked for paths, in a root view too: a root view skipped (its budget spent on other processes of the program) or
-   * lost (the lookup raced an exit) keeps the process holding until its cap, never released without it.
+   * asked for paths, in a root view too: without one (the budget spent on other processes of the program, or not
+   * taken yet) the process keeps holding, at most until its cap.
    */
   const releasable = (pid: number, nonce: string): boolean => {
     const first = seen.get(pid)?.[0];
@@ -83,12 +83,16 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
       // Gone already (ESRCH): nothing to release.
     }
   };
-  /** Looks up the probe's paths in the root of a process seen for the first time, while it still runs. */
+  /**
+   * Looks up the probe's paths in the root of a process's first entry while it still runs; a view not taken (the
+   * process mid-exec) is tried again on the next tick, and only views taken count against the budget.
+   */
   const withRootView = async (id: ProcessIdentity): Promise<void> => {
-    if (!opts.rootPaths || opts.rootPaths.length === 0 || rootViews >= MAX_ROOT_VIEWS) return;
-    rootViews++;
+    if (!opts.rootPaths || opts.rootPaths.length === 0 || rootViews >= MAX_ROOT_VIEWS || rootViewOf(id)) return;
     const view = await readRootView(id.pid, opts.rootPaths);
-    if (view) attachRootView(id, view);
+    if (!view) return;
+    rootViews++;
+    attachRootView(id, view);
   };
   /** Reads the posture of a new identity entry of the box's program (first sighting or a change), within the budget. */
   const withPosture = async (id: ProcessIdentity): Promise<ProcessIdentity> => {
@@ -146,6 +150,8 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
           kept++;
           continue;
         }
+        const [first] = history;
+        if (first) await withRootView(first);
         const last = history[history.length - 1];
         if (last && sameIdentity(last, id)) {
           // In place: the entry keeps its posture (attached to this very object).

@@ -63,10 +63,14 @@ export async function lookupInRoot(root: string, path: string): Promise<RootEntr
   return st ? { path, dev: st.dev, ino: st.ino, type: 'dir' } : { path, error: 'ENOENT' };
 }
 
-/** The host's lookups of `paths` through /proc/<pid>/root; undefined when the process is gone. */
+/**
+ * The host's lookups of `paths` through /proc/<pid>/root; undefined when the process is gone, or mid-exec: it
+ * already shows its new executable but not yet its arguments (as for the posture read), and a view that cannot
+ * name the execution is worth nothing, so the sampler looks again.
+ */
 export async function readRootView(pid: number, paths: readonly string[]): Promise<RootView | undefined> {
   const cmdline = procBytes(`/proc/${pid}/cmdline`)?.subarray(0, 1024).toString('utf8').replaceAll('\0', ' ');
-  if (cmdline === undefined) return undefined;
+  if (cmdline === undefined || cmdline.trim() === '') return undefined;
   const root = `/proc/${pid}/root`;
   const entries: RootEntry[] = [];
   for (const p of paths.slice(0, 32)) entries.push(await lookupInRoot(root, p));

@@ -5,13 +5,14 @@
  * payload's interpreter as an unprivileged uid after a pause the sampler is sure to see.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Environment } from '../../backends/contract.js';
 import { findBinary } from '../../backends/shared/find-binary.js';
 import { packageRoot } from '../../harness/paths.js';
 import { startProcessSampler } from '../../harness/host-observers.js';
-import { rootViewOf } from '../../lab/root-view.js';
+import { readRootView, rootViewOf } from '../../lab/root-view.js';
 import { watchForProcess } from '../../harness/process-watch.js';
 import type { ExecObservation } from '../../harness/model/observation.js';
 import type { Observation } from '../../harness/model/probe.js';
@@ -125,6 +126,24 @@ describe.skipIf(SKIP !== undefined)(`process sampler: the box's own program, not
       for (const o of others) o.kill('SIGKILL');
     }
   }, 30_000);
+
+  it('a process without arguments to read (mid-exec, or a zombie) gives no root view: the sampler looks again later', async () => {
+    // The parent never reaps its child: the child stays a zombie, whose cmdline is empty, as mid-exec.
+    const parent = spawn('/usr/bin/python3', ['-c', 'import os,sys,time\npid=os.fork()\nif pid==0: os._exit(0)\nprint(pid, flush=True); time.sleep(10)'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    try {
+      const zombie = Number(await new Promise<string>((r) => parent.stdout?.once('data', (d: Buffer) => r(d.toString().trim()))));
+      expect(zombie).toBeGreaterThan(0);
+      // Until the child has exited it is still a copy of its parent, arguments and all.
+      for (let i = 0; i < 200 && !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${zombie}/stat`, 'utf8')); i++) await new Promise((r) => setTimeout(r, 10));
+      expect(readFileSync(`/proc/${zombie}/stat`, 'utf8')).toMatch(/^\d+ \(.*\) Z/);
+      expect(await readRootView(zombie, ['/etc/hostname'])).toBeUndefined();
+      const live = await readRootView(parent.pid ?? 0, ['/etc/hostname']);
+      expect(live?.cmdline).toContain('os._exit');
+      expect(live?.entries[0]?.path).toBe('/etc/hostname');
+    } finally {
+      parent.kill('SIGKILL');
+    }
+  }, 20_000);
 
   it("the host's scan releases a marked child holding with the payload's hold once it has seen it", async () => {
     const marker = `sandcheck-survivor-sampler-test-${process.pid}`;
