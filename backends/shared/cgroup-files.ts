@@ -19,13 +19,12 @@ export function writeControl(path: string, value: string): void {
   writeFileSync(path, value);
 }
 
-/** writeControl for writes whose failure changes nothing (a counter reset, a thaw): whether it worked. */
-export function tryWriteControl(path: string, value: string): boolean {
+/** writeControl for writes whose failure changes nothing (a counter reset, a thaw). */
+export function tryWriteControl(path: string, value: string): void {
   try {
-    writeFileSync(path, value);
-    return true;
+    writeControl(path, value);
   } catch {
-    return false;
+    // the cgroup is gone, or the kernel has no such file here: nothing to do
   }
 }
 
