@@ -27,8 +27,8 @@ export interface RunContext {
   /** Real container-daemon sockets whose event logs witness a box's nonce-labelled API call (searching probes). */
   watchDaemons: string[];
   lab?: LabHandle;
-  /** What the lab's decoys and packet witness saw in a time window (ms since epoch). */
-  labTraffic?: (fromMs: number, toMs: number) => Promise<LabTraffic>;
+  /** What the lab's decoys and packet witness saw in a time window (ms since epoch); without `toMs`, until now. */
+  labTraffic?: (fromMs: number, toMs?: number) => Promise<LabTraffic>;
   /** Sends the witness's proof-of-life into the current window (never throws; a failed proof comes back not ok). */
   proveLabWitness?: () => Promise<WitnessProof>;
   /** Why there is no lab, when there is none: network probes become not-applicable with it. */
@@ -74,7 +74,8 @@ export interface LabForRun {
   /** Absent for a witness on another machine: there is no namespace here to start boxes in. */
   handle?: LabHandle;
   canaries: { label: string; value: string }[];
-  trafficBetween(fromMs: number, toMs: number): LabTraffic | Promise<LabTraffic>;
+  /** Without `toMs`: until everything that reached the witnesses before the call is counted. */
+  trafficBetween(fromMs: number, toMs?: number): LabTraffic | Promise<LabTraffic>;
   proveWitness(): Promise<WitnessProof>;
 }
 
@@ -85,7 +86,7 @@ export async function openRunContext(
     scratchRoot?: string;
     lab?: LabForRun;
     noLabReason?: string;
-    liveTraffic?: (fromMs: number, toMs: number) => LabTraffic;
+    liveTraffic?: (fromMs: number, toMs?: number) => LabTraffic;
     liveProve?: () => Promise<WitnessProof>;
     /** Where the scratch directory and the decoy process are recorded before they exist. */
     journal?: OwnershipJournal;
@@ -144,8 +145,8 @@ export async function openRunContext(
     hostDecoys,
     watchDaemons: [...(options.watchDaemons ?? [])],
     ...(options.lab?.handle ? { lab: options.lab.handle } : {}),
-    ...(options.lab ? { labTraffic: async (a: number, b: number) => options.lab!.trafficBetween(a, b), proveLabWitness: () => options.lab!.proveWitness() } : {}),
-    ...(options.liveTraffic ? { labTraffic: async (a: number, b: number) => options.liveTraffic!(a, b) } : {}),
+    ...(options.lab ? { labTraffic: async (a: number, b?: number) => options.lab!.trafficBetween(a, b), proveLabWitness: () => options.lab!.proveWitness() } : {}),
+    ...(options.liveTraffic ? { labTraffic: async (a: number, b?: number) => options.liveTraffic!(a, b) } : {}),
     ...(options.liveProve ? { proveLabWitness: options.liveProve } : {}),
     ...(options.noLabReason ? { noLabReason: options.noLabReason } : {}),
     async dispose() {

@@ -212,7 +212,7 @@ export class Runner {
         await new Promise((r) => setTimeout(r, NETWORK_SETTLE_MS));
         // The witness proves in this very window that it can see (a marked query both witnesses must record).
         await this.opts.run.proveLabWitness?.();
-        const traffic = await this.opts.run.labTraffic?.(from - 50, Date.now());
+        const traffic = await this.opts.run.labTraffic?.(from - 50);
         if (traffic) first.network = traffic;
         return { obs: first, durationMs: performance.now() - started };
       } finally {
@@ -335,7 +335,7 @@ export class Runner {
         ...(env.hostWorkspace ? await readWorkspaceFiles(env.hostWorkspace, new Set(prepared.files.map((f) => f.path))) : []),
       ];
       const artifactHits = scanEach(leftInBox, canaries).map((h) => ({ label: h.label, where: hitWhere(h.where, h) }));
-      const decoyHits = this.opts.run.labTraffic ? scanDecoyEvents((await this.opts.run.labTraffic(execFrom - 50, Date.now())).events, run.canaries.all) : [];
+      const decoyHits = this.opts.run.labTraffic ? scanDecoyEvents((await this.opts.run.labTraffic(execFrom - 50)).events, run.canaries.all) : [];
       obs = {
         exec: exec.observation,
         attempted: exec.attempted,

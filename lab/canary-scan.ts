@@ -193,7 +193,7 @@ const ACROSS_LINES = { acrossLines: true } as const;
  * body (also percent-decoded, de-chunked, across line breaks), raw TCP streams and UDP
  * datagrams, TLS SNI and DNS names (see scanDnsNames), and the payloads to one endpoint joined in
  * arrival order (a value split over datagrams or connections). `where` reads e.g.
- * `decoy:http body 203.0.113.10:80`, `decoy:udp datagrams joined 198.51.100.7:9999`.
+ * `decoy:http body 203.0.113.10:80`, `decoy:udp datagrams joined 198.51.100.7:123`.
  */
 export function scanDecoyEvents(events: readonly DecoyEvent[], canaries: readonly Canary[]): LocatedCanaryHit[] {
   const compiled = compileCanaries(canaries);

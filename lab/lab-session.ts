@@ -15,6 +15,7 @@ import { createLabNamespace, type LabNamespace } from './netns/netns.js';
 import { resolvConfFor } from './netns/enter.js';
 import { startPacketWitness, type PacketWitness } from './netns/packet-witness.js';
 import type { Packet } from './netns/packet.js';
+import { LabError } from './netns/errors.js';
 import { decoySocketDrops } from './netns/socket-drops.js';
 import { probeLabSupport } from './netns/support.js';
 import type { WitnessHealth } from './witness-health.js';
@@ -25,6 +26,8 @@ const MAX_EVENTS = 20_000;
 const MAX_EVENT_BYTES = 48 * 2 ** 20;
 const MAX_PACKETS = 20_000;
 const PROOF_TIMEOUT_MS = 3000;
+/** How long the decoy services may take to confirm they logged what reached them (a busy machine is slow, not blind). */
+const SYNC_TIMEOUT_MS = 30_000;
 /** Proof-of-life queries go to `<nonce>` + this suffix: a name no box knows in advance. */
 export const PROOF_SUFFIX = '.witness.sandcheck.invalid';
 
@@ -45,8 +48,13 @@ export interface LabSession {
    * drop counters. Call it after a network probe ran and before `trafficBetween` for that window.
    */
   proveWitness(): Promise<WitnessProof>;
-  /** Everything seen between two instants (ms since epoch), without the harness's own proof traffic. */
-  trafficBetween(fromMs: number, toMs: number): LabTraffic;
+  /**
+   * Everything seen between two instants (ms since epoch), without the harness's own proof traffic. It first
+   * waits until the decoy services logged everything that reached them before the call: a datagram a box sent
+   * just before it exited is still in the decoy's socket queue, and its event is stamped when it is logged.
+   * Without `toMs`, the window ends when the decoys confirmed that, so such a late event is in it.
+   */
+  trafficBetween(fromMs: number, toMs?: number): Promise<LabTraffic>;
   close(): Promise<{ events: number; packets: number; leftovers: string[] }>;
 }
 
@@ -107,6 +115,7 @@ export async function openLab(runId: string, cwd: string, options: OpenLabOption
     const proofs = new ProofFilter();
     const seenProofEvents = new Set<string>();
     const sentProofs = new Map<string, (line: LabServerLine) => void>();
+    const syncs = new Map<string, () => void>();
     // The lab's services get PATH only: the harness's environment holds decoy and maybe real credentials.
     const server = ns.spawn(labServerArgv(config, runId), { cwd, stdin: 'pipe', stdout: 'pipe', stderr: 'pipe', reject: false, buffer: false, env: minimalEnv(), extendEnv: false });
     const ready = new Promise<void>((resolve, reject) => {
@@ -126,6 +135,7 @@ export async function openLab(runId: string, cwd: string, options: OpenLabOption
           if (proofs.isProofEvent(msg.event)) for (const n of msg.event.dnsNames ?? []) seenProofEvents.add(n.toLowerCase());
           else events.push(msg.event, Date.parse(msg.event.time), line.length);
         } else if (msg.type === 'witness-query-sent' || msg.type === 'witness-query-failed') sentProofs.get(msg.name)?.(msg);
+        else if (msg.type === 'synced') syncs.get(msg.id)?.();
         else if (msg.type === 'error') {
           clearTimeout(timer);
           reject(new Error(`lab decoy services failed: ${msg.code}: ${msg.message}`));
@@ -188,11 +198,32 @@ export async function openLab(runId: string, cwd: string, options: OpenLabOption
       return proof;
     };
 
+    const logged = async (): Promise<void> => {
+      const id = randomBytes(8).toString('hex');
+      let timer: NodeJS.Timeout | undefined;
+      const done = new Promise<boolean>((resolve) => {
+        syncs.set(id, () => resolve(true));
+        timer = setTimeout(() => resolve(false), SYNC_TIMEOUT_MS);
+      });
+      const cmd: LabServerCommand = { type: 'sync', id };
+      server.stdin?.write(`${JSON.stringify(cmd)}\n`);
+      const ok = await Promise.race([done, server.then(() => false)]);
+      clearTimeout(timer);
+      syncs.delete(id);
+      if (!ok) {
+        throw new LabError('WITNESS_FAILED', `the lab's decoy services did not confirm within ${SYNC_TIMEOUT_MS} ms that they had logged what reached them`, {
+          hint: 'the lab server stopped or is stuck; run again, and if it repeats, report it with the run directory',
+        });
+      }
+    };
+
     return {
       handle: { netnsPath: ns.path, resolvConfPath },
       canaries: Object.entries(creds).map(([k, value]) => ({ label: `metadata:${k}`, value })),
       proveWitness,
-      trafficBetween(fromMs, toMs) {
+      async trafficBetween(fromMs, endMs) {
+        await logged();
+        const toMs = endMs ?? Date.now();
         const stats = w.stats();
         return {
           events: events.between(fromMs, toMs),

@@ -13,7 +13,7 @@ const PROOF_TIMEOUT_MS = 3000;
 export interface LiveNetworkWitness {
   /** Proof of life: one marked UDP datagram to 127.0.0.1 (loopback only), seen by the capture; pcap drop counters read. */
   proveWitness(): Promise<WitnessProof>;
-  trafficBetween(fromMs: number, toMs: number): LabTraffic;
+  trafficBetween(fromMs: number, toMs?: number): LabTraffic;
   close(): Promise<void>;
 }
 
@@ -59,11 +59,14 @@ export async function openLiveNetwork(): Promise<LiveNetworkWitness> {
 
   return {
     proveWitness,
-    trafficBetween: (fromMs, toMs) => ({
-      events: [],
-      packets: capture.packets().filter((p) => p.time >= fromMs && p.time <= toMs && !isProof(p)),
-      witness: ledger.health(fromMs, toMs, [{ store: 'packet capture', ms: capture.stats().lastEvictedMs }]),
-    }),
+    trafficBetween: (fromMs, endMs) => {
+      const toMs = endMs ?? Date.now();
+      return {
+        events: [],
+        packets: capture.packets().filter((p) => p.time >= fromMs && p.time <= toMs && !isProof(p)),
+        witness: ledger.health(fromMs, toMs, [{ store: 'packet capture', ms: capture.stats().lastEvictedMs }]),
+      };
+    },
     async close() {
       await capture.stop();
     },

@@ -45,6 +45,7 @@ export type LabServerLine =
   | { type: 'stopped'; reason: string; events: number; dropped: number }
   | { type: 'witness-query-sent'; name: string; port: number }
   | { type: 'witness-query-failed'; name: string; message: string }
+  | { type: 'synced'; id: string }
   | { type: 'error'; code: string; message: string };
 
 /**
@@ -147,7 +148,7 @@ export async function startLabServices(
 }
 
 /** Commands the parent writes on the server's stdin, one JSON object per line. */
-export type LabServerCommand = { type: 'witness-query'; name: string; server: string; port: number };
+export type LabServerCommand = { type: 'witness-query'; name: string; server: string; port: number } | { type: 'sync'; id: string };
 
 const WITNESS_NAME = /^[a-z0-9-]{1,63}(\.[a-z0-9-]{1,63}){1,6}$/;
 
@@ -155,7 +156,7 @@ const WITNESS_NAME = /^[a-z0-9-]{1,63}(\.[a-z0-9-]{1,63}){1,6}$/;
  * Proof of life of the lab's witnesses: one DNS query, sent from inside the lab to a lab decoy. Only the
  * harness sends it (on its stdin); the resolver's log and the packet capture must both show it.
  */
-function sendWitnessQuery(cmd: LabServerCommand, print: (line: LabServerLine) => void): void {
+function sendWitnessQuery(cmd: Extract<LabServerCommand, { type: 'witness-query' }>, print: (line: LabServerLine) => void): void {
   if (!WITNESS_NAME.test(String(cmd.name)) || isIP(String(cmd.server)) === 0 || !Number.isInteger(cmd.port)) {
     print({ type: 'witness-query-failed', name: String(cmd.name).slice(0, 80), message: 'invalid witness query' });
     return;
@@ -175,6 +176,25 @@ function sendWitnessQuery(cmd: LabServerCommand, print: (line: LabServerLine) =>
       setTimeout(() => socket.close(), 500).unref();
     });
   });
+}
+
+/** Loop turns a sync waits: more than the deepest chain of stages a decoy needs to log what is already queued. */
+const SYNC_TURNS = 10;
+
+/**
+ * Answers once everything that reached a decoy socket before this command is logged. What a box sent before
+ * it exited is queued in the kernel already, and each turn of the loop's poll phase takes every ready socket
+ * one stage further (a TCP stream: accept, then its bytes up to a short read, then its end, then its close),
+ * so the answer waits that many turns, each ended by a check phase (setImmediate).
+ */
+function syncAfterPending(id: string, print: (line: LabServerLine) => void): void {
+  let turns = 0;
+  const turn = (): void => {
+    turns += 1;
+    if (turns < SYNC_TURNS) setImmediate(turn);
+    else print({ type: 'synced', id });
+  };
+  setImmediate(turn);
 }
 
 /** The process entry: argv[2] is the JSON config; stdout gets one JSON line per LabServerLine. */
@@ -243,6 +263,7 @@ async function main(argv: readonly string[]): Promise<void> {
       return;
     }
     if (cmd.type === 'witness-query') sendWitnessQuery(cmd, print);
+    else if (cmd.type === 'sync' && typeof cmd.id === 'string') syncAfterPending(cmd.id.slice(0, 64), print);
   });
 
   print({ type: 'ready', pid: process.pid, listeners: services.listeners });

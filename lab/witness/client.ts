@@ -23,7 +23,8 @@ export interface RemoteWitness {
   uncertaintyMs: number;
   canaries: { label: string; value: string }[];
   proveWitness(): Promise<WitnessProof>;
-  trafficBetween(fromMs: number, toMs: number): Promise<LabTraffic>;
+  /** Without `toMs`: until the witness's decoys logged what reached them before it answered. */
+  trafficBetween(fromMs: number, toMs?: number): Promise<LabTraffic>;
 }
 
 interface Endpoint {
@@ -124,9 +125,9 @@ export async function connectWitness(spec: string): Promise<RemoteWitness> {
     },
     async trafficBetween(fromMs, toMs) {
       const from = Math.floor(fromMs + offsetMs - uncertaintyMs);
-      const to = Math.ceil(toMs + offsetMs + uncertaintyMs);
+      const to = toMs === undefined ? '' : `&to=${Math.ceil(toMs + offsetMs + uncertaintyMs)}`;
       try {
-        const t = await call(ep, 'GET', `/v1/traffic?from=${from}&to=${to}`, TrafficSchema);
+        const t = await call(ep, 'GET', `/v1/traffic?from=${from}${to}`, TrafficSchema);
         return { ...t, witness: { ...t.witness, scope: 'remote' as const } };
       } catch (err) {
         // A witness that cannot answer saw nothing we can use: blind, never quiet.

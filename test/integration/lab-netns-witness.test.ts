@@ -66,18 +66,48 @@ describe.skipIf(!support.available)(`lab witnesses: proof of life, saturation, m
     if (!lab) throw new Error('no lab');
     const before = Date.now();
     await sleep(20);
-    const unproved = lab.trafficBetween(before, Date.now());
+    const unproved = await lab.trafficBetween(before, Date.now());
     expect(unproved.witness.proofOfLife).toBe(false);
     expect(unproved.witness.notes.join(' ')).toMatch(/no proof of life/);
 
     const from = Date.now();
     const proof = await lab.proveWitness();
     expect(proof.ok, proof.notes.join('; ')).toBe(true);
-    const traffic = lab.trafficBetween(from, Date.now());
+    const traffic = await lab.trafficBetween(from, Date.now());
     expect(traffic.witness).toMatchObject({ proofOfLife: true, saturated: false, dropped: 0, scope: 'lab' });
     const marker = proof.marker;
     expect(traffic.events.some((e) => (e.dnsNames ?? []).includes(marker))).toBe(false);
     expect(traffic.packets.some((p) => p.raw.includes(marker) || p.srcPort === 53)).toBe(false);
+  });
+
+  it('counts what reached a decoy before the read even when the decoys log it later (a box that sends, then exits)', async () => {
+    if (!lab) throw new Error('no lab');
+    const server = (await labProcesses(lab)).find((p) => p.comm.startsWith('node'));
+    expect(server).toBeDefined();
+    const pid = server?.pid ?? -1;
+    const tag = `late${Date.now()}`;
+    // A datagram, a raw stream, a request relayed by the front to a canary, and one to the metadata decoy.
+    const script = [
+      'import socket',
+      `u=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.sendto(b"udp-${tag}", ("198.51.100.10", 123)); u.close()`,
+      `t=socket.create_connection(("203.0.113.10", 8080), timeout=5); t.sendall(b"tcp-${tag}"); t.close()`,
+      `f=socket.create_connection(("198.51.100.80", 3128), timeout=5); f.sendall(b"GET http://203.0.113.10:8080/front-${tag} HTTP/1.1\\r\\nHost: 203.0.113.10:8080\\r\\n\\r\\n"); f.close()`,
+      `m=socket.create_connection(("169.254.169.254", 80), timeout=5); m.sendall(b"GET /md-${tag} HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n"); m.close()`,
+    ].join('\n');
+    const [file, ...args] = nsenterArgv({ name: 'lab', path: lab.handle.netnsPath }, ['python3', '-c', script]);
+    for (let round = 0; round < 5; round++) {
+      const from = Date.now();
+      // Only this test's own lab server, by pid: stopped, it cannot log what its sockets receive until it resumes.
+      process.kill(pid, 'SIGSTOP');
+      try {
+        await execa(file ?? 'nsenter', args, { timeout: 30_000 });
+      } finally {
+        process.kill(pid, 'SIGCONT');
+      }
+      const seen = (await lab.trafficBetween(from)).events.map((e) => `${e.service} ${e.summary}`);
+      const want = [`catch-all-udp UDP 21 bytes: udp-${tag}`, `catch-all-tcp TCP 21 bytes: tcp-${tag}`, `canary-http GET http://203.0.113.10:8080/front-${tag}`, 'front front absolute-uri 203.0.113.10:8080', `metadata GET /md-${tag}`];
+      expect(want.filter((w) => !seen.some((s) => s.startsWith(w))), `round ${round}: ${seen.join(' | ')}`).toEqual([]);
+    }
   });
 
   it('a flood past the bounds marks its own window saturated; the next window sees again', async () => {
@@ -86,7 +116,7 @@ describe.skipIf(!support.available)(`lab witnesses: proof of life, saturation, m
     await flood(lab, 1200);
     await sleep(300);
     await lab.proveWitness();
-    const flooded = lab.trafficBetween(from, Date.now());
+    const flooded = await lab.trafficBetween(from, Date.now());
     // The flood blinds its own window one way or the other: records past the bounds, or packets the kernel dropped.
     expect(flooded.witness.saturated || flooded.witness.dropped > 0, JSON.stringify(flooded.witness)).toBe(true);
     expect(flooded.witness.notes.join(' ')).toMatch(/decoy log was full|packet capture was full|packets lost/);
@@ -95,7 +125,7 @@ describe.skipIf(!support.available)(`lab witnesses: proof of life, saturation, m
     const next = Date.now();
     const proof = await lab.proveWitness();
     expect(proof.ok, proof.notes.join('; ')).toBe(true);
-    expect(lab.trafficBetween(next, Date.now()).witness).toMatchObject({ saturated: false, dropped: 0, proofOfLife: true });
+    expect((await lab.trafficBetween(next, Date.now())).witness).toMatchObject({ saturated: false, dropped: 0, proofOfLife: true });
   });
 
   it('a dead packet witness gives no proof of life', async () => {
@@ -110,7 +140,7 @@ describe.skipIf(!support.available)(`lab witnesses: proof of life, saturation, m
     const proof = await lab.proveWitness();
     expect(proof.ok).toBe(false);
     expect(proof.notes.join('; ')).toMatch(/packet capture did not record|pcap statistics/);
-    expect(lab.trafficBetween(from, Date.now()).witness.proofOfLife).toBe(false);
+    expect((await lab.trafficBetween(from, Date.now())).witness.proofOfLife).toBe(false);
   });
 });
 
