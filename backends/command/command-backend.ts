@@ -17,7 +17,7 @@ import { segmentsOf } from '../shared/workspace-path.js';
 import { createEnvRoot, ensurePrivateDir, getFile, ownerRecord, putFile, removeEnvRoot, type EnvRoot, type Ownership, type SizedFs } from '../bwrap/workspace.js';
 import { HOST_PATH, type CommandBackendConfig } from './config.js';
 import { CountingCgroup, type CountingDetection } from './counting-cgroup.js';
-import { removeToolTemp } from './tool-temp.js';
+import { recordToolTemp, removeToolTemp } from './tool-temp.js';
 import { launch, runHelper, type LaunchOutcome, type Running } from './launch.js';
 import { expand, policyValues, type Values } from './template.js';
 import { CGROUP_NAMES } from '../shared/cgroup-names.js';
@@ -136,6 +136,8 @@ export class CommandBackend implements Backend {
     const root = await createEnvRoot(join(this.rt.stateDir, key), name, sized, box, await ownerRecord(ctx.runId, envId, sized !== undefined, sized?.kind === 'disk-image' ? sized.image : undefined));
     let cg: CountingCgroup | undefined;
     try {
+      // Before the tool runs: a harness killed from here on leaves its directories to the crash sweep.
+      if (cfg.toolTemp) recordToolTemp(root.root, cfg.toolTemp);
       if ('roots' in this.rt.counting) cg = await CountingCgroup.create(this.rt.counting.roots, name);
       const env = new CommandEnvironment(envId, this.rt, policy, ctx, root, cg);
       await env.open();

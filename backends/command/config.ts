@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { POLICY_ITEMS } from '../contract.js';
+import { ToolTempSchema } from './tool-temp.js';
 
 /**
  * The command backend's configuration file (YAML or JSON): a sandbox that ships a command line, described
@@ -63,18 +64,8 @@ export const CommandBackendConfigSchema = z
      */
     results: z.enum(['written', 'none']).default('written'),
     resultsReason: z.string().min(1).optional(),
-    /**
-     * Directories the tool makes in a temp directory for each run and leaves there when it is killed (runsc do:
-     * /tmp/runsc-do<N>): at destroy, each one whose `file` names this environment's markers (the launcher's
-     * SANDCHECK_RUN and SANDCHECK_ENV) is removed. Nothing else under the prefix is touched.
-     */
-    toolTemp: z
-      .strictObject({
-        dir: z.string().regex(/^\//, { error: 'an absolute path' }).default('/tmp'),
-        prefix: z.string().regex(/^[A-Za-z0-9._-]+$/, { error: 'a plain file name prefix' }),
-        file: z.string().regex(/^[A-Za-z0-9._-]+$/, { error: 'a plain file name' }),
-      })
-      .optional(),
+    /** See ToolTempSchema (runsc do's /tmp/runsc-do<N>, removed at destroy and by the crash sweep). */
+    toolTemp: ToolTempSchema.optional(),
     /** `{image}`: for tools that run an image (a container CLI). Using `{image}` without it is a config error. */
     image: z.string().min(1).optional(),
     exec: z.strictObject({

@@ -3,6 +3,9 @@ import { join } from 'node:path';
 import { ownerAlive, readOwner, removeEnvRoot } from '../bwrap/workspace.js';
 import { CountingCgroup, detectCountingRoots } from './counting-cgroup.js';
 import { CGROUP_NAMES } from '../shared/cgroup-names.js';
+import { RUN_MARKER } from '../../harness/run-context.js';
+import { ENV_MARKER } from './command-backend.js';
+import { readToolTempRecord, removeToolTemp } from './tool-temp.js';
 
 /** `<runId>-<envId>`: the only names the command backend gives environments. */
 const ENV_KEY = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}-[0-9a-f]{8}$/;
@@ -12,6 +15,7 @@ const ENV_KEY = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}-[0-9a-f]{8}$/;
  * harness killed mid-run) lose their counting cgroup subtree (processes killed first) and their workspace
  * (unmounted, removed). Anything whose owner lives is left alone, and so is anything without a record unless
  * its run is one the ownership journal proved dead (`deadRunIds`: killed between mkdir and the record).
+ * The tool's own temp directories of such an environment (`toolTemp`, recorded in its root) go too.
  */
 export async function sweepStaleCommandEnvironments(stateDir: string, dryRun = false, deadRunIds: readonly string[] = []): Promise<{ removed: string[]; kept: string[] }> {
   const removed: string[] = [];
@@ -23,6 +27,11 @@ export async function sweepStaleCommandEnvironments(stateDir: string, dryRun = f
     const owner = await readOwner(join(root, 'owner.json'));
     if (owner === undefined ? !deadRunIds.includes(key.replace(/-[0-9a-f]{8}$/, '')) : await ownerAlive(owner)) continue;
     const name = `${CGROUP_NAMES.command}${key}`;
+    const toolTemp = await readToolTempRecord(root);
+    if (toolTemp) {
+      const markers = { [RUN_MARKER]: key.slice(0, -9), [ENV_MARKER]: key.slice(-8) };
+      for (const dir of await removeToolTemp(toolTemp, markers, { dryRun })) removed.push(`${key}: the tool's directory ${join(toolTemp.dir, dir)}`);
+    }
     if (dryRun) {
       removed.push(`command environment ${key}`);
       continue;

@@ -1,13 +1,38 @@
+import { writeFileSync } from 'node:fs';
 import { lstat, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { z } from 'zod';
 import { readNoFollow } from '../../harness/left-in-box.js';
 
-/** A tool's own per-run directories in a temp directory (runsc do: /tmp/runsc-do<N>), left behind when it is killed. */
-export interface ToolTemp {
-  dir: string;
-  prefix: string;
+/**
+ * Directories the tool makes in a temp directory for each run and leaves there when it is killed (runsc do:
+ * /tmp/runsc-do<N>): at destroy, each one whose `file` names this environment's markers (the launcher's
+ * SANDCHECK_RUN and SANDCHECK_ENV) is removed. Nothing else under the prefix is touched.
+ */
+export const ToolTempSchema = z.strictObject({
+  dir: z.string().regex(/^\//, { error: 'an absolute path' }).default('/tmp'),
+  prefix: z.string().regex(/^[A-Za-z0-9._-]+$/, { error: 'a plain file name prefix' }),
   /** A file in each directory that records the launcher's environment (runsc do: config.json, the box's OCI spec). */
-  file: string;
+  file: z.string().regex(/^[A-Za-z0-9._-]+$/, { error: 'a plain file name' }),
+});
+export type ToolTemp = z.output<typeof ToolTempSchema>;
+
+/** In an environment's state root: its tool's temp spec, so that a crash sweep finds what a killed run left. */
+const RECORD = 'tool-temp.json';
+
+export function recordToolTemp(envRoot: string, spec: ToolTemp): void {
+  writeFileSync(join(envRoot, RECORD), JSON.stringify(spec), { mode: 0o600, flag: 'wx' });
+}
+
+export async function readToolTempRecord(envRoot: string): Promise<ToolTemp | undefined> {
+  const bytes = await readNoFollow(join(envRoot, RECORD));
+  if (bytes === undefined) return undefined;
+  try {
+    const parsed = ToolTempSchema.safeParse(JSON.parse(bytes.toString('utf8')));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** `NAME=value` as a whole word: the value may not go on (an environment id is never a prefix of another's). */
@@ -22,9 +47,9 @@ const names = (text: string, name: string, value: string): boolean => {
 /**
  * Removes the tool's directories whose record names this very environment (both markers, as the launcher's
  * environment had them); anything else under the prefix (another run's, a user's) is left alone. Returns
- * the names removed.
+ * the names removed (with dryRun: that would be, and nothing is).
  */
-export async function removeToolTemp(spec: ToolTemp, markers: Readonly<Record<string, string>>): Promise<string[]> {
+export async function removeToolTemp(spec: ToolTemp, markers: Readonly<Record<string, string>>, options: { dryRun?: boolean } = {}): Promise<string[]> {
   const removed: string[] = [];
   const marks = Object.entries(markers);
   for (const name of await readdir(spec.dir).catch(() => [] as string[])) {
@@ -34,7 +59,7 @@ export async function removeToolTemp(spec: ToolTemp, markers: Readonly<Record<st
     if (!st?.isDirectory() || st.uid !== process.getuid?.()) continue;
     const text = (await readNoFollow(join(path, spec.file)))?.toString('utf8');
     if (text === undefined || !marks.every(([k, v]) => names(text, k, v))) continue;
-    await rm(path, { recursive: true, force: true });
+    if (!options.dryRun) await rm(path, { recursive: true, force: true });
     removed.push(name);
   }
   return removed;

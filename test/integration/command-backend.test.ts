@@ -3,7 +3,7 @@
  * native bwrap backend verdict for verdict on the whole security suite under the ci policy, and a
  * template it cannot expand is refused before anything runs.
  */
-import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -186,21 +186,36 @@ describe('command backend: the session shape', () => {
 });
 
 describe.skipIf(process.getuid?.() !== 0)('command backend: crash sweep', () => {
-  it('removes the counting cgroup and workspace of an environment whose harness is gone, and nothing that lives', async () => {
-    const backend = await createCommandBackend({ name: 'sweep-me', workspace: 'tmpfs', exec: { argv: ['/usr/bin/env', '{argv...}'] } });
+  it("removes the counting cgroup, workspace and tool's own temp directories of an environment whose harness is gone, and nothing that lives", async () => {
+    const toolDir = await tempDir(join(tmpdir(), 'sc-tooltmp-'));
+    const toolTemp = { dir: toolDir, prefix: 'tool-do', file: 'config.json' };
+    const backend = await createCommandBackend({ name: 'sweep-me', workspace: 'tmpfs', toolTemp, exec: { argv: ['/usr/bin/env', '{argv...}'] } });
     const run = await openRunContext('cmdswp1');
     try {
       const live = await backend.create(CI_POLICY, { runId: 'cmdswp1', controllerEnv: run.controllerEnv, scratchDir: run.scratchDir });
       const dead = await backend.create(CI_POLICY, { runId: 'cmdswp1', controllerEnv: run.controllerEnv, scratchDir: run.scratchDir });
+      // What the tool leaves per run (runsc do's bundle): its record carries the launcher's environment.
+      const bundle = async (name: string, envId: string): Promise<void> => {
+        await mkdir(join(toolDir, name));
+        await writeFile(join(toolDir, name, 'config.json'), JSON.stringify({ process: { env: ['SANDCHECK_RUN=cmdswp1', `SANDCHECK_ENV=${envId}`] } }));
+      };
+      await bundle('tool-do1', dead.id);
+      await bundle('tool-do2', live.id);
       const ownerFile = join(DEFAULT_STATE_DIR, `cmdswp1-${dead.id}`, 'owner.json');
       const owner = JSON.parse(await readFile(ownerFile, 'utf8')) as Record<string, unknown>;
       // The same pid with another start time: a harness that died and whose pid was reused.
       await writeFile(ownerFile, JSON.stringify({ ...owner, ownerStartTime: 1 }));
+      const deadTool = `cmdswp1-${dead.id}: the tool's directory ${join(toolDir, 'tool-do1')}`;
+      const listed = await sweepStaleCommandEnvironments(DEFAULT_STATE_DIR, true);
+      expect(listed.removed.sort()).toEqual([deadTool, `command environment cmdswp1-${dead.id}`].sort());
+      expect((await readdir(toolDir)).sort()).toEqual(['tool-do1', 'tool-do2']);
       const r = await sweepStaleCommandEnvironments(DEFAULT_STATE_DIR);
-      expect(r.removed.sort()).toEqual([`cgroup sccmd-cmdswp1-${dead.id}`, `command environment cmdswp1-${dead.id}`]);
+      expect(r.removed.sort()).toEqual([deadTool, `cgroup sccmd-cmdswp1-${dead.id}`, `command environment cmdswp1-${dead.id}`].sort());
       expect(r.kept).toEqual([]);
+      expect(await readdir(toolDir)).toEqual(['tool-do2']);
       expect(await readdir('/sys/fs/cgroup/memory').then((n) => n.filter((x) => x.startsWith('sccmd-cmdswp1')))).toEqual([`sccmd-cmdswp1-${live.id}`]);
-      expect((await live.destroy()).items).toEqual([]);
+      expect((await live.destroy()).items).toEqual([`the tool left its directory tool-do2 in ${toolDir}; removed`]);
+      expect(await readdir(toolDir)).toEqual([]);
       await dead.destroy();
     } finally {
       await run.dispose();

@@ -1,5 +1,7 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Backend, Environment, ExecResult } from '../../backends/contract.js';
 import { RpcConnection } from '../../backends/rpc/connection.js';
@@ -11,9 +13,11 @@ import { CI_POLICY } from '../../harness/model/policy.js';
 const ADAPTER = join(packageRoot(), 'test', 'fixtures', 'rpc', 'scripted-adapter.mjs');
 const spec = `rpc:${process.execPath} ${ADAPTER}`;
 const opened: Backend[] = [];
+/** The adapter's workspaces: the modes that break the protocol are SIGKILLed and cannot remove their own. */
+const tmp = mkdtempSync(join(tmpdir(), 'sc-rpc-test-'));
 
 async function load(mode: string): Promise<Backend> {
-  const b = await loadBackend(spec, { mode });
+  const b = await loadBackend(spec, { mode, tmp });
   opened.push(b);
   return b;
 }
@@ -42,6 +46,10 @@ async function codeOf(p: Promise<unknown>): Promise<string> {
 
 afterEach(async () => {
   await Promise.all(opened.splice(0).map((b) => b.dispose?.()));
+});
+afterAll(() => {
+  // Every adapter is gone by now; what a killed one left is this file's to remove.
+  rmSync(tmp, { recursive: true, force: true });
 });
 
 describe('rpc adapter protocol (--backend rpc:<command>)', () => {
@@ -110,7 +118,7 @@ describe('rpc adapter protocol (--backend rpc:<command>)', () => {
   it('a call the adapter never answers fails at its bound and ends the adapter', async () => {
     const conn = RpcConnection.start([process.execPath, ADAPTER], { env: { PATH: process.env['PATH'] ?? '' }, cwd: packageRoot() });
     try {
-      await conn.call('hello', { protocol: 1, options: { mode: 'silent-exec' } }, 10_000, z.unknown());
+      await conn.call('hello', { protocol: 1, options: { mode: 'silent-exec', tmp } }, 10_000, z.unknown());
       await conn.call('create', {}, 10_000, z.unknown());
       const t0 = Date.now();
       expect(await codeOf(conn.call('exec', { envId: 'e1', execId: 'x1', argv: ['true'], env: {}, timeoutMs: 100, maxOutputBytes: 10 }, 300, z.unknown()))).toBe('ADAPTER_UNRESPONSIVE');

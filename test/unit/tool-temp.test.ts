@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from 'node:fs/promise
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { removeToolTemp } from '../../backends/command/tool-temp.js';
+import { readToolTempRecord, recordToolTemp, removeToolTemp } from '../../backends/command/tool-temp.js';
 
 const spec = (dir: string) => ({ dir, prefix: 'runsc-do', file: 'config.json' });
 const marks = { SANDCHECK_RUN: 'rabc123', SANDCHECK_ENV: '0a1b2c3d' };
@@ -36,5 +36,33 @@ describe("a tool's own temp directories, removed by the environment's markers", 
     // Once removed, a second pass finds nothing; a missing temp directory is not an error.
     expect(await removeToolTemp(spec(dir), marks)).toEqual([]);
     expect(await removeToolTemp(spec(join(dir, 'absent')), marks)).toEqual([]);
+  });
+
+  it('a dry run lists what it would remove and removes nothing', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'sc-tool-temp-'));
+    await mkdir(join(dir, 'runsc-do1'));
+    await writeFile(join(dir, 'runsc-do1', 'config.json'), bundle('rabc123', '0a1b2c3d'));
+    expect(await removeToolTemp(spec(dir), marks, { dryRun: true })).toEqual(['runsc-do1']);
+    expect(await readdir(dir)).toEqual(['runsc-do1']);
+  });
+
+  it("the environment's record of its tool's temp spec reads back, and a link, a second record or garbage is refused", async () => {
+    dir = await mkdtemp(join(tmpdir(), 'sc-tool-temp-'));
+    const env = join(dir, 'env');
+    await mkdir(env);
+    expect(await readToolTempRecord(env)).toBeUndefined();
+    recordToolTemp(env, spec('/tmp'));
+    expect(await readToolTempRecord(env)).toEqual(spec('/tmp'));
+    expect(() => recordToolTemp(env, spec('/var/tmp'))).toThrow(/EEXIST/);
+    const linked = join(dir, 'linked');
+    await mkdir(linked);
+    await symlink(join(env, 'tool-temp.json'), join(linked, 'tool-temp.json'));
+    expect(await readToolTempRecord(linked)).toBeUndefined();
+    const bad = join(dir, 'bad');
+    await mkdir(bad);
+    await writeFile(join(bad, 'tool-temp.json'), JSON.stringify({ dir: 'relative', prefix: 'x', file: 'y' }));
+    expect(await readToolTempRecord(bad)).toBeUndefined();
+    await writeFile(join(bad, 'tool-temp.json'), '{not json');
+    expect(await readToolTempRecord(bad)).toBeUndefined();
   });
 });
