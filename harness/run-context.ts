@@ -74,7 +74,7 @@ export interface LabForRun {
   /** Absent for a witness on another machine: there is no namespace here to start boxes in. */
   handle?: LabHandle;
   canaries: { label: string; value: string }[];
-  /** Without `toMs`: until everything that reached the witnesses before the call is counted. */
+  /** Without `toMs`: until now, and for the lab's decoys until they logged what was queued before the call. */
   trafficBetween(fromMs: number, toMs?: number): LabTraffic | Promise<LabTraffic>;
   proveWitness(): Promise<WitnessProof>;
 }

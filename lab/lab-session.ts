@@ -26,8 +26,11 @@ const MAX_EVENTS = 20_000;
 const MAX_EVENT_BYTES = 48 * 2 ** 20;
 const MAX_PACKETS = 20_000;
 const PROOF_TIMEOUT_MS = 3000;
-/** How long the decoy services may take to confirm they logged what reached them (a busy machine is slow, not blind). */
-const SYNC_TIMEOUT_MS = 30_000;
+/**
+ * How long the decoy services may take to confirm they logged what reached them (a busy machine is slow, not
+ * blind); below a remote witness client's 30 s call bound, so that the client hears why.
+ */
+const SYNC_TIMEOUT_MS = 20_000;
 /** Proof-of-life queries go to `<nonce>` + this suffix: a name no box knows in advance. */
 export const PROOF_SUFFIX = '.witness.sandcheck.invalid';
 
@@ -50,9 +53,10 @@ export interface LabSession {
   proveWitness(): Promise<WitnessProof>;
   /**
    * Everything seen between two instants (ms since epoch), without the harness's own proof traffic. It first
-   * waits until the decoy services logged everything that reached them before the call: a datagram a box sent
-   * just before it exited is still in the decoy's socket queue, and its event is stamped when it is logged.
-   * Without `toMs`, the window ends when the decoys confirmed that, so such a late event is in it.
+   * waits until the decoy services logged what was queued on their sockets before the call (a datagram a box
+   * sent just before it exited is still in a socket queue, and its event is stamped when it is logged); throws
+   * WITNESS_FAILED if they cannot confirm it. Without `toMs`, the window ends once they confirmed, so such a
+   * late event is in it. The packet capture is not waited for here: `proveWitness` does that.
    */
   trafficBetween(fromMs: number, toMs?: number): Promise<LabTraffic>;
   close(): Promise<{ events: number; packets: number; leftovers: string[] }>;
@@ -198,23 +202,29 @@ export async function openLab(runId: string, cwd: string, options: OpenLabOption
       return proof;
     };
 
+    const exited = server.then(() => 'exited' as const);
+    let syncFailure: string | undefined;
     const logged = async (): Promise<void> => {
+      const hint = 'the lab server stopped or is stuck, so its decoys cannot witness; run again, and if it repeats, report it with the run directory';
+      // Once it failed, every later window fails at once (a stuck server would cost each one the whole wait).
+      if (syncFailure !== undefined) throw new LabError('WITNESS_FAILED', syncFailure, { hint });
       const id = randomBytes(8).toString('hex');
       let timer: NodeJS.Timeout | undefined;
-      const done = new Promise<boolean>((resolve) => {
-        syncs.set(id, () => resolve(true));
-        timer = setTimeout(() => resolve(false), SYNC_TIMEOUT_MS);
+      const done = new Promise<'synced' | 'timeout'>((resolve) => {
+        syncs.set(id, () => resolve('synced'));
+        timer = setTimeout(() => resolve('timeout'), SYNC_TIMEOUT_MS);
       });
       const cmd: LabServerCommand = { type: 'sync', id };
       server.stdin?.write(`${JSON.stringify(cmd)}\n`);
-      const ok = await Promise.race([done, server.then(() => false)]);
+      const outcome = await Promise.race([done, exited]);
       clearTimeout(timer);
       syncs.delete(id);
-      if (!ok) {
-        throw new LabError('WITNESS_FAILED', `the lab's decoy services did not confirm within ${SYNC_TIMEOUT_MS} ms that they had logged what reached them`, {
-          hint: 'the lab server stopped or is stuck; run again, and if it repeats, report it with the run directory',
-        });
-      }
+      if (outcome === 'synced') return;
+      syncFailure =
+        outcome === 'exited'
+          ? "the lab's decoy server has exited: what boxes sent to its decoys is no longer logged"
+          : `the lab's decoy services did not confirm within ${SYNC_TIMEOUT_MS} ms that they had logged what reached them`;
+      throw new LabError('WITNESS_FAILED', syncFailure, { hint });
     };
 
     return {

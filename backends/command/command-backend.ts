@@ -362,9 +362,9 @@ class CommandEnvironment implements Environment {
     for (const p of await killMarkedProcesses(ENV_MARKER, this.id)) items.push(`process ${p.pid} (${p.comm}) of the environment was outside its cgroup at destroy; killed`);
     if (this.cfg.toolTemp) {
       // The tool is dead by now: what it would have removed on a clean exit is removed here.
-      for (const name of await removeToolTemp(this.cfg.toolTemp, { [RUN_MARKER]: this.ctx.runId, [ENV_MARKER]: this.id })) {
-        items.push(`the tool left its directory ${name} in ${this.cfg.toolTemp.dir}; removed`);
-      }
+      const { removed, kept } = await removeToolTemp(this.cfg.toolTemp, { [RUN_MARKER]: this.ctx.runId, [ENV_MARKER]: this.id });
+      for (const name of removed) items.push(`the tool left its directory ${name} in ${this.cfg.toolTemp.dir}; removed`);
+      for (const why of kept) items.push(`the tool left its directory ${why} in ${this.cfg.toolTemp.dir}; it could not be removed`);
     }
     if (this.cg) items.push(...(await this.cg.remove()));
     items.push(...(await removeEnvRoot(this.root.root, this.root.mounted, `sccmd-${this.ctx.runId}-${this.id}`, this.root.image)));

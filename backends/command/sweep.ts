@@ -27,21 +27,29 @@ export async function sweepStaleCommandEnvironments(stateDir: string, dryRun = f
     const owner = await readOwner(join(root, 'owner.json'));
     if (owner === undefined ? !deadRunIds.includes(key.replace(/-[0-9a-f]{8}$/, '')) : await ownerAlive(owner)) continue;
     const name = `${CGROUP_NAMES.command}${key}`;
+    // Read before the root goes; used after the kill (the tool may still be writing into its directory).
     const toolTemp = await readToolTempRecord(root);
-    if (toolTemp) {
-      const markers = { [RUN_MARKER]: key.slice(0, -9), [ENV_MARKER]: key.slice(-8) };
-      for (const dir of await removeToolTemp(toolTemp, markers, { dryRun })) removed.push(`${key}: the tool's directory ${join(toolTemp.dir, dir)}`);
-    }
+    const markers = { [RUN_MARKER]: key.slice(0, -9), [ENV_MARKER]: key.slice(-8) };
+    const toolDir = (dir: string): string => `${key}: the tool's directory ${join(toolTemp?.dir ?? '', dir)}`;
     if (dryRun) {
+      if (toolTemp) removed.push(...(await removeToolTemp(toolTemp, markers, { dryRun })).removed.map(toolDir));
       removed.push(`command environment ${key}`);
       continue;
     }
+    let survived = false;
     if ('roots' in counting) {
       const cg = CountingCgroup.open(counting.roots, name);
       const left = await cg.killAll();
-      const problems = left.length > 0 ? [`${left.length} process(es) survived`] : await cg.remove();
+      survived = left.length > 0;
+      const problems = survived ? [`${left.length} process(es) survived`] : await cg.remove();
       if (problems.length > 0) kept.push(`${name}: ${problems.join('; ')}`);
       else removed.push(`cgroup ${name}`);
+    }
+    if (toolTemp && survived) kept.push(`${key}: the tool's directories, while its processes survive`);
+    else if (toolTemp) {
+      const r = await removeToolTemp(toolTemp, markers);
+      removed.push(...r.removed.map(toolDir));
+      kept.push(...r.kept.map(toolDir));
     }
     const mounted = owner?.mounted ?? (await readFile('/proc/self/mounts', 'utf8').catch(() => '')).split('\n').some((l) => l.split(' ')[1] === join(root, 'fs'));
     const problems = await removeEnvRoot(root, mounted, name, owner?.image);

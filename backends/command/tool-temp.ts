@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { lstat, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { errorMessage } from '../../harness/errors.js';
 import { readNoFollow } from '../../harness/left-in-box.js';
 
 /**
@@ -47,10 +48,15 @@ const names = (text: string, name: string, value: string): boolean => {
 /**
  * Removes the tool's directories whose record names this very environment (both markers, as the launcher's
  * environment had them); anything else under the prefix (another run's, a user's) is left alone. Returns
- * the names removed (with dryRun: that would be, and nothing is).
+ * the names removed (with dryRun: that would be, and nothing is) and those that could not be, with why.
  */
-export async function removeToolTemp(spec: ToolTemp, markers: Readonly<Record<string, string>>, options: { dryRun?: boolean } = {}): Promise<string[]> {
+export async function removeToolTemp(
+  spec: ToolTemp,
+  markers: Readonly<Record<string, string>>,
+  options: { dryRun?: boolean } = {},
+): Promise<{ removed: string[]; kept: string[] }> {
   const removed: string[] = [];
+  const kept: string[] = [];
   const marks = Object.entries(markers);
   for (const name of await readdir(spec.dir).catch(() => [] as string[])) {
     if (!name.startsWith(spec.prefix)) continue;
@@ -59,8 +65,12 @@ export async function removeToolTemp(spec: ToolTemp, markers: Readonly<Record<st
     if (!st?.isDirectory() || st.uid !== process.getuid?.()) continue;
     const text = (await readNoFollow(join(path, spec.file)))?.toString('utf8');
     if (text === undefined || !marks.every(([k, v]) => names(text, k, v))) continue;
-    if (!options.dryRun) await rm(path, { recursive: true, force: true });
-    removed.push(name);
+    try {
+      if (!options.dryRun) await rm(path, { recursive: true, force: true });
+      removed.push(name);
+    } catch (err) {
+      kept.push(`${name}: ${errorMessage(err)}`);
+    }
   }
-  return removed;
+  return { removed, kept };
 }

@@ -178,21 +178,29 @@ function sendWitnessQuery(cmd: Extract<LabServerCommand, { type: 'witness-query'
   });
 }
 
-/** Loop turns a sync waits: more than the deepest chain of stages a decoy needs to log what is already queued. */
+/** Loop turns a sync waits at least: more than the deepest chain of stages a decoy needs to log what is already queued. */
 const SYNC_TURNS = 10;
+/** A box still sending when the harness reads is not waited for beyond this. */
+const SYNC_MAX_TURNS = 10_000;
 
 /**
- * Answers once everything that reached a decoy socket before this command is logged. What a box sent before
- * it exited is queued in the kernel already, and each turn of the loop's poll phase takes every ready socket
- * one stage further (a TCP stream: accept, then its bytes up to a short read, then its end, then its close),
- * so the answer waits that many turns, each ended by a check phase (setImmediate).
+ * Answers once what reached a decoy socket before this command is logged. What a box sent before it exited is
+ * queued in the kernel already, and each turn of the loop's poll phase takes every ready socket one stage
+ * further (a TCP stream: accept, then its bytes up to a short read, then its end; a UDP socket: at most 32
+ * datagrams), so the answer waits at least SYNC_TURNS turns, each ended by a check phase (setImmediate), and
+ * goes on while the last turn still logged something (a full receive queue takes several turns to drain).
+ * Not covered: a stream whose peer is still alive and silent (it is logged at its idle timeout).
  */
-function syncAfterPending(id: string, print: (line: LabServerLine) => void): void {
+function syncAfterPending(id: string, loggedCount: () => number, print: (line: LabServerLine) => void): void {
   let turns = 0;
+  let last = loggedCount();
   const turn = (): void => {
     turns += 1;
-    if (turns < SYNC_TURNS) setImmediate(turn);
-    else print({ type: 'synced', id });
+    const now = loggedCount();
+    const quiet = now === last;
+    last = now;
+    if (turns >= SYNC_MAX_TURNS || (turns >= SYNC_TURNS && quiet)) print({ type: 'synced', id });
+    else setImmediate(turn);
   };
   setImmediate(turn);
 }
@@ -218,7 +226,9 @@ async function main(argv: readonly string[]): Promise<void> {
   const log = new DecoyLog({ maxEvents: config.maxEvents });
   // Events that arrive while later listeners are still starting wait for the ready line.
   let early: DecoyEvent[] | undefined = [];
+  let loggedCount = 0;
   log.on('event', (event) => {
+    loggedCount += 1;
     if (early !== undefined) early.push(event);
     else print({ type: 'event', event });
   });
@@ -263,7 +273,7 @@ async function main(argv: readonly string[]): Promise<void> {
       return;
     }
     if (cmd.type === 'witness-query') sendWitnessQuery(cmd, print);
-    else if (cmd.type === 'sync' && typeof cmd.id === 'string') syncAfterPending(cmd.id.slice(0, 64), print);
+    else if (cmd.type === 'sync' && typeof cmd.id === 'string') syncAfterPending(cmd.id.slice(0, 64), () => loggedCount, print);
   });
 
   print({ type: 'ready', pid: process.pid, listeners: services.listeners });

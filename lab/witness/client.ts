@@ -125,9 +125,9 @@ export async function connectWitness(spec: string): Promise<RemoteWitness> {
     },
     async trafficBetween(fromMs, toMs) {
       const from = Math.floor(fromMs + offsetMs - uncertaintyMs);
-      const to = toMs === undefined ? '' : `&to=${Math.ceil(toMs + offsetMs + uncertaintyMs)}`;
+      const to = Math.ceil((toMs ?? Date.now()) + offsetMs + uncertaintyMs);
       try {
-        const t = await call(ep, 'GET', `/v1/traffic?from=${from}${to}`, TrafficSchema);
+        const t = await call(ep, 'GET', `/v1/traffic?from=${from}&to=${to}${toMs === undefined ? '&open=1' : ''}`, TrafficSchema);
         return { ...t, witness: { ...t.witness, scope: 'remote' as const } };
       } catch (err) {
         // A witness that cannot answer saw nothing we can use: blind, never quiet.

@@ -86,11 +86,11 @@ export async function serveWitness(options: ServeWitnessOptions = {}): Promise<S
       if (req.method === 'POST' && url.pathname === '/v1/prove') return send(res, 200, await lab.proveWitness());
       if (req.method === 'GET' && url.pathname === '/v1/traffic') {
         const from = Number(url.searchParams.get('from'));
-        // Without `to`, the window stays open until the decoys logged what reached them before this request.
-        const to = url.searchParams.has('to') ? Number(url.searchParams.get('to')) : undefined;
-        const end = to ?? Date.now();
-        if (!Number.isFinite(from) || !Number.isFinite(end) || end < from || end - from > MAX_WINDOW_MS) return send(res, 400, { error: 'from and optional to: ms since epoch, from ≤ to, at most a day apart' });
-        return send(res, 200, await lab.trafficBetween(from, to));
+        const to = Number(url.searchParams.get('to'));
+        if (!Number.isFinite(from) || !Number.isFinite(to) || to < from || to - from > MAX_WINDOW_MS) return send(res, 400, { error: 'from and to: ms since epoch, from ≤ to, at most a day apart' });
+        // `open=1`: the window stays open until the decoys logged what reached them before this request (a witness
+        // of the first protocol ignores it and ends the window at `to`).
+        return send(res, 200, await lab.trafficBetween(from, url.searchParams.get('open') === '1' ? undefined : to));
       }
       return send(res, 404, { error: `no ${req.method ?? ''} ${url.pathname}` });
     })().catch((err: unknown) => send(res, 500, { error: errorMessage(err) }));

@@ -83,19 +83,23 @@ describe.skipIf(!support.available)(`lab witnesses: proof of life, saturation, m
   it('counts what reached a decoy before the read even when the decoys log it later (a box that sends, then exits)', async () => {
     if (!lab) throw new Error('no lab');
     const server = (await labProcesses(lab)).find((p) => p.comm.startsWith('node'));
-    expect(server).toBeDefined();
-    const pid = server?.pid ?? -1;
-    const tag = `late${Date.now()}`;
-    // A datagram, a raw stream, a request relayed by the front to a canary, and one to the metadata decoy.
-    const script = [
-      'import socket',
-      `u=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.sendto(b"udp-${tag}", ("198.51.100.10", 123)); u.close()`,
-      `t=socket.create_connection(("203.0.113.10", 8080), timeout=5); t.sendall(b"tcp-${tag}"); t.close()`,
-      `f=socket.create_connection(("198.51.100.80", 3128), timeout=5); f.sendall(b"GET http://203.0.113.10:8080/front-${tag} HTTP/1.1\\r\\nHost: 203.0.113.10:8080\\r\\n\\r\\n"); f.close()`,
-      `m=socket.create_connection(("169.254.169.254", 80), timeout=5); m.sendall(b"GET /md-${tag} HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n"); m.close()`,
-    ].join('\n');
-    const [file, ...args] = nsenterArgv({ name: 'lab', path: lab.handle.netnsPath }, ['python3', '-c', script]);
+    if (server === undefined) throw new Error("no lab server among the lab's processes");
+    const pid = server.pid;
     for (let round = 0; round < 5; round++) {
+      // A tag of its own per round: a window opening in the millisecond the last one's events were stamped sees them too.
+      const tag = `late${Date.now() % 1e12}r${round}`;
+      // A datagram, a burst of 200 (a socket yields 32 a turn), a raw stream, a request relayed by the front to a
+      // canary, and one to the metadata decoy.
+      const script = [
+        'import socket',
+        `u=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.sendto(b"udp-${tag}", ("198.51.100.10", 123))`,
+        `for i in range(200): u.sendto(b"burst%03d-${tag}" % i, ("198.51.100.10", 9))`,
+        'u.close()',
+        `t=socket.create_connection(("203.0.113.10", 8080), timeout=5); t.sendall(b"tcp-${tag}"); t.close()`,
+        `f=socket.create_connection(("198.51.100.80", 3128), timeout=5); f.sendall(b"GET http://203.0.113.10:8080/front-${tag} HTTP/1.1\\r\\nHost: 203.0.113.10:8080\\r\\n\\r\\n"); f.close()`,
+        `m=socket.create_connection(("169.254.169.254", 80), timeout=5); m.sendall(b"GET /md-${tag} HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n"); m.close()`,
+      ].join('\n');
+      const [file, ...args] = nsenterArgv({ name: 'lab', path: lab.handle.netnsPath }, ['python3', '-c', script]);
       const from = Date.now();
       // Only this test's own lab server, by pid: stopped, it cannot log what its sockets receive until it resumes.
       process.kill(pid, 'SIGSTOP');
@@ -105,8 +109,16 @@ describe.skipIf(!support.available)(`lab witnesses: proof of life, saturation, m
         process.kill(pid, 'SIGCONT');
       }
       const seen = (await lab.trafficBetween(from)).events.map((e) => `${e.service} ${e.summary}`);
-      const want = [`catch-all-udp UDP 21 bytes: udp-${tag}`, `catch-all-tcp TCP 21 bytes: tcp-${tag}`, `canary-http GET http://203.0.113.10:8080/front-${tag}`, 'front front absolute-uri 203.0.113.10:8080', `metadata GET /md-${tag}`];
-      expect(want.filter((w) => !seen.some((s) => s.startsWith(w))), `round ${round}: ${seen.join(' | ')}`).toEqual([]);
+      const want = [
+        `catch-all-udp UDP ${`udp-${tag}`.length} bytes: udp-${tag}`,
+        `catch-all-udp UDP ${`burst199-${tag}`.length} bytes: burst199-${tag}`,
+        `catch-all-tcp TCP ${`tcp-${tag}`.length} bytes: tcp-${tag}`,
+        `canary-http GET http://203.0.113.10:8080/front-${tag}`,
+        'front front absolute-uri 203.0.113.10:8080',
+        `metadata GET /md-${tag}`,
+      ];
+      expect(want.filter((w) => !seen.includes(w)), `round ${round}: ${seen.filter((s) => !s.includes('burst')).join(' | ')}`).toEqual([]);
+      expect(seen.filter((s) => s.startsWith('catch-all-udp UDP') && s.includes(': burst') && s.endsWith(`-${tag}`)).length, `round ${round}`).toBe(200);
     }
   });
 

@@ -31,18 +31,18 @@ describe("a tool's own temp directories, removed by the environment's markers", 
     await mkdir(join(dir, 'runsc-do777'));
     await symlink(join(dir, 'runsc-do111', 'config.json'), join(dir, 'runsc-do777', 'config.json'));
 
-    expect(await removeToolTemp(spec(dir), marks)).toEqual(['runsc-do111']);
+    expect(await removeToolTemp(spec(dir), marks)).toEqual({ removed: ['runsc-do111'], kept: [] });
     expect((await readdir(dir)).sort()).toEqual(['other-111', 'runsc-do222', 'runsc-do333', 'runsc-do444', 'runsc-do555', 'runsc-do666', 'runsc-do777']);
     // Once removed, a second pass finds nothing; a missing temp directory is not an error.
-    expect(await removeToolTemp(spec(dir), marks)).toEqual([]);
-    expect(await removeToolTemp(spec(join(dir, 'absent')), marks)).toEqual([]);
+    expect(await removeToolTemp(spec(dir), marks)).toEqual({ removed: [], kept: [] });
+    expect(await removeToolTemp(spec(join(dir, 'absent')), marks)).toEqual({ removed: [], kept: [] });
   });
 
   it('a dry run lists what it would remove and removes nothing', async () => {
     dir = await mkdtemp(join(tmpdir(), 'sc-tool-temp-'));
     await mkdir(join(dir, 'runsc-do1'));
     await writeFile(join(dir, 'runsc-do1', 'config.json'), bundle('rabc123', '0a1b2c3d'));
-    expect(await removeToolTemp(spec(dir), marks, { dryRun: true })).toEqual(['runsc-do1']);
+    expect(await removeToolTemp(spec(dir), marks, { dryRun: true })).toEqual({ removed: ['runsc-do1'], kept: [] });
     expect(await readdir(dir)).toEqual(['runsc-do1']);
   });
 
