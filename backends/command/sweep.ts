@@ -25,11 +25,12 @@ export async function sweepStaleCommandEnvironments(stateDir: string, dryRun = f
     if (!ENV_KEY.test(key)) continue;
     const root = join(stateDir, key);
     const owner = await readOwner(join(root, 'owner.json'));
-    if (owner === undefined ? !deadRunIds.includes(key.replace(/-[0-9a-f]{8}$/, '')) : await ownerAlive(owner)) continue;
+    const runId = key.slice(0, -9);
+    if (owner === undefined ? !deadRunIds.includes(runId) : await ownerAlive(owner)) continue;
     const name = `${CGROUP_NAMES.command}${key}`;
     // Read before the root goes; used after the kill (the tool may still be writing into its directory).
     const toolTemp = await readToolTempRecord(root);
-    const markers = { [RUN_MARKER]: key.slice(0, -9), [ENV_MARKER]: key.slice(-8) };
+    const markers = { [RUN_MARKER]: runId, [ENV_MARKER]: key.slice(-8) };
     const toolDir = (dir: string): string => `${key}: the tool's directory ${join(toolTemp?.dir ?? '', dir)}`;
     if (dryRun) {
       if (toolTemp) removed.push(...(await removeToolTemp(toolTemp, markers, { dryRun })).removed.map(toolDir));
