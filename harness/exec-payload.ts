@@ -120,7 +120,7 @@ export async function execWithDeadline(setting: ExecSetting, env: Environment, p
   if (setting.signal?.aborted) onInterrupt();
   const args = { nonce: ctx.nonce, probe: probe.id, ...(probe.args?.(ctx) ?? {}), ...how.extraArgs };
   const program = probe.sampleProgram ?? (probe.interpreter ? new RegExp(`^${(probe.interpreter.split('/').pop() ?? '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) : undefined);
-  const sampler = probe.sampleProcesses && env.hostPids ? startProcessSampler(env, { ...(program ? { program } : {}), ...(probe.rootPaths ? { rootPaths: probe.rootPaths } : {}), ...(probe.releaseWhenSeen === 'sampled' ? { release: ctx.nonce } : {}) }) : undefined;
+  const sampler = probe.sampleProcesses && env.hostPids ? startProcessSampler(env, { ...(probe.kernelCarriers ? { nonce: ctx.nonce } : {}), ...(program ? { program } : {}), ...(probe.rootPaths ? { rootPaths: probe.rootPaths } : {}), ...(probe.releaseWhenSeen === 'sampled' ? { release: ctx.nonce } : {}) }) : undefined;
   const health = probe.watchHost ? await startHostHealth(setting.scratchDir) : undefined;
   const t0 = performance.now();
   let result: ExecResult;
@@ -165,6 +165,7 @@ export async function execWithDeadline(setting: ExecSetting, env: Environment, p
     stderr: stderr.summary(),
     ...(result.resources ? { resources: result.resources } : {}),
     ...(hostProcesses ? { hostProcesses: hostProcesses.processes, hostProcessCountMax: hostProcesses.maxConcurrent } : {}),
+    ...(hostProcesses?.userSpaceKernel ? { userSpaceKernel: hostProcesses.userSpaceKernel } : {}),
     ...(hostHealth ? { hostHealth } : {}),
   };
   return {

@@ -3,6 +3,8 @@ import { procLink, procText } from '../lab/proc-files.js';
 import type { Environment } from '../backends/contract.js';
 import type { Observation } from './model/probe.js';
 import { attachPosture, postureOf, readHostView, readProcessIdentity, readProcessPosture, type HostView, type ProcessIdentity } from '../lab/host-process.js';
+import { KernelCarrierTracker } from './kernel-carriers.js';
+import type { UserSpaceKernel } from './model/observation.js';
 import { attachRootView, readRootView, rootViewOf } from '../lab/root-view.js';
 
 /** The box's own program: the payload's interpreter, by the executable the kernel names (never by its self-chosen comm). */
@@ -25,6 +27,8 @@ export interface SamplerOptions {
    * for it; `sc.hold` does, and stops holding still.
    */
   release?: string;
+  /** This execution's nonce, to find the box's address space on a user-space kernel (harness/kernel-carriers.ts). */
+  nonce?: string;
 }
 
 /** How many processes of the box's program get their root looked at (each costs one lstat per path component). */
@@ -49,7 +53,10 @@ const sameIdentity = (a: ProcessIdentity, b: ProcessIdentity): boolean =>
  * runs as root for a moment before it becomes the payload, and judging it would make verdicts depend
  * on when the sampler happened to look. Each identity the program took is kept (one entry per change).
  */
-export function startProcessSampler(env: Environment, options: SamplerOptions | number = {}): { stop(): Promise<{ processes: ProcessIdentity[]; maxConcurrent: number }> } {
+export function startProcessSampler(
+  env: Environment,
+  options: SamplerOptions | number = {},
+): { stop(): Promise<{ processes: ProcessIdentity[]; maxConcurrent: number; userSpaceKernel?: UserSpaceKernel }> } {
   const opts: SamplerOptions = typeof options === 'number' ? { intervalMs: options } : options;
   const program = opts.program ?? PAYLOAD_INTERPRETER;
   const maxProcesses = opts.maxProcesses ?? 64;
@@ -66,6 +73,7 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
   const maxPostureReads = opts.maxPostureReads ?? 8;
   let hostView: HostView | undefined;
   let rootViews = 0;
+  const carriers = opts.nonce === undefined ? undefined : new KernelCarrierTracker(opts.nonce);
   /**
    * A process of the payload's interpreter whose first entry names this execution in its posture and, when the probe
    * asked for paths, in a root view too: without one (the budget spent on other processes of the program, or not
@@ -163,6 +171,8 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
           kept++;
         }
       }
+      // Only while no process of the box's program was seen: then the host sees the program itself.
+      if (carriers && seen.size === 0) await carriers.tick(pids, own);
       const nonce = opts.release;
       if (nonce !== undefined) for (const pid of pids) if (releasable(pid, nonce)) release(pid);
     } finally {
@@ -175,7 +185,9 @@ export function startProcessSampler(env: Environment, options: SamplerOptions | 
     async stop() {
       clearInterval(timer);
       while (busy) await new Promise((r) => setTimeout(r, 10));
-      return { processes: [...seen.values()].flat(), maxConcurrent };
+      const processes = [...seen.values()].flat();
+      const userSpaceKernel = processes.length === 0 ? carriers?.result : undefined;
+      return { processes, maxConcurrent, ...(userSpaceKernel ? { userSpaceKernel } : {}) };
     },
   };
 }

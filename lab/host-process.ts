@@ -213,14 +213,15 @@ async function devNodes(pid: number, mounts: readonly MountEntry[]): Promise<{ n
 }
 
 /** The posture of one process as the host sees it; undefined when it is gone or unreadable. */
-export async function readProcessPosture(pid: number, host: HostView): Promise<ProcessPosture | undefined> {
+/** `emptyCmdline`: a process that never has arguments (a user-space kernel's address space) is read anyway. */
+export async function readProcessPosture(pid: number, host: HostView, opts: { emptyCmdline?: boolean } = {}): Promise<ProcessPosture | undefined> {
   const status = procText(`/proc/${pid}/status`);
   const mountinfo = procText(`/proc/${pid}/mountinfo`);
   const cmdline = procBytes(`/proc/${pid}/cmdline`)?.subarray(0, 1024).toString('utf8').replaceAll('\0', ' ');
   if (status === undefined || mountinfo === undefined || cmdline === undefined) return undefined;
   // Mid-exec the process already shows its new executable but not yet its arguments (the kernel sets them up
   // after switching the memory map; a busy machine widens that window): not read yet, so the sampler tries again.
-  if (cmdline.trim() === '') return undefined;
+  if (cmdline.trim() === '' && opts.emptyCmdline !== true) return undefined;
   const sharedNamespaces: Partial<Record<NamespaceName, boolean>> = {};
   for (const ns of NAMESPACES) {
     const link = procLink(`/proc/${pid}/ns/${ns}`);

@@ -47,6 +47,22 @@ export const ProcessIdentitySchema = z.strictObject({
   hostUserNamespace: z.boolean(),
 });
 
+/**
+ * The box's program on a kernel that runs in user space (gVisor's Sentry), as the host saw it: the host process
+ * whose memory (mapped from the kernel's own memory file) held this execution's nonce is where the box's code
+ * runs; its parent is the kernel that serves its system calls.
+ */
+export const UserSpaceKernelSchema = z.strictObject({
+  kernel: z.string(),
+  /** How the address space was tied to this execution (where the nonce was found). */
+  tie: z.string(),
+  addressSpaces: z.array(ProcessIdentitySchema).min(1),
+  kernels: z.array(ProcessIdentitySchema),
+  /** Its file servers among the box's host processes (runsc's gofer): they open the box's files on the host. */
+  fileServers: z.array(ProcessIdentitySchema),
+});
+export type UserSpaceKernel = z.infer<typeof UserSpaceKernelSchema>;
+
 const HealthSampleSchema = z.strictObject({
   memAvailableBytes: z.number(),
   diskFreeBytes: z.number(),
@@ -87,6 +103,8 @@ export const ExecObservationSchema = z.strictObject({
   hostProcesses: z.array(ProcessIdentitySchema).optional(),
   /** Most of the box's processes alive at one sample. */
   hostProcessCountMax: z.number().int().optional(),
+  /** Set when none of the box's host processes ran its program but a user-space kernel's address space held its nonce. */
+  userSpaceKernel: UserSpaceKernelSchema.optional(),
   hostHealth: HostHealthSchema.optional(),
 });
 export type ExecObservation = z.infer<typeof ExecObservationSchema>;

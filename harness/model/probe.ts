@@ -140,6 +140,12 @@ interface ProbeCommon {
    * A box the host cannot see into (gVisor's Sentry, a remote box) holds the whole cap either way.
    */
   releaseWhenSeen?: 'sampled' | 'marked';
+  /**
+   * With sampleProcesses: where no process of the box's program is seen, look for the user-space kernel's address
+   * space holding this execution's nonce (harness/kernel-carriers.ts), whose host processes identity and posture
+   * judges then read in its place. Off by default: each look reads the box's memory.
+   */
+  kernelCarriers?: boolean;
   /** Scan the host for `sandcheck-survivor-<nonce>` while it runs: proof the host can see what must not survive. */
   watchSurvivor?: boolean;
   /** Watch the host's health while it runs (resource probes). */

@@ -2,7 +2,7 @@ import { unlessAttempted } from '../../harness/judge.js';
 import { outside, type Evidence } from '../../harness/model/evidence.js';
 import type { Judgement, Observation, ProbeContext } from '../../harness/model/probe.js';
 import { postureOf, type ProcessIdentity, type ProcessPosture } from '../../lab/host-process.js';
-import { identityEvidence, ownProgram, unseen } from './identity.js';
+import { identityEvidence, kernelCarried, ownProgram, unseen } from './identity.js';
 
 /** One process of the box's own program with what the host read of it. */
 export interface Postured {
@@ -23,21 +23,29 @@ export interface PostureFinding {
  * Crossed when any sample shows the hole; held only when every sample's posture was read and none does;
  * inconclusive when the payload did not run, no process of its program was seen, or nothing was readable.
  */
-export function judgePosture(obs: Observation, ctx: ProbeContext, what: string, rule: (p: Postured) => PostureFinding, source: string): Judgement {
+export function judgePosture(obs: Observation, ctx: ProbeContext, what: string, rule: (p: Postured) => PostureFinding, source: string, opts: { fileServers?: boolean } = {}): Judgement {
   const notRun = unlessAttempted(obs, false);
   if (notRun) return notRun;
-  const procs = ownProgram(obs);
-  const base = identityEvidence(obs, procs);
+  const own = ownProgram(obs);
+  const carried = kernelCarried(obs, opts.fileServers);
+  const procs = carried?.procs ?? own;
+  const base = [...(carried?.evidence ?? []), ...identityEvidence(obs, own)];
   if (procs.length === 0) return { verdict: 'inconclusive', reason: `${unseen(obs)}, so ${what} could not be judged from outside`, evidence: base };
+  const lead = carried ? `${carried.lead}: ` : '';
+  // The box's files come through the kernel's file servers: without one read, its host mounts are not all seen.
+  if (carried && opts.fileServers && (obs.exec.userSpaceKernel?.fileServers.length ?? 0) === 0) {
+    return { verdict: 'inconclusive', reason: `${lead}no file server of that kernel was among the box's host processes, so ${what} could not be judged`, evidence: base };
+  }
   const postured = procs.flatMap((id) => {
     const posture = postureOf(id);
     return posture ? [{ id, posture }] : [];
   });
   if (postured.length === 0) {
-    return { verdict: 'inconclusive', reason: `the host could not read the posture (${source}) of any process of the box's program, so ${what} could not be judged`, evidence: base };
+    return { verdict: 'inconclusive', reason: `${lead}the host could not read the posture (${source}) of any process of the box's program, so ${what} could not be judged`, evidence: base };
   }
-  // At least one sample must be this very execution's payload (its argv carries the nonce), not some other program of the box.
-  if (!postured.some((p) => p.posture.cmdline.includes(ctx.nonce))) {
+  // At least one sample must be this very execution's payload (its argv carries the nonce), not some other program of
+  // the box; on a user-space kernel the nonce was found in the address space's memory instead.
+  if (!carried && !postured.some((p) => p.posture.cmdline.includes(ctx.nonce))) {
     return { verdict: 'inconclusive', reason: `no process whose posture the host read carries this execution's nonce in its command line, so it is not shown to be the payload: ${what} could not be judged`, evidence: base };
   }
   const evidence: Evidence[] = [];
@@ -51,12 +59,13 @@ export function judgePosture(obs: Observation, ctx: ProbeContext, what: string, 
     if (f.unknown !== undefined) unknown.push(`${who}: ${f.unknown}`);
   }
   const all = [...evidence.slice(0, 24), ...base];
-  if (bad.length > 0) return { verdict: 'crossed', reason: bad.slice(0, 4).join('; '), evidence: [...bad.slice(0, 16).map((b) => outside('host-proc-posture', b, source)), ...all] };
-  if (unknown.length > 0) return { verdict: 'inconclusive', reason: unknown.slice(0, 3).join('; '), evidence: all };
+  if (bad.length > 0) return { verdict: 'crossed', reason: `${lead}${bad.slice(0, 4).join('; ')}`, evidence: [...bad.slice(0, 16).map((b) => outside('host-proc-posture', b, source)), ...all] };
+  if (unknown.length > 0) return { verdict: 'inconclusive', reason: `${lead}${unknown.slice(0, 3).join('; ')}`, evidence: all };
   if (postured.length < procs.length) {
-    return { verdict: 'inconclusive', reason: `the host read the posture of ${postured.length} of ${procs.length} samples of the box's program only`, evidence: all };
+    return { verdict: 'inconclusive', reason: `${lead}the host read the posture of ${postured.length} of ${procs.length} samples of the box's program only`, evidence: all };
   }
-  return { verdict: 'held', reason: `all ${postured.length} samples of the box's own program read from the host (${source}): ${what} as required`, evidence: all };
+  const who = carried ? 'host processes that run its code or serve it' : "samples of the box's own program";
+  return { verdict: 'held', reason: `${lead}all ${postured.length} ${who} read from the host (${source}): ${what} as required`, evidence: all };
 }
 
 /** Capability numbers (linux/capability.h) that open a way out of a box or into the host kernel. */
@@ -144,7 +153,11 @@ export function deviceRule({ id, posture }: Postured): PostureFinding {
     if (allows === undefined) return { bad: [], unknown: `${way.join(' and ')}, and no device cgroup the host can read shows whether it may open it`, seen };
     return { bad: [`${way.join(' and ')}, and its device cgroup allows block devices (${allows.slice(0, 3).join(' | ')})`], seen };
   }
-  if (posture.devEntriesSeen === 0) return { bad: [], unknown: "the host saw nothing in the box's /dev (through /proc/<pid>/root), so it cannot show that no host disk node is there", seen };
+  if (posture.devEntriesSeen === 0) {
+    // A mount table of the process's own filesystems only (a user-space kernel's empty root): no host node can be in it.
+    if (posture.mounts.length > 0 && !posture.mountsTruncated && posture.mounts.every((m) => m.hostPath === undefined)) return { bad: [], seen: [...seen, 'no host filesystem in its mount table'] };
+    return { bad: [], unknown: "the host saw nothing in the box's /dev (through /proc/<pid>/root), so it cannot show that no host disk node is there", seen };
+  }
   return { bad: [], seen };
 }
 

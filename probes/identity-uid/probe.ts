@@ -7,6 +7,7 @@ const base = {
   policyItem: 'identity.unprivileged' as const,
   payload: 'identity-uid',
   sampleProcesses: true,
+  kernelCarriers: true,
   releaseWhenSeen: 'sampled' as const,
   args: () => ({ holdSeconds: 2 }),
 };

@@ -12,5 +12,5 @@ export const postureDevices: SecurityProbe = {
   remediation: 'No host devices (no Privileged, no --device of a disk), no CAP_MKNOD or CAP_SYS_ADMIN, and a device cgroup that refuses block devices.',
   attack: ['T1006', 'T1611'],
   cwe: ['CWE-668'],
-  judge: (obs, ctx) => judgePosture(obs, ctx, 'no host disk reachable', deviceRule, '/proc/<pid>/root/dev, devices.list'),
+  judge: (obs, ctx) => judgePosture(obs, ctx, 'no host disk reachable', deviceRule, '/proc/<pid>/root/dev, devices.list', { fileServers: true }),
 };

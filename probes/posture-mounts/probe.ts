@@ -17,6 +17,6 @@ export const postureMounts: SecurityProbe = {
     const hostMounts = ctx.policy.posture?.hostMounts;
     const places = runPlaces(ctx);
     const rule = mountRule({ ...places, policy: hostMounts === undefined || hostMounts === 'any' ? 'none' : hostMounts });
-    return judgePosture(obs, ctx, "no host path beyond the runtime's own and the policy's allowlist, no host socket, no writable kernel filesystem", rule, '/proc/<pid>/mountinfo');
+    return judgePosture(obs, ctx, "no host path beyond the runtime's own and the policy's allowlist, no host socket, no writable kernel filesystem", rule, '/proc/<pid>/mountinfo', { fileServers: true });
   },
 };

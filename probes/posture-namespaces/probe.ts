@@ -7,6 +7,7 @@ export const postureBase = {
   category: 'identity' as const,
   payload: 'identity-uid',
   sampleProcesses: true,
+  kernelCarriers: true,
   releaseWhenSeen: 'sampled' as const,
   args: () => ({ holdSeconds: 2 }),
 };

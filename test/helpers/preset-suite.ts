@@ -229,10 +229,12 @@ const EXPECTED: Record<string, Expectation> = {
   'podman-runsc': {
     adapterFails: [],
     crossed: {},
-    held: ['secret-decoy-file', 'daemon-socket', 'download-api-links', 'read-only-input', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'residue', 'host-search', 'agent-socket', 'keyring-decoy', 'abstract-socket', 'ipc-covert', 'escape-mount-host', 'escape-file-handle', 'escape-proc-root', 'escape-raw-socket', ...NETWORK, ...OUTPUT, ...EXPORTS],
+    // identity-*: the host finds this execution's nonce in a stub's memory (mapped from the Sentry's memory file) and
+    // judges the stubs and the Sentry, which run the box's code and serve its system calls.
+    held: ['secret-decoy-file', 'daemon-socket', 'download-api-links', 'read-only-input', 'identity-uid', 'identity-capabilities', 'identity-no-new-privs', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'residue', 'host-search', 'agent-socket', 'keyring-decoy', 'abstract-socket', 'ipc-covert', 'escape-mount-host', 'escape-file-handle', 'escape-proc-root', 'escape-raw-socket', ...NETWORK, ...OUTPUT, ...EXPORTS],
     inconclusive: {
-      // The host sees only the sentry's processes, never the payload's: identity and survival cannot be judged outside.
-      ...Object.fromEntries(['identity-uid', 'identity-capabilities', 'identity-no-new-privs', 'identity-setuid'].map((id) => [id, /none ran the payload's program/])),
+      // The host never sees the setuid program's own process, nor the box's survivors.
+      'identity-setuid': /none ran the payload's program/,
       'survive-teardown': /never saw the daemon alive/,
       // The gofer makes no FIFO or device node.
       'export-special-files': /none of the hostile artifacts exists in the box/,

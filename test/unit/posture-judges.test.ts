@@ -14,6 +14,7 @@ import { postureDevices } from '../../probes/posture-devices/probe.js';
 import { postureMounts } from '../../probes/posture-mounts/probe.js';
 import { postureNamespaces } from '../../probes/posture-namespaces/probe.js';
 import { postureSeccomp } from '../../probes/posture-seccomp/probe.js';
+import { identityCapabilities, identityNoNewPrivs, identityUid } from '../../probes/identity-uid/probe.js';
 import { capture, fakeObservation } from '../helpers/observation.js';
 
 const ctx: ProbeContext = {
@@ -131,6 +132,64 @@ describe('posture judges', () => {
     expect(verdict(postureSeccomp, observed(goodPosture(), identity({ seccomp: null })))).toMatch(/^inconclusive: /);
     expect(verdict(postureSeccomp, observed(goodPosture(), identity({ seccomp: 1 })))).toMatch(/^held: /);
   });
+
+  describe('on a user-space kernel (gVisor): the host processes that carry the box are judged in its place', () => {
+    /** What runsc looks like from the host: stubs and the Sentry in a user namespace of their own, the gofer root. */
+    const carrier = (pid: number, over: Partial<ProcessIdentity> = {}, posture: Partial<ProcessPosture> = {}): ProcessIdentity => {
+      const id = identity({ pid, command: 'exe', capEff: '0000000000240000', hostUserNamespace: false, ...over });
+      attachPosture(id, goodPosture({ pid, cmdline: '', sharedNamespaces: { mnt: false, pid: true, net: false, ipc: false, uts: false, user: false, cgroup: true }, capBnd: '000001ffffffffff', mounts: [mount('/', { readOnly: true })], devEntriesSeen: 0, deviceCgroup: { path: '/x', rules: ['a *:* rwm'] }, ...posture }));
+      return id;
+    };
+    const gofer = (posture: Partial<ProcessPosture> = {}): ProcessIdentity =>
+      carrier(7, { effectiveUid: 0, realUid: 0, capEff: '000000000004001f', hostUserNamespace: true }, { capBnd: '000000000004001f', devEntriesSeen: 3, mounts: goodPosture().mounts, ...posture });
+    const usk = (over: Partial<NonNullable<Observation['exec']['userSpaceKernel']>> = {}, exec: Partial<Observation['exec']> = {}): Observation =>
+      fakeObservation(
+        {
+          hostProcesses: [],
+          hostProcessCountMax: 5,
+          userSpaceKernel: { kernel: 'gVisor (runsc)', tie: "this execution's nonce in host pid 9's memory at 7f00-7f10, mapped from /memfd:runsc-memory", addressSpaces: [carrier(9)], kernels: [carrier(8)], fileServers: [gofer()], ...over },
+          ...exec,
+        },
+        { finished: true },
+      );
+
+    it('hold where the address space, its kernel (and for files, its file server) show the posture', () => {
+      const lax: ProbeContext = { ...ctx, policy: { ...CI_POLICY, posture: { ...CI_POLICY.posture!, namespaces: ['mnt', 'net', 'ipc', 'uts'] } } };
+      for (const p of POSTURE_PROBES) expect(verdict(p, usk(), lax), p.id).toMatch(/^held: the box's program runs on a user-space kernel, gVisor \(runsc\) \(this execution's nonce in host pid 9's memory/);
+      for (const p of [identityUid, identityCapabilities, identityNoNewPrivs]) expect(verdict(p, usk()), p.id).toMatch(/^held: .*all 2 host processes that run its code or serve its system calls/);
+    });
+
+    it('cross on what the host reads of them: the host pid namespace, a kernel without seccomp, a writable host binary in the file server', () => {
+      expect(verdict(postureNamespaces, usk())).toMatch(/^crossed: .*exe \(pid 9\) shares the host's pid namespace/);
+      const open = usk({ kernels: [carrier(8, { seccomp: 0, noNewPrivs: 0 })] });
+      expect(verdict(postureSeccomp, open)).toMatch(/^crossed: .*exe \(pid 8\) runs without a seccomp filter/);
+      expect(verdict(identityNoNewPrivs, open)).toMatch(/^crossed: .*exe \(pid 8\) can gain privileges/);
+      const rootKernel = usk({ kernels: [carrier(8, { effectiveUid: 0, realUid: 0, hostUserNamespace: true, capEff: '000001ffffffffff' }, { capBnd: '000001ffffffffff' })] });
+      expect(verdict(identityUid, rootKernel)).toMatch(/^crossed: .*exe \(pid 8\) runs as root/);
+      expect(verdict(postureCapabilities, rootKernel)).toMatch(/^crossed: .*CAP_SYS_ADMIN/);
+      const bound = usk({ fileServers: [gofer({ mounts: [...goodPosture().mounts, mount('/usr/sbin/docker-init', { fsType: 'ext4', device: '254:0', hostPath: '/usr/bin/tini-static' })] })] });
+      expect(verdict(postureMounts, bound)).toMatch(/^crossed: .*its file servers: pid 7\): exe \(pid 7\) writable host \/usr\/bin\/tini-static/);
+      // The kernel's own empty root hides no device node; a host disk bound into the file server's view is found.
+      const disk = usk({ fileServers: [gofer({ devNodes: [{ path: '/dev/vda', device: '254:0', hostBlockDevice: true, usable: true }] })] });
+      expect(verdict(postureDevices, disk)).toMatch(/^crossed: .*host block device node \/dev\/vda/);
+    });
+
+    it('never hold on a kernel nobody read, without a file server for files, or beside a process of the program itself', () => {
+      for (const p of POSTURE_PROBES) expect(verdict(p, usk({ kernels: [] })), p.id).toMatch(/^inconclusive: the backend named 5 host process/);
+      expect(verdict(identityUid, usk({ kernels: [] }))).toMatch(/^inconclusive: the backend named 5 host process/);
+      for (const p of [postureMounts, postureDevices]) expect(verdict(p, usk({ fileServers: [] })), p.id).toMatch(/^inconclusive: .*no file server of that kernel/);
+      // The payload's interpreter seen as a host process: the host sees the program itself, and that decides.
+      const direct = identity({ pid: 50, effectiveUid: 0, realUid: 0 });
+      attachPosture(direct, goodPosture({ pid: 50 }));
+      expect(verdict(identityUid, usk({}, { hostProcesses: [direct] }))).toMatch(/^crossed: python3 \(pid 50\) runs as root/);
+      // A copied observation lost the postures: nothing can be held.
+      const copied = JSON.parse(JSON.stringify(usk().exec)) as Observation['exec'];
+      for (const p of POSTURE_PROBES) expect(verdict(p, fakeObservation(copied, { finished: true })), p.id).toMatch(/^inconclusive: /);
+      // Not run: the challenge was not answered.
+      expect(verdict(postureSeccomp, { ...usk(), attempted: false })).toMatch(/^inconclusive: no answer to this execution's challenge/);
+    });
+  });
+
 });
 
 describe('posture-mounts: host paths judged by where they are on the host, not by their name in the box', () => {

@@ -1,0 +1,138 @@
+import { closeSync, openSync, readdirSync, readSync } from 'node:fs';
+import { procLink, procText } from './proc-files.js';
+
+/**
+ * A kernel that runs in user space (gVisor's Sentry) keeps the box's memory in a file of its own and maps it
+ * into the host processes where the box's code runs (runsc's address-space stubs). The host cannot see the
+ * box's program as a process of its own, but it can read those processes' memory through /proc/<pid>/mem:
+ * finding this execution's nonce there (the payload's argv is on its stack) ties them to the payload.
+ */
+export interface UserSpaceKernelKind {
+  name: string;
+  /** Basename of /proc/<pid>/exe of the kernel's processes. */
+  exe: RegExp;
+  /** The name its memory file carries in /proc/<pid>/maps and /proc/<pid>/fd. */
+  memoryFile: string;
+  /** argv[0] of the kernel's process (the one that maps the whole memory file and serves the system calls). */
+  kernel: string;
+  /** argv[0] of its file server (the process that opens the box's files on the host for it), the kernel's sibling. */
+  fileServer: string;
+}
+
+export const USER_SPACE_KERNELS: readonly UserSpaceKernelKind[] = [
+  { name: 'gVisor (runsc)', exe: /^runsc$/, memoryFile: '/memfd:runsc-memory', kernel: 'runsc-sandbox', fileServer: 'runsc-gofer' },
+];
+
+/** Most bytes read from one mapping, and from all mappings of one process in one look. */
+const MAX_MAPPING_BYTES = 16 << 20;
+const MAX_LOOK_BYTES = 48 << 20;
+const CHUNK = 1 << 20;
+
+const basename = (p: string): string => p.replace(/ \(deleted\)$/, '').split('/').pop() ?? '';
+
+/** The user-space kernel whose executable this process runs, if any. */
+export function kernelKindOf(pid: number): UserSpaceKernelKind | undefined {
+  const exe = basename(procLink(`/proc/${pid}/exe`) ?? '');
+  return USER_SPACE_KERNELS.find((k) => k.exe.test(exe));
+}
+
+/** Address ranges of /proc/<pid>/maps backed by the kernel's memory file, highest first (the stack, with argv, is high). */
+export function memoryMappings(maps: string, memoryFile: string): { start: number; end: number; line: string }[] {
+  const out: { start: number; end: number; line: string }[] = [];
+  for (const line of maps.split('\n')) {
+    const path = line.split(/\s+/).slice(5).join(' ');
+    if (path !== memoryFile && path !== `${memoryFile} (deleted)`) continue;
+    const m = /^([0-9a-f]+)-([0-9a-f]+)\s+r/.exec(line);
+    if (!m?.[1] || !m[2]) continue;
+    const start = Number.parseInt(m[1], 16);
+    const end = Number.parseInt(m[2], 16);
+    if (Number.isSafeInteger(end) && end > start) out.push({ start, end, line: line.split(/\s+/)[0] ?? '' });
+  }
+  return out.sort((a, b) => b.start - a.start);
+}
+
+export interface MemoryLook {
+  /** The mapping (start-end) where the needle was found. */
+  foundIn?: string;
+  mappings: number;
+  bytesRead: number;
+}
+
+/**
+ * Looks for `needle` in the process's mappings of the kernel's memory file, within a byte budget. Reads go
+ * through /proc/<pid>/mem in 1 MiB chunks (overlapping by the needle's length); an unreadable chunk (a page
+ * the kernel has not mapped yet) is skipped.
+ */
+export function findInKernelMemory(pid: number, kind: UserSpaceKernelKind, needle: string, budget = MAX_LOOK_BYTES): MemoryLook {
+  const maps = procText(`/proc/${pid}/maps`);
+  const mappings = maps === undefined ? [] : memoryMappings(maps, kind.memoryFile);
+  const look: MemoryLook = { mappings: mappings.length, bytesRead: 0 };
+  if (mappings.length === 0 || needle.length === 0) return look;
+  const want = Buffer.from(needle);
+  let fd: number;
+  try {
+    fd = openSync(`/proc/${pid}/mem`, 'r');
+  } catch {
+    return look;
+  }
+  const buf = Buffer.alloc(CHUNK + want.length);
+  try {
+    for (const m of mappings) {
+      const end = Math.min(m.end, m.start + MAX_MAPPING_BYTES);
+      for (let at = m.start; at < end && look.bytesRead < budget; at += CHUNK) {
+        const len = Math.min(CHUNK + want.length, end - at);
+        let n = 0;
+        try {
+          n = readSync(fd, buf, 0, len, at);
+        } catch {
+          continue;
+        }
+        look.bytesRead += n;
+        if (buf.subarray(0, n).includes(want)) {
+          look.foundIn = m.line;
+          return look;
+        }
+      }
+      if (look.bytesRead >= budget) break;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return look;
+}
+
+/** How many mappings of the kernel's memory file the process has (0: none, or gone). */
+export function mappingCount(pid: number, kind: UserSpaceKernelKind): number {
+  const maps = procText(`/proc/${pid}/maps`);
+  return maps === undefined ? 0 : memoryMappings(maps, kind.memoryFile).length;
+}
+
+/** The process itself or its nearest ancestor (at most 4 up) whose argv[0] is `name`. */
+export function selfOrAncestor(pid: number, name: string): number | undefined {
+  for (let p: number | undefined = pid, i = 0; p !== undefined && p > 1 && i < 5; p = parentPid(p), i++) if (argv0(p) === name) return p;
+  return undefined;
+}
+
+/** Children of a process, from every thread's children list (a Go runtime forks from any thread). */
+export function childrenOf(pid: number): number[] {
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`).slice(0, 512);
+  } catch {
+    return [];
+  }
+  const out = new Set<number>();
+  for (const t of tasks) for (const c of (procText(`/proc/${pid}/task/${t}/children`) ?? '').split(/\s+/)) if (/^\d+$/.test(c)) out.add(Number(c));
+  return [...out];
+}
+
+/** argv[0] from /proc/<pid>/cmdline. */
+export function argv0(pid: number): string {
+  return (procText(`/proc/${pid}/cmdline`) ?? '').split('\0')[0] ?? '';
+}
+
+/** The parent pid from /proc/<pid>/status. */
+export function parentPid(pid: number): number | undefined {
+  const m = /^PPid:\s*(\d+)$/m.exec(procText(`/proc/${pid}/status`) ?? '');
+  return m?.[1] === undefined ? undefined : Number(m[1]);
+}
