@@ -1,5 +1,5 @@
 import { stat } from 'node:fs/promises';
-import { procLink, procText } from '../lab/proc-files.js';
+import { parentPid, procLink } from '../lab/proc-files.js';
 import type { Environment } from '../backends/contract.js';
 import type { Observation } from './model/probe.js';
 import { attachPosture, postureOf, readHostView, readProcessIdentity, readProcessPosture, type HostView, type ProcessIdentity } from '../lab/host-process.js';
@@ -35,12 +35,6 @@ export interface SamplerOptions {
 const MAX_ROOT_VIEWS = 4;
 
 const basename = (p: string): string => p.replace(/ \(deleted\)$/, '').split('/').pop() ?? '';
-
-async function parentOf(pid: number): Promise<number | undefined> {
-  const status = procText(`/proc/${pid}/status`) ?? '';
-  const m = /^PPid:\s*(\d+)$/m.exec(status);
-  return m?.[1] === undefined ? undefined : Number(m[1]);
-}
 
 const sameIdentity = (a: ProcessIdentity, b: ProcessIdentity): boolean =>
   a.command === b.command && a.realUid === b.realUid && a.effectiveUid === b.effectiveUid && a.capEff === b.capEff && a.noNewPrivs === b.noNewPrivs && a.seccomp === b.seccomp;
@@ -122,7 +116,7 @@ export function startProcessSampler(
       if (program.test(basename(exe))) {
         own.add(pid);
         if (PAYLOAD_INTERPRETER.test(basename(exe))) interpreter.add(pid);
-      } else parents.set(pid, await parentOf(pid));
+      } else parents.set(pid, parentPid(pid));
     }
     for (let changed = true; changed; ) {
       changed = false;

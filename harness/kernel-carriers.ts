@@ -1,14 +1,10 @@
 import { attachPosture, readHostView, readProcessIdentity, readProcessPosture, type HostView, type ProcessIdentity } from '../lab/host-process.js';
-import { procText } from '../lab/proc-files.js';
-import { argv0, childrenOf, findInKernelMemory, kernelKindOf, mappingCount, parentPid, selfOrAncestor, type UserSpaceKernelKind } from '../lab/user-space-kernel.js';
+import { parentPid, procText } from '../lab/proc-files.js';
+import { argv0, childrenOf, findInKernelMemory, kernelKindOf, mappingCount, MAX_LOOK_BYTES, selfOrAncestor, type UserSpaceKernelKind } from '../lab/user-space-kernel.js';
 import type { UserSpaceKernel } from './model/observation.js';
 
-/**
- * Looks per process before it is given up (an address space that existed before this execution gets two: the
- * payload's is a new one) and bytes of memory read per execution (a look reads up to 16 MiB per mapping).
- */
-const MAX_LOOKS_NEW = 10;
-const MAX_LOOKS_OLD = 2;
+/** Looks per process before it is given up, and bytes of memory read per execution (a look reads at most MAX_LOOK_BYTES). */
+const MAX_LOOKS = 10;
 const MAX_BYTES = 160 << 20;
 /** Most processes of each role whose identity and posture are read. */
 const MAX_PER_ROLE = 6;
@@ -23,8 +19,6 @@ const MAX_PER_ROLE = 6;
  */
 export class KernelCarrierTracker {
   private readonly looks = new Map<number, number>();
-  /** The box's pids at the first look: address spaces from before this execution. */
-  private before: Set<number> | undefined;
   private bytes = 0;
   private found: UserSpaceKernel | undefined;
   private hostView: HostView | undefined;
@@ -43,16 +37,16 @@ export class KernelCarrierTracker {
       const kind = own.has(pid) ? undefined : kernelKindOf(pid);
       if (kind) candidates.push({ pid, kind, kernel: argv0(pid) === kind.kernel });
     }
-    this.before ??= new Set(pids);
     // Address spaces only: the payload's stack and heap (with its argv) are small mappings in them, while the
-    // kernel maps its whole memory file (gigabytes) and is searched only where the box has no address spaces of
-    // its own (a platform that runs the box's code inside the kernel's process).
-    const spaces = candidates.filter((c) => !c.kernel && mappingCount(c.pid, c.kind) > 0);
-    for (const c of spaces.length > 0 ? spaces : candidates) {
-      const cap = this.before.has(c.pid) ? MAX_LOOKS_OLD : MAX_LOOKS_NEW;
-      if ((this.looks.get(c.pid) ?? 0) >= cap || this.bytes >= MAX_BYTES) continue;
+    // kernel maps its whole memory file (gigabytes). The kernel is searched only where the box has no other process
+    // of that kernel at all (a platform that runs the box's code inside the kernel's process); runsc's ptrace
+    // platform always has its first stub, so a tick before the payload's stub has mappings just waits.
+    const others = candidates.filter((c) => !c.kernel);
+    const spaces = others.length > 0 ? others.filter((c) => mappingCount(c.pid, c.kind) > 0) : candidates;
+    for (const c of spaces) {
+      if ((this.looks.get(c.pid) ?? 0) >= MAX_LOOKS || this.bytes >= MAX_BYTES) continue;
       this.looks.set(c.pid, (this.looks.get(c.pid) ?? 0) + 1);
-      const look = findInKernelMemory(c.pid, c.kind, this.nonce, MAX_BYTES - this.bytes);
+      const look = findInKernelMemory(c.pid, c.kind, this.nonce, Math.min(MAX_LOOK_BYTES, MAX_BYTES - this.bytes));
       this.bytes += look.bytesRead;
       if (look.foundIn !== undefined) {
         await this.tie(c.pid, c.kind, look.foundIn, candidates.map((x) => x.pid));
@@ -80,18 +74,23 @@ export class KernelCarrierTracker {
   }
 
   private async tie(at: number, kind: UserSpaceKernelKind, mapping: string, named: readonly number[]): Promise<void> {
-    const kernel = selfOrAncestor(at, kind.kernel);
+    // The process that held the nonce is read first: gone before it was read, it ties nothing.
+    const held = await this.read(at);
+    if (!held) return;
+    const up = selfOrAncestor(at, kind.kernel);
+    const kernel = up !== undefined && kernelKindOf(up) === kind ? up : undefined;
     const under = (pid: number): boolean => kernel !== undefined && pid !== kernel && selfOrAncestor(parentPid(pid) ?? 0, kind.kernel) === kernel;
-    const spaces = [at, ...named.filter((p) => p !== at && under(p) && mappingCount(p, kind) > 0)];
+    const spaces = at === kernel ? [] : named.filter((p) => p !== at && under(p) && mappingCount(p, kind) > 0);
     const parent = kernel === undefined ? undefined : parentPid(kernel);
     const cgroup = kernel === undefined ? undefined : procText(`/proc/${kernel}/cgroup`);
-    const servers = parent === undefined || parent <= 1 ? [] : childrenOf(parent).filter((p) => p !== kernel && kernelKindOf(p) === kind && argv0(p) === kind.fileServer && procText(`/proc/${p}/cgroup`) === cgroup);
-    const addressSpaces = await this.readAll(spaces);
-    if (addressSpaces.length === 0) return;
+    const servers =
+      parent === undefined || parent <= 1 || cgroup === undefined
+        ? []
+        : childrenOf(parent).filter((p) => p !== kernel && kernelKindOf(p) === kind && argv0(p) === kind.fileServer && procText(`/proc/${p}/cgroup`) === cgroup);
     this.found = {
       kernel: kind.name,
       tie: `this execution's nonce in host pid ${at}'s memory at ${mapping}, mapped from ${kind.memoryFile}`,
-      addressSpaces,
+      addressSpaces: [held, ...(await this.readAll(spaces.slice(0, MAX_PER_ROLE - 1)))],
       kernels: kernel === undefined ? [] : await this.readAll([kernel]),
       fileServers: await this.readAll(servers),
     };

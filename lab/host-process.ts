@@ -71,6 +71,11 @@ export interface ProcessPosture {
   /** Block device nodes in the box's /dev and how many /dev entries the host could see at all. */
   devNodes: DeviceNode[];
   devEntriesSeen: number;
+  /**
+   * Only where every mount is a read-only instance of the process's own (no host path: a user-space kernel's empty
+   * root): the host's walk of that whole tree through /proc/<pid>/root, complete when it ended within its bound.
+   */
+  ownRoot?: { entries: number; blockNodes: number; complete: boolean };
 }
 
 export const NAMESPACES: readonly NamespaceName[] = ['mnt', 'pid', 'net', 'ipc', 'uts', 'user', 'cgroup'];
@@ -186,6 +191,36 @@ async function deviceCgroup(pid: number): Promise<ProcessPosture['deviceCgroup']
 /** major:minor of a device number (Linux's encoding). */
 const devId = (rdev: number): string => `${Math.floor(rdev / 256) & 0xfff}:${(rdev & 0xff) | (Math.floor(rdev / 4096) & 0xfff00)}`;
 
+const MAX_OWN_ROOT_ENTRIES = 256;
+
+/** Walks a process's whole root (bounded) for block device nodes: for a read-only root of its own, nothing can be added. */
+async function walkOwnRoot(pid: number): Promise<{ entries: number; blockNodes: number; complete: boolean }> {
+  const base = `/proc/${pid}/root`;
+  let entries = 0;
+  let blockNodes = 0;
+  let complete = true;
+  const visit = async (rel: string, depth: number): Promise<void> => {
+    const names = await readdir(`${base}${rel}`).catch(() => undefined);
+    if (names === undefined) {
+      complete = false;
+      return;
+    }
+    for (const name of names) {
+      if (entries >= MAX_OWN_ROOT_ENTRIES || depth > 8) {
+        complete = false;
+        return;
+      }
+      entries++;
+      const st = await lstat(`${base}${rel}/${name}`).catch(() => undefined);
+      if (!st) complete = false;
+      else if (st.isBlockDevice()) blockNodes++;
+      else if (st.isDirectory()) await visit(`${rel}/${name}`, depth + 1);
+    }
+  };
+  await visit('', 0);
+  return { entries, blockNodes, complete };
+}
+
 /** Block device nodes in the box's /dev (and one level below), seen through /proc/<pid>/root: the host's lstat, not the box's word. */
 async function devNodes(pid: number, mounts: readonly MountEntry[]): Promise<{ nodes: DeviceNode[]; seen: number }> {
   const base = `/proc/${pid}/root/dev`;
@@ -212,8 +247,10 @@ async function devNodes(pid: number, mounts: readonly MountEntry[]): Promise<{ n
   return { nodes: nodes.slice(0, 64), seen };
 }
 
-/** The posture of one process as the host sees it; undefined when it is gone or unreadable. */
-/** `emptyCmdline`: a process that never has arguments (a user-space kernel's address space) is read anyway. */
+/**
+ * The posture of one process as the host sees it; undefined when it is gone or unreadable. `emptyCmdline`: a
+ * process that never has arguments (a user-space kernel's address space) is read anyway.
+ */
 export async function readProcessPosture(pid: number, host: HostView, opts: { emptyCmdline?: boolean } = {}): Promise<ProcessPosture | undefined> {
   const status = procText(`/proc/${pid}/status`);
   const mountinfo = procText(`/proc/${pid}/mountinfo`);
@@ -241,6 +278,8 @@ export async function readProcessPosture(pid: number, host: HostView, opts: { em
   const found = await devNodes(pid, mounts);
   const dev = { seen: found.seen, nodes: [...found.nodes, ...boundDisks.filter((b) => !found.nodes.some((n) => n.path === b.path))].slice(0, 64) };
   const cg = await deviceCgroup(pid);
+  const ownOnly = mounts.length > 0 && parsed.length <= MAX_MOUNTS && mounts.every((m) => m.hostPath === undefined && m.readOnly);
+  const ownRoot = ownOnly && dev.seen === 0 ? await walkOwnRoot(pid) : undefined;
   return {
     pid,
     cmdline,
@@ -252,6 +291,7 @@ export async function readProcessPosture(pid: number, host: HostView, opts: { em
     ...(cg ? { deviceCgroup: cg } : {}),
     devNodes: dev.nodes,
     devEntriesSeen: dev.seen,
+    ...(ownRoot ? { ownRoot } : {}),
   };
 }
 

@@ -30,6 +30,12 @@ export function procLink(path: string): string | undefined {
   }
 }
 
+/** The parent pid from /proc/<pid>/status; undefined when the process is gone. */
+export function parentPid(pid: number): number | undefined {
+  const m = /^PPid:\s*(\d+)$/m.exec(procText(`/proc/${pid}/status`) ?? '');
+  return m?.[1] === undefined ? undefined : Number(m[1]);
+}
+
 /** Every pid in /proc (this process included). */
 export function procPids(): number[] {
   let entries: string[];

@@ -1,5 +1,5 @@
 import { closeSync, openSync, readdirSync, readSync } from 'node:fs';
-import { procLink, procText } from './proc-files.js';
+import { parentPid, procLink, procText } from './proc-files.js';
 
 /**
  * A kernel that runs in user space (gVisor's Sentry) keeps the box's memory in a file of its own and maps it
@@ -23,9 +23,9 @@ export const USER_SPACE_KERNELS: readonly UserSpaceKernelKind[] = [
   { name: 'gVisor (runsc)', exe: /^runsc$/, memoryFile: '/memfd:runsc-memory', kernel: 'runsc-sandbox', fileServer: 'runsc-gofer' },
 ];
 
-/** Most bytes read from one mapping, and from all mappings of one process in one look. */
+/** Most bytes of one mapping looked at, and read from all mappings of one process in one look. */
 const MAX_MAPPING_BYTES = 16 << 20;
-const MAX_LOOK_BYTES = 48 << 20;
+export const MAX_LOOK_BYTES = 32 << 20;
 const CHUNK = 1 << 20;
 
 const basename = (p: string): string => p.replace(/ \(deleted\)$/, '').split('/').pop() ?? '';
@@ -58,10 +58,43 @@ export interface MemoryLook {
   bytesRead: number;
 }
 
+let pageSize: number | undefined;
+/** The kernel's page size, from this process's own smaps (4 KiB where it cannot be read). */
+function kernelPageSize(): number {
+  pageSize ??= Number(/^KernelPageSize:\s+(\d+) kB$/m.exec(procText('/proc/self/smaps') ?? '')?.[1] ?? 4) * 1024;
+  return pageSize;
+}
+
 /**
- * Looks for `needle` in the process's mappings of the kernel's memory file, within a byte budget. Reads go
- * through /proc/<pid>/mem in 1 MiB chunks (overlapping by the needle's length); an unreadable chunk (a page
- * the kernel has not mapped yet) is skipped.
+ * Runs of pages of [start, end) present in the process's page tables (/proc/<pid>/pagemap bit 63). Reading only
+ * those faults nothing in: a read of an absent page of a shared memory file would allocate it, charged to the box.
+ */
+function presentRuns(fd: number, start: number, end: number): { start: number; end: number }[] {
+  const page = kernelPageSize();
+  const first = Math.floor(start / page);
+  const count = Math.ceil((end - start) / page);
+  const table = Buffer.alloc(count * 8);
+  let n = 0;
+  try {
+    n = readSync(fd, table, 0, table.length, first * 8);
+  } catch {
+    return [];
+  }
+  const runs: { start: number; end: number }[] = [];
+  for (let i = 0; i < Math.floor(n / 8); i++) {
+    if ((table.readBigUInt64LE(i * 8) >> 63n) !== 1n) continue;
+    const at = (first + i) * page;
+    const last = runs[runs.length - 1];
+    if (last && last.end === at) last.end = at + page;
+    else runs.push({ start: at, end: at + page });
+  }
+  return runs;
+}
+
+/**
+ * Looks for `needle` in the pages of the process's mappings of the kernel's memory file that are present, within a
+ * byte budget: through /proc/<pid>/mem, in 1 MiB chunks that overlap by the needle's length within a run of
+ * contiguous pages. An unreadable chunk is skipped; a process that is gone ends the look.
  */
 export function findInKernelMemory(pid: number, kind: UserSpaceKernelKind, needle: string, budget = MAX_LOOK_BYTES): MemoryLook {
   const maps = procText(`/proc/${pid}/maps`);
@@ -69,34 +102,47 @@ export function findInKernelMemory(pid: number, kind: UserSpaceKernelKind, needl
   const look: MemoryLook = { mappings: mappings.length, bytesRead: 0 };
   if (mappings.length === 0 || needle.length === 0) return look;
   const want = Buffer.from(needle);
-  let fd: number;
+  let mem: number;
+  let pagemap: number;
   try {
-    fd = openSync(`/proc/${pid}/mem`, 'r');
+    mem = openSync(`/proc/${pid}/mem`, 'r');
   } catch {
+    return look;
+  }
+  try {
+    pagemap = openSync(`/proc/${pid}/pagemap`, 'r');
+  } catch {
+    closeSync(mem);
     return look;
   }
   const buf = Buffer.alloc(CHUNK + want.length);
   try {
     for (const m of mappings) {
-      const end = Math.min(m.end, m.start + MAX_MAPPING_BYTES);
-      for (let at = m.start; at < end && look.bytesRead < budget; at += CHUNK) {
-        const len = Math.min(CHUNK + want.length, end - at);
-        let n = 0;
-        try {
-          n = readSync(fd, buf, 0, len, at);
-        } catch {
-          continue;
-        }
-        look.bytesRead += n;
-        if (buf.subarray(0, n).includes(want)) {
-          look.foundIn = m.line;
-          return look;
+      for (const run of presentRuns(pagemap, m.start, Math.min(m.end, m.start + MAX_MAPPING_BYTES))) {
+        for (let at = run.start; at < run.end; ) {
+          const len = Math.min(CHUNK + want.length, run.end - at, budget - look.bytesRead);
+          if (len <= 0) return look;
+          let n: number;
+          try {
+            n = readSync(mem, buf, 0, len, at);
+          } catch {
+            at += CHUNK;
+            continue;
+          }
+          if (n === 0) return look;
+          look.bytesRead += n;
+          if (buf.subarray(0, n).includes(want)) {
+            look.foundIn = m.line;
+            return look;
+          }
+          // The next chunk starts at the first place a needle could begin that this one did not hold whole.
+          at += n >= want.length ? n - want.length + 1 : n;
         }
       }
-      if (look.bytesRead >= budget) break;
     }
   } finally {
-    closeSync(fd);
+    closeSync(mem);
+    closeSync(pagemap);
   }
   return look;
 }
@@ -131,8 +177,3 @@ export function argv0(pid: number): string {
   return (procText(`/proc/${pid}/cmdline`) ?? '').split('\0')[0] ?? '';
 }
 
-/** The parent pid from /proc/<pid>/status. */
-export function parentPid(pid: number): number | undefined {
-  const m = /^PPid:\s*(\d+)$/m.exec(procText(`/proc/${pid}/status`) ?? '');
-  return m?.[1] === undefined ? undefined : Number(m[1]);
-}

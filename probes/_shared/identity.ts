@@ -19,21 +19,40 @@ export function identityEvidence(obs: Observation, procs: readonly ProcessIdenti
   return [...procs.slice(0, 8).map((p) => outside('host-proc-status', describeIdentity(p), `/proc/${p.pid}/status`)), exitEvidence(obs.exec), payloadReport(obs.exec)];
 }
 
+/** The host processes judged in place of the box's program on a user-space kernel, with how to name each. */
+export interface KernelCarried {
+  procs: ProcessIdentity[];
+  /** Opens every reason: which kernel, how it was tied to this execution, which processes were read. */
+  lead: string;
+  /** "address space (pid 9)", "kernel (pid 8)", "file server (pid 7)". */
+  who(p: ProcessIdentity): string;
+  evidence: Evidence[];
+}
+
 /**
- * On a user-space kernel (gVisor) the host never sees the box's program as a process: the address space that held
- * this execution's nonce runs its code and its parent, the kernel, serves its system calls. Both are judged in its
- * place (file servers too where `withOthers`), and only when the kernel was read: without it the layer a box meets
- * after its system calls is unknown.
+ * On a user-space kernel (gVisor) the host never sees the box's program as a process: the address spaces of the
+ * kernel that held this execution's nonce run its code and the kernel serves its system calls. They are judged in
+ * its place, and only when the kernel was read (without it the layer a box meets after its system calls is
+ * unknown). File servers open the box's files on the host: the files probes judge them (`withFileServers`); the
+ * others name them, unjudged.
  */
-export function kernelCarried(obs: Observation, withOthers = false): { procs: ProcessIdentity[]; lead: string; evidence: Evidence[] } | undefined {
+export function kernelCarried(obs: Observation, withFileServers = false): KernelCarried | undefined {
   const usk = obs.exec.userSpaceKernel;
   if (!usk || ownProgram(obs).length > 0 || usk.kernels.length === 0) return undefined;
-  const all = [...usk.addressSpaces, ...usk.kernels, ...(withOthers ? usk.fileServers : [])];
+  const role = new Map<number, string>();
+  for (const [list, name] of [[usk.fileServers, 'file server'], [usk.addressSpaces, 'address space'], [usk.kernels, 'kernel']] as const) for (const p of list) role.set(p.pid, name);
+  const all = [...usk.addressSpaces, ...usk.kernels, ...(withFileServers ? usk.fileServers : [])];
   const procs = all.filter((p, i) => all.findIndex((q) => q.pid === p.pid) === i);
   const pids = (list: readonly ProcessIdentity[]): string => list.map((p) => p.pid).join(', ');
-  const lead = `the box's program runs on a user-space kernel, ${usk.kernel} (${usk.tie}; its kernel: pid ${pids(usk.kernels)}${withOthers && usk.fileServers.length > 0 ? `; its file servers: pid ${pids(usk.fileServers)}` : ''})`;
+  const servers =
+    usk.fileServers.length === 0
+      ? ''
+      : withFileServers
+        ? `; its file servers: pid ${pids(usk.fileServers)}`
+        : `; its file servers (pid ${pids(usk.fileServers)}: ${usk.fileServers.map((p) => `uid ${p.effectiveUid}, CapEff ${p.capEff}`).join('; ')}) open its files on the host and are judged by the files probes only`;
+  const lead = `the box's program runs on a user-space kernel, ${usk.kernel} (${usk.tie}; its address spaces: pid ${pids(usk.addressSpaces)}; its kernel: pid ${pids(usk.kernels)}${servers})`;
   const evidence = [outside('host-proc-mem', usk.tie, `/proc/${usk.addressSpaces[0]?.pid ?? '?'}/mem`), ...procs.slice(0, 8).map((p) => outside('host-proc-status', describeIdentity(p), `/proc/${p.pid}/status`))];
-  return { procs, lead, evidence };
+  return { procs, lead, who: (p) => `${role.get(p.pid) ?? p.command} (pid ${p.pid})`, evidence };
 }
 
 /** Why no process of the box's own program was sampled: the backend named none, or only runtime processes. */
@@ -55,12 +74,12 @@ export function judgeHostIdentity(obs: Observation, what: string, bad: (p: Proce
   if (procs.length === 0) return { verdict: 'inconclusive', reason: `${unseen(obs)}, so ${what} could not be judged from outside`, evidence };
   const findings = procs.flatMap((p) => {
     const b = bad(p);
-    return b ? [`${p.command} (pid ${p.pid}) ${b}`] : [];
+    return b ? [`${carried ? carried.who(p) : `${p.command} (pid ${p.pid})`} ${b}`] : [];
   });
   const lead = carried ? `${carried.lead}: ` : '';
   if (findings.length > 0) return { verdict: 'crossed', reason: `${lead}${findings.slice(0, 3).join('; ')}`, evidence };
-  const who = carried ? `host processes that run its code or serve its system calls` : `samples of the box's own program`;
-  return { verdict: 'held', reason: `${lead}all ${procs.length} ${who} seen from the host: ${what} as required`, evidence };
+  if (carried) return { verdict: 'held', reason: `${lead}the ${procs.length} address space(s) and kernel the host read: ${what} as required`, evidence };
+  return { verdict: 'held', reason: `all ${procs.length} samples of the box's own program seen from the host: ${what} as required`, evidence };
 }
 
 export const rootOnHost = (p: ProcessIdentity): string | undefined => (p.effectiveUid === 0 ? 'runs as root (euid 0) on the host' : undefined);

@@ -53,7 +53,7 @@ export function judgePosture(obs: Observation, ctx: ProbeContext, what: string, 
   const unknown: string[] = [];
   for (const p of postured) {
     const f = rule(p);
-    const who = `${p.id.command} (pid ${p.id.pid})`;
+    const who = carried ? carried.who(p.id) : `${p.id.command} (pid ${p.id.pid})`;
     for (const line of f.seen ?? []) evidence.push(outside('host-proc-posture', `${who}: ${line}`, `/proc/${p.id.pid}`));
     for (const b of f.bad) bad.push(`${who} ${b}`);
     if (f.unknown !== undefined) unknown.push(`${who}: ${f.unknown}`);
@@ -64,8 +64,8 @@ export function judgePosture(obs: Observation, ctx: ProbeContext, what: string, 
   if (postured.length < procs.length) {
     return { verdict: 'inconclusive', reason: `${lead}the host read the posture of ${postured.length} of ${procs.length} samples of the box's program only`, evidence: all };
   }
-  const who = carried ? 'host processes that run its code or serve it' : "samples of the box's own program";
-  return { verdict: 'held', reason: `${lead}all ${postured.length} ${who} read from the host (${source}): ${what} as required`, evidence: all };
+  if (carried) return { verdict: 'held', reason: `${lead}the ${postured.length} processes of it the host read (${source}): ${what} as required`, evidence: all };
+  return { verdict: 'held', reason: `all ${postured.length} samples of the box's own program read from the host (${source}): ${what} as required`, evidence: all };
 }
 
 /** Capability numbers (linux/capability.h) that open a way out of a box or into the host kernel. */
@@ -154,8 +154,9 @@ export function deviceRule({ id, posture }: Postured): PostureFinding {
     return { bad: [`${way.join(' and ')}, and its device cgroup allows block devices (${allows.slice(0, 3).join(' | ')})`], seen };
   }
   if (posture.devEntriesSeen === 0) {
-    // A mount table of the process's own filesystems only (a user-space kernel's empty root): no host node can be in it.
-    if (posture.mounts.length > 0 && !posture.mountsTruncated && posture.mounts.every((m) => m.hostPath === undefined)) return { bad: [], seen: [...seen, 'no host filesystem in its mount table'] };
+    // A read-only root of its own, walked whole (a user-space kernel's empty root): no device node is in it, and none can be added.
+    const own = posture.ownRoot;
+    if (own?.complete === true && own.blockNodes === 0) return { bad: [], seen: [...seen, `its only filesystems are read-only ones of its own; the host walked the whole of them (${own.entries} entries): no block device node`] };
     return { bad: [], unknown: "the host saw nothing in the box's /dev (through /proc/<pid>/root), so it cannot show that no host disk node is there", seen };
   }
   return { bad: [], seen };

@@ -42,7 +42,7 @@ const KNOWN_CROSSINGS: Record<string, Record<string, RegExp>> = {
     // The ptrace platform keeps the Sentry and its stubs in the host's pid namespace (runsc starts them there).
     'posture-namespaces': /^the box's program runs on a user-space kernel, gVisor \(runsc\) .*shares the host's pid namespace/,
     // The gofer (root, serving the box's files) has the host's tini-static bound writable at /usr/sbin/docker-init.
-    'posture-mounts': /^the box's program runs on a user-space kernel, gVisor \(runsc\) .*its file servers: pid \d+\): exe \(pid \d+\) writable host \/usr\/bin\/tini-static at \/usr\/sbin\/docker-init/,
+    'posture-mounts': /^the box's program runs on a user-space kernel, gVisor \(runsc\) .*its file servers: pid \d+\): file server \(pid \d+\) writable host \/usr\/bin\/tini-static at \/usr\/sbin\/docker-init/,
   },
 };
 

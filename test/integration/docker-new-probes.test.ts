@@ -103,14 +103,19 @@ describe.skipIf(SKIP !== undefined)(`docker: the new and repaired probes${SKIP ?
     expect(hard?.evidence.some((e) => e.witness === 'host-proc-status' && /suid-sleep/.test(e.detail)), explain(hard)).toBe(true);
   }, 120_000);
 
-  it('gvisor: the box program runs inside the Sentry, invisible to the host: identity is inconclusive, never judged on runsc itself', async () => {
+  it("gvisor: the box program is never a host process; identity is judged on runsc's stubs and Sentry only once a stub's memory holds the nonce", async () => {
     if (!(await findBinary('runsc'))) return;
     const r = await runOn('gvisor', IDENTITY);
     if (process.env.SC_DEBUG) console.log(IDENTITY.map((id) => explain(r.get(id))).join('\n'));
-    for (const id of IDENTITY) {
-      expect(r.get(id)?.verdict, explain(r.get(id))).not.toBe('held');
-      expect(r.get(id)?.observation?.hostProcesses ?? [], explain(r.get(id))).toEqual([]);
+    for (const id of IDENTITY) expect(r.get(id)?.observation?.hostProcesses ?? [], explain(r.get(id))).toEqual([]);
+    for (const id of ['identity-uid', 'identity-capabilities', 'identity-no-new-privs']) {
+      const got = r.get(id);
+      expect(got?.verdict, explain(got)).toBe('held');
+      expect(got?.reason).toMatch(/^the box's program runs on a user-space kernel, gVisor \(runsc\) \(this execution's nonce in host pid \d+'s memory/);
+      expect(got?.observation?.userSpaceKernel?.kernels.length, explain(got)).toBe(1);
     }
+    // The setuid program's own process is never seen: not held.
+    expect(r.get('identity-setuid')?.verdict, explain(r.get('identity-setuid'))).not.toBe('held');
   }, 120_000);
 
   it('read-only inputs: held on docker-hardened (byte-identical after every technique)', async () => {

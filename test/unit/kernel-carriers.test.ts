@@ -1,14 +1,16 @@
 /**
- * The user-space kernel tracker against real processes shaped like runsc's (a kernel that maps its memory file,
- * an address space it started that maps the same file (runsc's stubs have no argv[0]; Python needs one), a file server beside it): the nonce must be found in the
- * memory file's mapping of the address space, never in its ordinary memory, and the roles read by the host.
+ * The user-space kernel tracker against real processes shaped like runsc's (a kernel that maps its memory file, a
+ * first stub, an address space that maps the same file, a file server beside the kernel; runsc's stubs have no
+ * argv[0], Python needs one): the nonce must be found in pages of the memory file present in the address space,
+ * never in its ordinary memory, and every role read by the host.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, linkSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { copyFileSync, linkSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { KernelCarrierTracker } from '../../harness/kernel-carriers.js';
+import { parentPid } from '../../lab/proc-files.js';
 import { findInKernelMemory, memoryMappings, USER_SPACE_KERNELS } from '../../lab/user-space-kernel.js';
 
 const root = process.getuid?.() === 0;
@@ -20,11 +22,11 @@ try {
   copyFileSync(realpathSync('/usr/bin/python3'), fake);
 }
 const started: ChildProcess[] = [];
-/** Address spaces: the kernels' children, which a kill of the kernel leaves running. */
-const spaces: number[] = [];
+/** The kernels' descendants, which a kill of the kernel leaves running. */
+const strays: number[] = [];
 afterAll(() => {
   for (const c of started) c.kill('SIGKILL');
-  for (const pid of spaces) {
+  for (const pid of strays) {
     try {
       process.kill(pid, 'SIGKILL');
     } catch {
@@ -34,60 +36,70 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** The kernel: maps its memory file, then starts an address space (argv[0] empty, like runsc's stubs) that maps it too. */
-const KERNEL = `
-import mmap, os, sys, time
-nonce, mode, me = sys.argv[1], sys.argv[2], sys.argv[3]
-fd = os.memfd_create('runsc-memory', 0)
-os.ftruncate(fd, 4 << 20)
-m = mmap.mmap(fd, 4 << 20)
-child = '''
+/**
+ * The kernel maps its memory file and starts a first stub (holds the file, maps nothing, like runsc's ptrace
+ * platform), which starts the address space: it maps the file too. Modes: memfd, the address space touches 3 MiB
+ * of it and writes the nonce across the end of the first 1 MiB read chunk; heap, it keeps the nonce only in its
+ * ordinary memory; kernel, the kernel writes it through its own mapping and the address space never touches it.
+ */
+const SPACE = `
 import mmap, sys, time
-m = mmap.mmap(%d, 4 << 20)
+m = mmap.mmap(int(sys.argv[3]), 4 << 20)
 n = sys.argv[1].encode()
 if sys.argv[2] == 'memfd':
-    at = (2 << 20) - 3
+    m[0:3 << 20] = bytes(3 << 20)
+    at = (1 << 20) - 3
     m[at:at + len(n)] = n
-else:
+elif sys.argv[2] == 'heap':
     keep = bytearray(n * 4)
 print('ready', flush=True)
 time.sleep(60)
-''' % fd
+`;
+const FIRST = `
+import os, sys, time
 pid = os.fork()
 if pid == 0:
-    os.execv(me, ['stub', '-c', child, nonce, mode])
+    os.execv(sys.argv[4], ['stub', '-c', sys.argv[5], sys.argv[1], sys.argv[2], sys.argv[3]])
 print(pid, flush=True)
 time.sleep(60)
 `;
+const KERNEL = `
+import mmap, os, sys, time
+nonce, mode, me, first, space = sys.argv[1:6]
+fd = os.memfd_create('runsc-memory', 0)
+os.ftruncate(fd, 4 << 20)
+m = mmap.mmap(fd, 4 << 20)
+if mode == 'kernel':
+    m[(3 << 20) + 5:(3 << 20) + 5 + len(nonce)] = nonce.encode()
+if os.fork() == 0:
+    os.execv(me, ['first-stub', '-c', first, nonce, mode, str(fd), me, space])
+time.sleep(60)
+`;
 
-async function start(argv0: string, args: string[]): Promise<{ pid: number; firstLine: string }> {
+async function start(argv0: string, args: string[], lines: number): Promise<{ pid: number; lines: string[] }> {
   const c = spawn(fake, ['-c', ...args], { argv0, stdio: ['ignore', 'pipe', 'inherit'], env: { PYTHONHOME: '/usr', PATH: '/usr/bin:/bin' } });
   started.push(c);
-  const firstLine = await new Promise<string>((resolve, reject) => {
-    c.stdout?.once('data', (d: Buffer) => resolve(d.toString().trim()));
+  const got = await new Promise<string[]>((resolve, reject) => {
+    let text = '';
+    c.stdout?.on('data', (d: Buffer) => {
+      text += d.toString();
+      const all = text.split('\n').filter((l) => l !== '');
+      if (all.length >= lines) resolve(all);
+    });
     c.once('exit', (code) => reject(new Error(`${argv0} exited ${code}`)));
   });
-  return { pid: c.pid ?? -1, firstLine };
+  return { pid: c.pid ?? -1, lines: got };
 }
 
-/** A kernel, its address space and a file server; resolves once the address space wrote (or kept) the nonce. */
-async function fakeSandbox(nonce: string, mode: 'memfd' | 'heap') {
-  const kernel = await start('runsc-sandbox', [KERNEL, nonce, mode, fake]);
-  const space = Number(kernel.firstLine);
-  spaces.push(space);
-  const gofer = await start('runsc-gofer', ['import time; print("up", flush=True); time.sleep(60)']);
-  for (let i = 0; i < 100; i++) {
-    let maps = '';
-    try {
-      maps = readFileSync(`/proc/${space}/maps`, 'utf8');
-    } catch {
-      // Not started yet.
-    }
-    if (memoryMappings(maps, '/memfd:runsc-memory').length > 0) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  await new Promise((r) => setTimeout(r, 300));
-  return { kernel: kernel.pid, space, gofer: gofer.pid };
+/** A kernel, its first stub, its address space and a file server beside the kernel. */
+async function fakeSandbox(nonce: string, mode: 'memfd' | 'heap' | 'kernel') {
+  const kernel = await start('runsc-sandbox', [KERNEL, nonce, mode, fake, FIRST, SPACE], 2);
+  const space = Number(kernel.lines[0]);
+  expect(kernel.lines[1]).toBe('ready');
+  const first = parentPid(space) ?? -1;
+  strays.push(space, first);
+  const gofer = await start('runsc-gofer', ['import time; print("up", flush=True); time.sleep(60)'], 1);
+  return { kernel: kernel.pid, first, space, gofer: gofer.pid };
 }
 
 describe.skipIf(!root)('user-space kernel carriers (real processes shaped like runsc)', () => {
@@ -98,28 +110,45 @@ describe.skipIf(!root)('user-space kernel carriers (real processes shaped like r
     const box = await fakeSandbox(nonce, 'memfd');
     expect(findInKernelMemory(box.space, gvisor, nonce).foundIn).toMatch(/^[0-9a-f]+-[0-9a-f]+$/);
     const tracker = new KernelCarrierTracker(nonce);
-    await tracker.tick([box.kernel, box.space], new Set());
+    await tracker.tick([box.kernel, box.first, box.space], new Set());
     const found = tracker.result;
     expect(found?.tie).toMatch(new RegExp(`nonce in host pid ${box.space}'s memory at [0-9a-f]+-[0-9a-f]+, mapped from /memfd:runsc-memory`));
     expect(found?.addressSpaces.map((p) => p.pid)).toEqual([box.space]);
+    // The kernel is the nearest ancestor by that name, past the first stub (which maps nothing).
     expect(found?.kernels.map((p) => p.pid)).toEqual([box.kernel]);
     expect(found?.fileServers.map((p) => p.pid)).toEqual([box.gofer]);
-    expect(found?.kernels[0]?.effectiveUid).toBe(0);
+    // Another execution's nonce is not there.
+    expect(findInKernelMemory(box.space, gvisor, 'n0nce-usk-0therexec000').foundIn).toBeUndefined();
   });
 
-  it('finds nothing where the nonce is only in ordinary memory, or is another execution\'s', async () => {
+  it('finds nothing where the nonce is only in ordinary memory', async () => {
     const nonce = 'n0nce-usk-heap0nly9876';
     const box = await fakeSandbox(nonce, 'heap');
     const look = findInKernelMemory(box.space, gvisor, nonce);
     expect(look.mappings).toBeGreaterThan(0);
-    expect(look.bytesRead).toBeGreaterThan(0);
     expect(look.foundIn).toBeUndefined();
     const tracker = new KernelCarrierTracker(nonce);
-    for (let i = 0; i < 3; i++) await tracker.tick([box.kernel, box.space], new Set());
+    for (let i = 0; i < 3; i++) await tracker.tick([box.kernel, box.first, box.space], new Set());
     expect(tracker.result).toBeUndefined();
-    const other = new KernelCarrierTracker('n0nce-usk-a1b2c3d4e5f6');
-    await other.tick([box.kernel, box.space], new Set());
-    expect(other.result).toBeUndefined();
+  });
+
+  it('reads only pages present in the address space, and searches the kernel only where the box has no stub', async () => {
+    const nonce = 'n0nce-usk-kernel0nly55';
+    const box = await fakeSandbox(nonce, 'kernel');
+    // The memory file holds the nonce, but the address space never touched that page: a read that faulted it in
+    // would find it (and allocate the box's memory).
+    expect(findInKernelMemory(box.space, gvisor, nonce)).toEqual({ mappings: 1, bytesRead: 0 });
+    const withStubs = new KernelCarrierTracker(nonce);
+    for (let i = 0; i < 3; i++) await withStubs.tick([box.kernel, box.first, box.space], new Set());
+    expect(withStubs.result).toBeUndefined();
+    // Only the first stub so far (no address space mapped yet): wait, rather than search the kernel's whole file.
+    const early = new KernelCarrierTracker(nonce);
+    await early.tick([box.kernel, box.first], new Set());
+    expect(early.result).toBeUndefined();
+    const kernelOnly = new KernelCarrierTracker(nonce);
+    await kernelOnly.tick([box.kernel], new Set());
+    expect(kernelOnly.result?.addressSpaces.map((p) => p.pid)).toEqual([box.kernel]);
+    expect(kernelOnly.result?.kernels.map((p) => p.pid)).toEqual([box.kernel]);
   });
 });
 

@@ -137,11 +137,11 @@ describe('posture judges', () => {
     /** What runsc looks like from the host: stubs and the Sentry in a user namespace of their own, the gofer root. */
     const carrier = (pid: number, over: Partial<ProcessIdentity> = {}, posture: Partial<ProcessPosture> = {}): ProcessIdentity => {
       const id = identity({ pid, command: 'exe', capEff: '0000000000240000', hostUserNamespace: false, ...over });
-      attachPosture(id, goodPosture({ pid, cmdline: '', sharedNamespaces: { mnt: false, pid: true, net: false, ipc: false, uts: false, user: false, cgroup: true }, capBnd: '000001ffffffffff', mounts: [mount('/', { readOnly: true })], devEntriesSeen: 0, deviceCgroup: { path: '/x', rules: ['a *:* rwm'] }, ...posture }));
+      attachPosture(id, goodPosture({ pid, cmdline: '', sharedNamespaces: { mnt: false, pid: true, net: false, ipc: false, uts: false, user: false, cgroup: true }, capBnd: '000001ffffffffff', mounts: [mount('/', { readOnly: true })], devEntriesSeen: 0, ownRoot: { entries: 2, blockNodes: 0, complete: true }, deviceCgroup: { path: '/x', rules: ['a *:* rwm'] }, ...posture }));
       return id;
     };
     const gofer = (posture: Partial<ProcessPosture> = {}): ProcessIdentity =>
-      carrier(7, { effectiveUid: 0, realUid: 0, capEff: '000000000004001f', hostUserNamespace: true }, { capBnd: '000000000004001f', devEntriesSeen: 3, mounts: goodPosture().mounts, ...posture });
+      carrier(7, { effectiveUid: 0, realUid: 0, capEff: '000000000004001f', hostUserNamespace: true }, { capBnd: '000000000004001f', devEntriesSeen: 3, ownRoot: undefined, mounts: goodPosture().mounts, ...posture });
     const usk = (over: Partial<NonNullable<Observation['exec']['userSpaceKernel']>> = {}, exec: Partial<Observation['exec']> = {}): Observation =>
       fakeObservation(
         {
@@ -155,23 +155,29 @@ describe('posture judges', () => {
 
     it('hold where the address space, its kernel (and for files, its file server) show the posture', () => {
       const lax: ProbeContext = { ...ctx, policy: { ...CI_POLICY, posture: { ...CI_POLICY.posture!, namespaces: ['mnt', 'net', 'ipc', 'uts'] } } };
-      for (const p of POSTURE_PROBES) expect(verdict(p, usk(), lax), p.id).toMatch(/^held: the box's program runs on a user-space kernel, gVisor \(runsc\) \(this execution's nonce in host pid 9's memory/);
-      for (const p of [identityUid, identityCapabilities, identityNoNewPrivs]) expect(verdict(p, usk()), p.id).toMatch(/^held: .*all 2 host processes that run its code or serve its system calls/);
+      for (const p of POSTURE_PROBES) expect(verdict(p, usk(), lax), p.id).toMatch(/^held: the box's program runs on a user-space kernel, gVisor \(runsc\) \(this execution's nonce in host pid 9's memory.*: the \d processes of it the host read/);
+      // The file server is named where it is not judged.
+      expect(verdict(postureCapabilities, usk())).toMatch(/its file servers \(pid 7: uid 0, CapEff 000000000004001f\) open its files on the host and are judged by the files probes only/);
+      for (const p of [identityUid, identityCapabilities, identityNoNewPrivs]) expect(verdict(p, usk()), p.id).toMatch(/^held: .*: the 2 address space\(s\) and kernel the host read: /);
     });
 
     it('cross on what the host reads of them: the host pid namespace, a kernel without seccomp, a writable host binary in the file server', () => {
-      expect(verdict(postureNamespaces, usk())).toMatch(/^crossed: .*exe \(pid 9\) shares the host's pid namespace/);
+      expect(verdict(postureNamespaces, usk())).toMatch(/^crossed: .*: address space \(pid 9\) shares the host's pid namespace; kernel \(pid 8\) shares/);
       const open = usk({ kernels: [carrier(8, { seccomp: 0, noNewPrivs: 0 })] });
-      expect(verdict(postureSeccomp, open)).toMatch(/^crossed: .*exe \(pid 8\) runs without a seccomp filter/);
-      expect(verdict(identityNoNewPrivs, open)).toMatch(/^crossed: .*exe \(pid 8\) can gain privileges/);
+      expect(verdict(postureSeccomp, open)).toMatch(/^crossed: .*: kernel \(pid 8\) runs without a seccomp filter/);
+      expect(verdict(identityNoNewPrivs, open)).toMatch(/^crossed: .*: kernel \(pid 8\) can gain privileges/);
       const rootKernel = usk({ kernels: [carrier(8, { effectiveUid: 0, realUid: 0, hostUserNamespace: true, capEff: '000001ffffffffff' }, { capBnd: '000001ffffffffff' })] });
-      expect(verdict(identityUid, rootKernel)).toMatch(/^crossed: .*exe \(pid 8\) runs as root/);
+      expect(verdict(identityUid, rootKernel)).toMatch(/^crossed: .*: kernel \(pid 8\) runs as root/);
       expect(verdict(postureCapabilities, rootKernel)).toMatch(/^crossed: .*CAP_SYS_ADMIN/);
       const bound = usk({ fileServers: [gofer({ mounts: [...goodPosture().mounts, mount('/usr/sbin/docker-init', { fsType: 'ext4', device: '254:0', hostPath: '/usr/bin/tini-static' })] })] });
-      expect(verdict(postureMounts, bound)).toMatch(/^crossed: .*its file servers: pid 7\): exe \(pid 7\) writable host \/usr\/bin\/tini-static/);
+      expect(verdict(postureMounts, bound)).toMatch(/^crossed: .*its file servers: pid 7\): file server \(pid 7\) writable host \/usr\/bin\/tini-static/);
       // The kernel's own empty root hides no device node; a host disk bound into the file server's view is found.
       const disk = usk({ fileServers: [gofer({ devNodes: [{ path: '/dev/vda', device: '254:0', hostBlockDevice: true, usable: true }] })] });
       expect(verdict(postureDevices, disk)).toMatch(/^crossed: .*host block device node \/dev\/vda/);
+      // A root of its own that the host could not walk whole, or with a device node in it, proves nothing.
+      for (const ownRoot of [undefined, { entries: 256, blockNodes: 0, complete: false }, { entries: 3, blockNodes: 1, complete: true }]) {
+        expect(verdict(postureDevices, usk({ kernels: [carrier(8, {}, { ownRoot })] }))).toMatch(/^inconclusive: .*kernel \(pid 8\): the host saw nothing in the box's \/dev/);
+      }
     });
 
     it('never hold on a kernel nobody read, without a file server for files, or beside a process of the program itself', () => {
