@@ -1,5 +1,5 @@
 import { stat } from 'node:fs/promises';
-import { parentPid, procLink } from '../lab/proc-files.js';
+import { exeBasename, parentPid, procLink } from '../lab/proc-files.js';
 import type { Environment } from '../backends/contract.js';
 import type { Observation } from './model/probe.js';
 import { attachPosture, postureOf, readHostView, readProcessIdentity, readProcessPosture, type HostView, type ProcessIdentity } from '../lab/host-process.js';
@@ -33,8 +33,6 @@ export interface SamplerOptions {
 
 /** How many processes of the box's program get their root looked at (each costs one lstat per path component). */
 const MAX_ROOT_VIEWS = 4;
-
-const basename = (p: string): string => p.replace(/ \(deleted\)$/, '').split('/').pop() ?? '';
 
 const sameIdentity = (a: ProcessIdentity, b: ProcessIdentity): boolean =>
   a.command === b.command && a.realUid === b.realUid && a.effectiveUid === b.effectiveUid && a.capEff === b.capEff && a.noNewPrivs === b.noNewPrivs && a.seccomp === b.seccomp;
@@ -113,9 +111,9 @@ export function startProcessSampler(
     for (const pid of pids) {
       if (own.has(pid)) continue;
       const exe = procLink(`/proc/${pid}/exe`) ?? '';
-      if (program.test(basename(exe))) {
+      if (program.test(exeBasename(exe))) {
         own.add(pid);
-        if (PAYLOAD_INTERPRETER.test(basename(exe))) interpreter.add(pid);
+        if (PAYLOAD_INTERPRETER.test(exeBasename(exe))) interpreter.add(pid);
       } else parents.set(pid, parentPid(pid));
     }
     for (let changed = true; changed; ) {

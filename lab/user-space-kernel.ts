@@ -1,5 +1,5 @@
 import { closeSync, openSync, readdirSync, readSync } from 'node:fs';
-import { parentPid, procLink, procText } from './proc-files.js';
+import { exeBasename, parentPid, procLink, procText } from './proc-files.js';
 
 /**
  * A kernel that runs in user space (gVisor's Sentry) keeps the box's memory in a file of its own and maps it
@@ -28,11 +28,9 @@ const MAX_MAPPING_BYTES = 16 << 20;
 export const MAX_LOOK_BYTES = 32 << 20;
 const CHUNK = 1 << 20;
 
-const basename = (p: string): string => p.replace(/ \(deleted\)$/, '').split('/').pop() ?? '';
-
 /** The user-space kernel whose executable this process runs, if any. */
 export function kernelKindOf(pid: number): UserSpaceKernelKind | undefined {
-  const exe = basename(procLink(`/proc/${pid}/exe`) ?? '');
+  const exe = exeBasename(procLink(`/proc/${pid}/exe`) ?? '');
   return USER_SPACE_KERNELS.find((k) => k.exe.test(exe));
 }
 
