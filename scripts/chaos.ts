@@ -7,6 +7,8 @@
  *   npx tsx scripts/chaos.ts --trials 20 --seed 1 [--docker | --backend docker-hardened] [--json]
  *
  * Needs root, bubblewrap and the built CLI (`npx tsc -p tsconfig.build.json`). Touches only what its own runs made.
+ * Its runs keep their ownership journals in a private directory (SANDCHECK_OWNERSHIP_DIR), so only its own next run
+ * recovers a dead run's journal, and its runs recover no other run's journal.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -175,7 +177,12 @@ async function main(): Promise<number> {
   }
   const rand = prng(seed);
   const root = await mkdtemp(join(tmpdir(), 'sandcheck-chaos-'));
+  // mkdtemp makes it 0700: a journal directory the sweep trusts. The children inherit it, and so do this
+  // process's own journal reads (runIdOf, journalLeftovers).
+  const journals = await mkdtemp(join(tmpdir(), 'sandcheck-chaos-owners-'));
+  process.env['SANDCHECK_OWNERSHIP_DIR'] = journals;
   const results: Trial[] = [];
+  let journalsLeft: string[] = [];
   try {
     for (const backend of backends) {
       for (let n = 1; n <= trials; n++) {
@@ -188,6 +195,9 @@ async function main(): Promise<number> {
     }
   } finally {
     await rm(root, { recursive: true, force: true });
+    // Every run, dead or finished, must have had its journal closed or recovered by now: a journal here is a leftover.
+    journalsLeft = (existsSync(journals) ? readdirSync(journals) : []).map((name) => join(journals, name));
+    if (journalsLeft.length === 0) await rm(journals, { recursive: true, force: true });
   }
   const summary = {
     seed,
@@ -197,9 +207,10 @@ async function main(): Promise<number> {
     diedBeforeStart: results.filter((r) => r.outcome === 'before-start').length,
     exits: results.reduce<Record<string, number>>((acc, r) => ((acc[String(r.exit ?? 'signal')] = (acc[String(r.exit ?? 'signal')] ?? 0) + 1), acc), {}),
     failed: results.filter((r) => r.problems.length > 0).map((r) => ({ n: r.n, backend: r.backend, signal: r.signal, problems: r.problems })),
+    journalsLeft,
   };
   process.stdout.write(`${JSON.stringify(summary, null, process.argv.includes('--json') ? 0 : 2)}\n`);
-  return summary.failed.length === 0 ? 0 : 1;
+  return summary.failed.length === 0 && journalsLeft.length === 0 ? 0 : 1;
 }
 
 process.exitCode = await main();

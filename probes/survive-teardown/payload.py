@@ -24,21 +24,28 @@ while time.monotonic() < end:
 
 args = sc.start()
 targets = [args["heartbeatPath"], os.path.abspath("heartbeat")]
+# Close-on-exec: the read end sees EOF once the daemon has exec'd (its nonce is in its command line from then on),
+# or once its parent is gone, whether or not any heartbeat path is writable.
+started_r, started_w = os.pipe()
 if os.fork() == 0:
+    os.close(started_r)
     os.setsid()
     if os.fork() == 0:
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
         argv = [sys.executable, "-c", DAEMON] + targets + [str(args["ceilingSeconds"]), "sandcheck-survivor-%s" % args["nonce"]]
-        os.execv(sys.executable, argv)
+        try:
+            os.execv(sys.executable, argv)
+        finally:
+            os._exit(127)
     os._exit(0)
+os.close(started_w)
 os.wait()
-# Paced, so the host's process scan sees the daemon alive however busy the machine is.
+import select  # noqa: E402
 import time  # noqa: E402
-until = time.monotonic() + 3.0
-while time.monotonic() < until and not os.path.exists("heartbeat"):
-    time.sleep(0.05)
+select.select([started_r], [], [], 3.0)
+# Paced, so the host's process scan sees the daemon alive however busy the machine is.
 time.sleep(1.5)
 print("daemon started", flush=True)
 sc.done(args)

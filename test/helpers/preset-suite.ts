@@ -262,7 +262,7 @@ function count(card: SecurityScorecard): string {
   return `held ${s.held}, crossed ${s.crossed}, inconclusive ${s.inconclusive}, not-applicable ${s.notApplicable}, unenforced ${s.unenforced}`;
 }
 
-/** The presets in two files of about 10 minutes each, so the two host workers share them. */
+/** The presets in two files of about 7 minutes each; vitest.config.ts runs them alone, one after the other. */
 export const PRESET_FILES = {
   containers: ['podman-runsc', 'podman', 'firejail', 'nspawn'],
   clis: ['bwrap-cli', 'runsc-do', 'codex-sandbox', 'codex-sandbox-workspace', 'srt', 'srt-deny-home'],
@@ -335,7 +335,10 @@ export async function describePresets(names: readonly string[]): Promise<void> {
         expect(notApplicable.map((r) => r.id).sort(), notApplicable.map((r) => `${r.id}: ${r.reason}`).join('\n')).toEqual(Object.keys(want.taskNotApplicable ?? {}).sort());
         for (const r of notApplicable) expect(r.reason).toMatch(want.taskNotApplicable?.[r.id] ?? /^$/);
         const unexpected = task.results.filter((r) => r.outcome !== 'as-expected' && r.outcome !== 'not-applicable');
-        const badTasks = unexpected.filter((r) => !want.taskUnexpected[r.id]?.test(r.reason) && !LOAD_SENSITIVE_TASKS[r.id]?.test(r.reason)).map((r) => `${r.id}: ${r.reason}`);
+        // With the program's stderr: a tool that failed to start the box says why there.
+        const badTasks = unexpected
+          .filter((r) => !want.taskUnexpected[r.id]?.test(r.reason) && !LOAD_SENSITIVE_TASKS[r.id]?.test(r.reason))
+          .map((r) => `${r.id}: ${r.reason}${r.observation?.stderr.preview ? ` (stderr: ${r.observation.stderr.preview.slice(-400)})` : ''}`);
         expect(badTasks).toEqual([]);
         for (const [id, reason] of Object.entries(want.taskUnexpected)) {
           const r = task.results.find((t) => t.id === id);

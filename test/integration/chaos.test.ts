@@ -35,8 +35,10 @@ describe('chaos: signals at random moments leave nothing and lose no report', ()
   const TRIALS = 20;
   const chaos = async (backend: string, seed: number): Promise<void> => {
     const r = await execa('npx', ['tsx', 'scripts/chaos.ts', '--backend', backend, '--trials', String(TRIALS), '--seed', String(seed), '--json'], { cwd: packageRoot(), reject: false });
-    const summary = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as { trials: number; clean: number; failed: unknown[]; bySignal: Record<string, number> };
+    const summary = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as { trials: number; clean: number; failed: unknown[]; bySignal: Record<string, number>; journalsLeft: string[] };
     expect(summary.failed).toEqual([]);
+    // Its runs journal in a private directory: every journal there was closed or recovered by its own runs.
+    expect(summary.journalsLeft).toEqual([]);
     expect(summary).toMatchObject({ trials: TRIALS, clean: TRIALS });
     // The seed draws every signal, so each way of dying was tried.
     for (const sig of ['SIGINT', 'SIGTERM', 'SIGKILL']) expect(summary.bySignal[sig]).toBeGreaterThan(0);
