@@ -7,6 +7,7 @@ import { scanJoined, scanSplitAcross } from '../lab/canary-scan.js';
 import { startHostHealth } from '../lab/host-health.js';
 import { SandcheckError, errorMessage } from './errors.js';
 import { startProcessSampler } from './host-observers.js';
+import { programMark } from './kernel-carriers.js';
 import { hitWhere } from './left-in-box.js';
 import type { ExecObservation, KilledBy } from './model/observation.js';
 import type { Policy } from './model/policy.js';
@@ -120,7 +121,7 @@ export async function execWithDeadline(setting: ExecSetting, env: Environment, p
   if (setting.signal?.aborted) onInterrupt();
   const args = { nonce: ctx.nonce, probe: probe.id, ...(probe.args?.(ctx) ?? {}), ...how.extraArgs };
   const program = probe.sampleProgram ?? (probe.interpreter ? new RegExp(`^${(probe.interpreter.split('/').pop() ?? '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) : undefined);
-  const sampler = probe.sampleProcesses && env.hostPids ? startProcessSampler(env, { ...(probe.kernelCarriers ? { nonce: ctx.nonce } : {}), ...(program ? { program } : {}), ...(probe.rootPaths ? { rootPaths: probe.rootPaths } : {}), ...(probe.releaseWhenSeen === 'sampled' ? { release: ctx.nonce } : {}) }) : undefined;
+  const sampler = probe.sampleProcesses && env.hostPids ? startProcessSampler(env, { ...(probe.kernelCarriers ? { nonce: ctx.nonce, ...(probe.kernelCarriers === 'marked-program' ? { mark: programMark(ctx.nonce) } : {}) } : {}), ...(program ? { program } : {}), ...(probe.rootPaths ? { rootPaths: probe.rootPaths } : {}), ...(probe.releaseWhenSeen === 'sampled' ? { release: ctx.nonce } : {}) }) : undefined;
   const health = probe.watchHost ? await startHostHealth(setting.scratchDir) : undefined;
   const t0 = performance.now();
   let result: ExecResult;

@@ -29,6 +29,8 @@ export interface SamplerOptions {
   release?: string;
   /** This execution's nonce, to find the box's address space on a user-space kernel (harness/kernel-carriers.ts). */
   nonce?: string;
+  /** With `nonce`: the mark of a program the payload runs, to find that program's address space too. */
+  mark?: string;
 }
 
 /** How many processes of the box's program get their root looked at (each costs one lstat per path component). */
@@ -65,7 +67,7 @@ export function startProcessSampler(
   const maxPostureReads = opts.maxPostureReads ?? 8;
   let hostView: HostView | undefined;
   let rootViews = 0;
-  const carriers = opts.nonce === undefined ? undefined : new KernelCarrierTracker(opts.nonce);
+  const carriers = opts.nonce === undefined ? undefined : new KernelCarrierTracker(opts.nonce, opts.mark);
   /**
    * A process of the payload's interpreter whose first entry names this execution in its posture and, when the probe
    * asked for paths, in a root view too: without one (the budget spent on other processes of the program, or not

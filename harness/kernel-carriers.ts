@@ -1,6 +1,7 @@
+import { createHash } from 'node:crypto';
 import { attachPosture, readHostView, readProcessIdentity, readProcessPosture, type HostView, type ProcessIdentity } from '../lab/host-process.js';
 import { parentPid, procText } from '../lab/proc-files.js';
-import { argv0, childrenOf, findInKernelMemory, kernelKindOf, mappingCount, MAX_LOOK_BYTES, selfOrAncestor, type UserSpaceKernelKind } from '../lab/user-space-kernel.js';
+import { argv0, childrenOf, findInKernelMemory, kernelKindOf, mappingCount, MAX_LOOK_BYTES, scanKernelMemory, selfOrAncestor, type UserSpaceKernelKind } from '../lab/user-space-kernel.js';
 import type { UserSpaceKernel } from './model/observation.js';
 
 /** Looks per process before it is given up, and bytes of memory read per execution (a look reads at most MAX_LOOK_BYTES). */
@@ -8,6 +9,14 @@ const MAX_LOOKS = 10;
 const MAX_BYTES = 160 << 20;
 /** Most processes of each role whose identity and posture are read. */
 const MAX_PER_ROLE = 6;
+
+/**
+ * The mark a payload puts in the environment of a program it runs (identity-setuid's planted binary), so that the
+ * host can tell that program's address space from the payload's: derived from the nonce, never containing it.
+ */
+export function programMark(nonce: string): string {
+  return `sandcheck-mark-${createHash('sha256').update(`program-mark:${nonce}`).digest('hex').slice(0, 32)}`;
+}
 
 /**
  * Finds, among the box's host processes, a user-space kernel's address space that holds this execution's nonce
@@ -22,8 +31,15 @@ export class KernelCarrierTracker {
   private bytes = 0;
   private found: UserSpaceKernel | undefined;
   private hostView: HostView | undefined;
+  private kernelPid: number | undefined;
+  private kind: UserSpaceKernelKind | undefined;
+  private readonly markLooks = new Map<number, number>();
 
-  constructor(private readonly nonce: string) {}
+  /** With `mark`, after the tie it goes on looking for an address space that holds the mark and not the nonce. */
+  constructor(
+    private readonly nonce: string,
+    private readonly mark?: string,
+  ) {}
 
   get result(): UserSpaceKernel | undefined {
     return this.found;
@@ -31,7 +47,8 @@ export class KernelCarrierTracker {
 
   /** One look at the box's pids that are not its own program; does nothing once tied or out of budget. */
   async tick(pids: readonly number[], own: ReadonlySet<number>): Promise<void> {
-    if (this.found || this.bytes >= MAX_BYTES) return;
+    if (this.found) return this.lookForMark(pids, own);
+    if (this.bytes >= MAX_BYTES) return;
     const candidates: { pid: number; kind: UserSpaceKernelKind; kernel: boolean }[] = [];
     for (const pid of pids) {
       const kind = own.has(pid) ? undefined : kernelKindOf(pid);
@@ -52,6 +69,36 @@ export class KernelCarrierTracker {
         await this.tie(c.pid, c.kind, look.foundIn, candidates.map((x) => x.pid));
         return;
       }
+    }
+  }
+
+  /**
+   * The marked program's address space: one of the tied kernel's, holding the mark, and read whole without the
+   * nonce (the payload's own address space, and a fork of it before its exec, hold both).
+   */
+  private async lookForMark(pids: readonly number[], own: ReadonlySet<number>): Promise<void> {
+    const found = this.found;
+    const kind = this.kind;
+    const kernel = this.kernelPid;
+    if (this.mark === undefined || found === undefined || found.marked || kind === undefined || kernel === undefined) return;
+    for (const pid of pids) {
+      if (own.has(pid) || pid === kernel || this.bytes >= MAX_BYTES || (this.markLooks.get(pid) ?? 0) >= MAX_LOOKS) continue;
+      if (kernelKindOf(pid) !== kind || selfOrAncestor(parentPid(pid) ?? 0, kind.kernel) !== kernel || mappingCount(pid, kind) === 0) continue;
+      this.markLooks.set(pid, (this.markLooks.get(pid) ?? 0) + 1);
+      // The nonce ends the scan: the payload's address space holds it on its stack, which is read first.
+      const scan = scanKernelMemory(pid, kind, [this.mark, this.nonce], Math.min(MAX_LOOK_BYTES, MAX_BYTES - this.bytes), [this.nonce]);
+      this.bytes += scan.bytesRead;
+      const at = scan.found.get(this.mark);
+      if (at === undefined || scan.found.has(this.nonce) || !scan.complete) continue;
+      const addressSpace = await this.read(pid);
+      if (!addressSpace) continue;
+      const [kernelRead] = await this.readAll([kernel]);
+      found.marked = {
+        tie: `this execution's program mark in host pid ${pid}'s memory at ${at}, mapped from ${kind.memoryFile}, and not its nonce (${scan.bytesRead} bytes read, every present page)`,
+        addressSpace,
+        ...(kernelRead ? { kernel: kernelRead } : {}),
+      };
+      return;
     }
   }
 
@@ -87,6 +134,8 @@ export class KernelCarrierTracker {
       parent === undefined || parent <= 1 || cgroup === undefined
         ? []
         : childrenOf(parent).filter((p) => p !== kernel && kernelKindOf(p) === kind && argv0(p) === kind.fileServer && procText(`/proc/${p}/cgroup`) === cgroup);
+    this.kind = kind;
+    this.kernelPid = kernel;
     this.found = {
       kernel: kind.name,
       tie: `this execution's nonce in host pid ${at}'s memory at ${mapping}, mapped from ${kind.memoryFile}`,

@@ -56,6 +56,15 @@ export interface MemoryLook {
   bytesRead: number;
 }
 
+export interface MemoryScan {
+  /** For each needle found, the mapping (start-end) where it was first found. */
+  found: Map<string, string>;
+  /** Every present page of every mapping was read: a needle not found is not there. */
+  complete: boolean;
+  mappings: number;
+  bytesRead: number;
+}
+
 let pageSize: number | undefined;
 /** The kernel's page size, from this process's own smaps (4 KiB where it cannot be read). */
 function kernelPageSize(): number {
@@ -66,8 +75,9 @@ function kernelPageSize(): number {
 /**
  * Runs of pages of [start, end) present in the process's page tables (/proc/<pid>/pagemap bit 63). Reading only
  * those faults nothing in: a read of an absent page of a shared memory file would allocate it, charged to the box.
+ * `whole`: the page table of the range was read whole.
  */
-function presentRuns(fd: number, start: number, end: number): { start: number; end: number }[] {
+function presentRuns(fd: number, start: number, end: number): { runs: { start: number; end: number }[]; whole: boolean } {
   const page = kernelPageSize();
   const first = Math.floor(start / page);
   const count = Math.ceil((end - start) / page);
@@ -76,7 +86,7 @@ function presentRuns(fd: number, start: number, end: number): { start: number; e
   try {
     n = readSync(fd, table, 0, table.length, first * 8);
   } catch {
-    return [];
+    return { runs: [], whole: false };
   }
   const runs: { start: number; end: number }[] = [];
   for (let i = 0; i < Math.floor(n / 8); i++) {
@@ -86,7 +96,7 @@ function presentRuns(fd: number, start: number, end: number): { start: number; e
     if (last && last.end === at) last.end = at + page;
     else runs.push({ start: at, end: at + page });
   }
-  return runs;
+  return { runs, whole: n === table.length };
 }
 
 /**
@@ -95,46 +105,63 @@ function presentRuns(fd: number, start: number, end: number): { start: number; e
  * contiguous pages. An unreadable chunk is skipped; a process that is gone ends the look.
  */
 export function findInKernelMemory(pid: number, kind: UserSpaceKernelKind, needle: string, budget = MAX_LOOK_BYTES): MemoryLook {
+  const scan = scanKernelMemory(pid, kind, [needle], budget);
+  const foundIn = scan.found.get(needle);
+  return { ...(foundIn !== undefined ? { foundIn } : {}), mappings: scan.mappings, bytesRead: scan.bytesRead };
+}
+
+/**
+ * Reads the present pages of the process's mappings of the kernel's memory file for every needle, until one of
+ * `stopOn` is found, and says whether it read all of them: not stopped, no chunk unreadable, no mapping cut at its
+ * size cap, the budget not used up.
+ */
+export function scanKernelMemory(pid: number, kind: UserSpaceKernelKind, needles: readonly string[], budget = MAX_LOOK_BYTES, stopOn: readonly string[] = needles): MemoryScan {
   const maps = procText(`/proc/${pid}/maps`);
   const mappings = maps === undefined ? [] : memoryMappings(maps, kind.memoryFile);
-  const look: MemoryLook = { mappings: mappings.length, bytesRead: 0 };
-  if (mappings.length === 0 || needle.length === 0) return look;
-  const want = Buffer.from(needle);
+  const scan: MemoryScan = { found: new Map(), complete: false, mappings: mappings.length, bytesRead: 0 };
+  const wants = needles.filter((n) => n.length > 0).map((n) => ({ needle: n, bytes: Buffer.from(n) }));
+  if (maps === undefined || wants.length === 0) return scan;
+  if (mappings.length === 0) return { ...scan, complete: true };
+  const overlap = Math.max(...wants.map((w) => w.bytes.length));
   let mem: number;
   let pagemap: number;
   try {
     mem = openSync(`/proc/${pid}/mem`, 'r');
   } catch {
-    return look;
+    return scan;
   }
   try {
     pagemap = openSync(`/proc/${pid}/pagemap`, 'r');
   } catch {
     closeSync(mem);
-    return look;
+    return scan;
   }
-  const buf = Buffer.alloc(CHUNK + want.length);
+  const buf = Buffer.alloc(CHUNK + overlap);
+  let whole = true;
   try {
     for (const m of mappings) {
-      for (const run of presentRuns(pagemap, m.start, Math.min(m.end, m.start + MAX_MAPPING_BYTES))) {
+      if (m.end - m.start > MAX_MAPPING_BYTES) whole = false;
+      const present = presentRuns(pagemap, m.start, Math.min(m.end, m.start + MAX_MAPPING_BYTES));
+      if (!present.whole) whole = false;
+      for (const run of present.runs) {
         for (let at = run.start; at < run.end; ) {
-          const len = Math.min(CHUNK + want.length, run.end - at, budget - look.bytesRead);
-          if (len <= 0) return look;
+          const len = Math.min(CHUNK + overlap, run.end - at, budget - scan.bytesRead);
+          if (len <= 0) return scan;
           let n: number;
           try {
             n = readSync(mem, buf, 0, len, at);
           } catch {
+            whole = false;
             at += CHUNK;
             continue;
           }
-          if (n === 0) return look;
-          look.bytesRead += n;
-          if (buf.subarray(0, n).includes(want)) {
-            look.foundIn = m.line;
-            return look;
-          }
+          if (n === 0) return scan;
+          scan.bytesRead += n;
+          const chunk = buf.subarray(0, n);
+          for (const w of wants) if (!scan.found.has(w.needle) && chunk.includes(w.bytes)) scan.found.set(w.needle, m.line);
+          if (stopOn.some((needle) => scan.found.has(needle))) return scan;
           // The next chunk starts at the first place a needle could begin that this one did not hold whole.
-          at += n >= want.length ? n - want.length + 1 : n;
+          at += n >= overlap ? n - overlap + 1 : n;
         }
       }
     }
@@ -142,7 +169,7 @@ export function findInKernelMemory(pid: number, kind: UserSpaceKernelKind, needl
     closeSync(mem);
     closeSync(pagemap);
   }
-  return look;
+  return { ...scan, complete: whole };
 }
 
 /** How many mappings of the kernel's memory file the process has (0: none, or gone). */

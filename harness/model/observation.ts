@@ -60,6 +60,18 @@ export const UserSpaceKernelSchema = z.strictObject({
   kernels: z.array(ProcessIdentitySchema),
   /** Its file servers among the box's host processes (runsc's gofer): they open the box's files on the host. */
   fileServers: z.array(ProcessIdentitySchema),
+  /**
+   * A program the payload ran with this execution's program mark in its environment (identity-setuid's planted
+   * binary): the address space of the same kernel that held the mark and, read whole, not the nonce (the payload's
+   * own holds both), with its identity and the kernel's read at that moment.
+   */
+  marked: z
+    .strictObject({
+      tie: z.string(),
+      addressSpace: ProcessIdentitySchema,
+      kernel: ProcessIdentitySchema.optional(),
+    })
+    .optional(),
 });
 export type UserSpaceKernel = z.infer<typeof UserSpaceKernelSchema>;
 

@@ -143,9 +143,10 @@ interface ProbeCommon {
   /**
    * With sampleProcesses: where no process of the box's program is seen, look for the user-space kernel's address
    * space holding this execution's nonce (harness/kernel-carriers.ts), whose host processes identity and posture
-   * judges then read in its place. Off by default: each look reads the box's memory.
+   * judges then read in its place. Off by default: each look reads the box's memory. 'marked-program': the payload
+   * also runs a program with programMark(nonce) in its environment, whose own address space is looked for too.
    */
-  kernelCarriers?: boolean;
+  kernelCarriers?: boolean | 'marked-program';
   /** Scan the host for `sandcheck-survivor-<nonce>` while it runs: proof the host can see what must not survive. */
   watchSurvivor?: boolean;
   /** Watch the host's health while it runs (resource probes). */

@@ -1,10 +1,32 @@
 import { readFileSync } from 'node:fs';
 import { unlessAttempted } from '../../harness/judge.js';
-import type { SecurityProbe } from '../../harness/model/probe.js';
-import { describeIdentity, identityEvidence, ownProgram, unseen } from '../_shared/identity.js';
+import { programMark } from '../../harness/kernel-carriers.js';
+import { outside } from '../../harness/model/evidence.js';
+import type { Judgement, Observation, SecurityProbe } from '../../harness/model/probe.js';
+import { describeIdentity, identityEvidence, kernelCarried, ownProgram, unseen } from '../_shared/identity.js';
 
 /** Workspace name of the planted binary; the kernel names its process after it (status Name). */
 export const SETUID_BINARY = 'suid-sleep';
+
+/**
+ * On a user-space kernel (gVisor) the planted binary never shows as a host process: the host finds the address space
+ * that holds its mark (set in its environment by the payload) and not the nonce, and reads that process and the
+ * kernel at that moment. A setuid bit may give it root inside the kernel; on the host it is what they run as.
+ */
+function judgeMarked(obs: Observation): Judgement | undefined {
+  const carried = kernelCarried(obs);
+  const marked = obs.exec.userSpaceKernel?.marked;
+  if (!carried || !marked?.kernel) return undefined;
+  const read = [
+    ['address space', marked.addressSpace],
+    ['kernel', marked.kernel],
+  ] as const;
+  const evidence = [outside('host-proc-mem', marked.tie, `/proc/${marked.addressSpace.pid}/mem`), ...read.map(([, p]) => outside('host-proc-status', describeIdentity(p), `/proc/${p.pid}/status`)), ...carried.evidence];
+  const seen = read.map(([role, p]) => `${role} (pid ${p.pid}) euid ${p.effectiveUid}, CapEff ${p.capEff}`).join(', ');
+  const root = read.find(([, p]) => p.effectiveUid === 0);
+  if (root) return { verdict: 'crossed', reason: `${carried.lead}: the planted setuid-root binary ran (${marked.tie}) and its ${root[0]} (pid ${root[1].pid}) ran as root (euid 0) on the host`, evidence };
+  return { verdict: 'held', reason: `${carried.lead}: the planted setuid-root binary ran (${marked.tie}); while it ran: ${seen}: its setuid bit gave nothing on the host`, evidence };
+}
 
 /** A copy of the host's sleep: small, present wherever the payload's Python is, stays alive while it is looked at. */
 function sleepBinary(): Uint8Array {
@@ -20,12 +42,13 @@ export const identitySetuid: SecurityProbe = {
   severity: 'high',
   payload: 'identity-setuid',
   sampleProcesses: true,
+  kernelCarriers: 'marked-program',
   remediation: 'Mount the workspace nosuid, set no_new_privs, and run as an unprivileged uid in a user namespace that does not map root.',
   attack: ['T1548.001'],
   cwe: ['CWE-269', 'CWE-250'],
   // Read-only: it stays root-owned (never chowned to the box uid, which would clear the setuid bit) and the box cannot replace it.
   files: () => [{ path: SETUID_BINARY, content: sleepBinary(), mode: 0o4755, readOnly: true }],
-  args: () => ({ binary: SETUID_BINARY, holdSeconds: 2 }),
+  args: (ctx) => ({ binary: SETUID_BINARY, holdSeconds: 2, mark: programMark(ctx.nonce) }),
   judge: (obs) => {
     const notRun = unlessAttempted(obs, false);
     if (notRun) return notRun;
@@ -39,6 +62,10 @@ export const identitySetuid: SecurityProbe = {
     }
     const rootProgram = procs.find((p) => p.effectiveUid === 0);
     if (rootProgram) return { verdict: 'crossed', reason: `the box's own program ran as root on the host (${describeIdentity(rootProgram)})`, evidence };
+    if (planted.length === 0 && procs.length === 0) {
+      const marked = judgeMarked(obs);
+      if (marked) return marked;
+    }
     if (planted.length === 0) {
       const why = procs.length === 0 ? unseen(obs) : 'the payload ran but the planted binary was never seen running from the host';
       return { verdict: 'inconclusive', reason: `${why}, so whether the setuid binary could gain root is unknown`, evidence };

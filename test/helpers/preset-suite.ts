@@ -230,11 +230,11 @@ const EXPECTED: Record<string, Expectation> = {
     adapterFails: [],
     crossed: {},
     // identity-*: the host finds this execution's nonce in a stub's memory (mapped from the Sentry's memory file) and
-    // judges the stubs and the Sentry, which run the box's code and serve its system calls.
-    held: ['secret-decoy-file', 'daemon-socket', 'download-api-links', 'read-only-input', 'identity-uid', 'identity-capabilities', 'identity-no-new-privs', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'residue', 'host-search', 'agent-socket', 'keyring-decoy', 'abstract-socket', 'ipc-covert', 'escape-mount-host', 'escape-file-handle', 'escape-proc-root', 'escape-raw-socket', ...NETWORK, ...OUTPUT, ...EXPORTS],
+    // judges the stubs and the Sentry, which run the box's code and serve its system calls; identity-setuid, the stub
+    // whose memory holds the planted binary's mark (and not the nonce).
+    held: ['secret-decoy-file', 'daemon-socket', 'download-api-links', 'read-only-input', 'identity-uid', 'identity-capabilities', 'identity-no-new-privs', 'identity-setuid', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'residue', 'host-search', 'agent-socket', 'keyring-decoy', 'abstract-socket', 'ipc-covert', 'escape-mount-host', 'escape-file-handle', 'escape-proc-root', 'escape-raw-socket', ...NETWORK, ...OUTPUT, ...EXPORTS],
     inconclusive: {
-      // The host never sees the setuid program's own process, nor the box's survivors.
-      'identity-setuid': /none ran the payload's program/,
+      // The host never sees the box's survivors.
       'survive-teardown': /never saw the daemon alive/,
       // The gofer makes no FIFO or device node.
       'export-special-files': /none of the hostile artifacts exists in the box/,

@@ -103,7 +103,7 @@ describe.skipIf(SKIP !== undefined)(`docker: the new and repaired probes${SKIP ?
     expect(hard?.evidence.some((e) => e.witness === 'host-proc-status' && /suid-sleep/.test(e.detail)), explain(hard)).toBe(true);
   }, 120_000);
 
-  it("gvisor: the box program is never a host process; identity is judged on runsc's stubs and Sentry only once a stub's memory holds the nonce", async () => {
+  it("gvisor: the box program is never a host process; identity is judged on runsc's stubs and Sentry only once a stub's memory holds the nonce (the setuid binary's: its mark)", async () => {
     if (!(await findBinary('runsc'))) return;
     const r = await runOn('gvisor', IDENTITY);
     if (process.env.SC_DEBUG) console.log(IDENTITY.map((id) => explain(r.get(id))).join('\n'));
@@ -114,8 +114,13 @@ describe.skipIf(SKIP !== undefined)(`docker: the new and repaired probes${SKIP ?
       expect(got?.reason).toMatch(/^the box's program runs on a user-space kernel, gVisor \(runsc\) \(this execution's nonce in host pid \d+'s memory/);
       expect(got?.observation?.userSpaceKernel?.kernels.length, explain(got)).toBe(1);
     }
-    // The setuid program's own process is never seen: not held.
-    expect(r.get('identity-setuid')?.verdict, explain(r.get('identity-setuid'))).not.toBe('held');
+    // The planted setuid binary is found by its mark in a stub's memory, in another address space than the payload's.
+    const setuid = r.get('identity-setuid');
+    expect(setuid?.verdict, explain(setuid)).toBe('held');
+    expect(setuid?.reason).toMatch(/the planted setuid-root binary ran \(this execution's program mark in host pid \d+'s memory at [0-9a-f]+-[0-9a-f]+, mapped from \/memfd:runsc-memory, and not its nonce/);
+    const usk = setuid?.observation?.userSpaceKernel;
+    expect(usk?.marked?.addressSpace.pid, explain(setuid)).not.toBe(usk?.addressSpaces[0]?.pid);
+    expect(usk?.marked?.kernel?.pid).toBe(usk?.kernels[0]?.pid);
   }, 120_000);
 
   it('read-only inputs: held on docker-hardened (byte-identical after every technique)', async () => {

@@ -9,9 +9,9 @@ import { copyFileSync, linkSync, mkdtempSync, realpathSync, rmSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { KernelCarrierTracker } from '../../harness/kernel-carriers.js';
+import { KernelCarrierTracker, programMark } from '../../harness/kernel-carriers.js';
 import { parentPid } from '../../lab/proc-files.js';
-import { findInKernelMemory, memoryMappings, USER_SPACE_KERNELS } from '../../lab/user-space-kernel.js';
+import { findInKernelMemory, memoryMappings, scanKernelMemory, USER_SPACE_KERNELS } from '../../lab/user-space-kernel.js';
 
 const root = process.getuid?.() === 0;
 const dir = mkdtempSync(join(tmpdir(), 'sc-usk-'));
@@ -52,27 +52,40 @@ if sys.argv[2] == 'memfd':
     m[at:at + len(n)] = n
 elif sys.argv[2] == 'heap':
     keep = bytearray(n * 4)
+elif sys.argv[2] in ('mark', 'both'):
+    # Its own pages of the file (the kernel gives each address space its own): the mark, and with 'both' the nonce.
+    mark = sys.argv[4].encode()
+    base = 3 << 20
+    m[base:base + (1 << 20)] = bytes(1 << 20)
+    m[base + 8192:base + 8192 + len(mark)] = mark
+    if sys.argv[2] == 'both':
+        m[base + 65536:base + 65536 + len(n)] = n
 print('ready', flush=True)
 time.sleep(60)
 `;
 const FIRST = `
 import os, sys, time
-pid = os.fork()
-if pid == 0:
-    os.execv(sys.argv[4], ['stub', '-c', sys.argv[5], sys.argv[1], sys.argv[2], sys.argv[3]])
-print(pid, flush=True)
+pids = []
+for mode, mark in ((sys.argv[2], ''), (sys.argv[6], sys.argv[7])):
+    if mode == 'none':
+        continue
+    pid = os.fork()
+    if pid == 0:
+        os.execv(sys.argv[4], ['stub', '-c', sys.argv[5], sys.argv[1], mode, sys.argv[3], mark])
+    pids.append(str(pid))
+print(' '.join(pids), flush=True)
 time.sleep(60)
 `;
 const KERNEL = `
 import mmap, os, sys, time
-nonce, mode, me, first, space = sys.argv[1:6]
+nonce, mode, me, first, space, marked, mark = sys.argv[1:8]
 fd = os.memfd_create('runsc-memory', 0)
 os.ftruncate(fd, 4 << 20)
 m = mmap.mmap(fd, 4 << 20)
 if mode == 'kernel':
     m[(3 << 20) + 5:(3 << 20) + 5 + len(nonce)] = nonce.encode()
 if os.fork() == 0:
-    os.execv(me, ['first-stub', '-c', first, nonce, mode, str(fd), me, space])
+    os.execv(me, ['first-stub', '-c', first, nonce, mode, str(fd), me, space, marked, mark])
 time.sleep(60)
 `;
 
@@ -91,15 +104,18 @@ async function start(argv0: string, args: string[], lines: number): Promise<{ pi
   return { pid: c.pid ?? -1, lines: got };
 }
 
-/** A kernel, its first stub, its address space and a file server beside the kernel. */
-async function fakeSandbox(nonce: string, mode: 'memfd' | 'heap' | 'kernel') {
-  const kernel = await start('runsc-sandbox', [KERNEL, nonce, mode, fake, FIRST, SPACE], 2);
-  const space = Number(kernel.lines[0]);
-  expect(kernel.lines[1]).toBe('ready');
-  const first = parentPid(space) ?? -1;
-  strays.push(space, first);
+/**
+ * A kernel, its first stub, its address space and a file server beside the kernel; with `marked`, a second address
+ * space of a program the payload ran, holding the mark ('both': and the nonce, like a fork of the payload).
+ */
+async function fakeSandbox(nonce: string, mode: 'memfd' | 'heap' | 'kernel', marked: { mode: 'mark' | 'both'; mark: string } | undefined = undefined) {
+  const kernel = await start('runsc-sandbox', [KERNEL, nonce, mode, fake, FIRST, SPACE, marked?.mode ?? 'none', marked?.mark ?? ''], marked ? 3 : 2);
+  const [space, markedSpace] = (kernel.lines.find((l) => /^\d/.test(l)) ?? '').split(' ').map(Number);
+  expect(kernel.lines.filter((l) => l === 'ready')).toHaveLength(marked ? 2 : 1);
+  const first = parentPid(space ?? -1) ?? -1;
+  strays.push(space ?? -1, first, ...(markedSpace !== undefined ? [markedSpace] : []));
   const gofer = await start('runsc-gofer', ['import time; print("up", flush=True); time.sleep(60)'], 1);
-  return { kernel: kernel.pid, first, space, gofer: gofer.pid };
+  return { kernel: kernel.pid, first, space: space ?? -1, marked: markedSpace ?? -1, gofer: gofer.pid };
 }
 
 describe.skipIf(!root)('user-space kernel carriers (real processes shaped like runsc)', () => {
@@ -149,6 +165,41 @@ describe.skipIf(!root)('user-space kernel carriers (real processes shaped like r
     await kernelOnly.tick([box.kernel], new Set());
     expect(kernelOnly.result?.addressSpaces.map((p) => p.pid)).toEqual([box.kernel]);
     expect(kernelOnly.result?.kernels.map((p) => p.pid)).toEqual([box.kernel]);
+  });
+
+  it("finds the marked program's address space: the mark and, read whole, not the nonce; never the payload's own", async () => {
+    const nonce = 'n0nce-usk-mark0000aa11';
+    const mark = programMark(nonce);
+    expect(mark).not.toContain(nonce);
+    const box = await fakeSandbox(nonce, 'memfd', { mode: 'mark', mark });
+    const tracker = new KernelCarrierTracker(nonce, mark);
+    // The first tick ties the payload's address space; the mark is looked for from the next one.
+    await tracker.tick([box.kernel, box.first, box.space, box.marked], new Set());
+    expect(tracker.result?.addressSpaces[0]?.pid).toBe(box.space);
+    await tracker.tick([box.kernel, box.first, box.space, box.marked], new Set());
+    const marked = tracker.result?.marked;
+    expect(marked?.addressSpace.pid).toBe(box.marked);
+    expect(marked?.kernel?.pid).toBe(box.kernel);
+    expect(marked?.tie).toMatch(new RegExp(`program mark in host pid ${box.marked}'s memory at [0-9a-f]+-[0-9a-f]+, mapped from /memfd:runsc-memory, and not its nonce`));
+    const scan = scanKernelMemory(box.marked, gvisor, [mark, nonce], undefined, [nonce]);
+    expect([scan.found.has(mark), scan.found.has(nonce), scan.complete]).toEqual([true, false, true]);
+    // Without a mark to look for, nothing is marked.
+    const plain = new KernelCarrierTracker(nonce);
+    for (let i = 0; i < 2; i++) await plain.tick([box.kernel, box.first, box.space, box.marked], new Set());
+    expect(plain.result?.marked).toBeUndefined();
+  });
+
+  it('marks nothing where the same address space holds the nonce too (a fork of the payload before its exec)', async () => {
+    const nonce = 'n0nce-usk-both0000bb22';
+    const mark = programMark(nonce);
+    const box = await fakeSandbox(nonce, 'memfd', { mode: 'both', mark });
+    const scan = scanKernelMemory(box.marked, gvisor, [mark, nonce], undefined, [nonce]);
+    expect(scan.found.has(nonce)).toBe(true);
+    expect(scan.complete).toBe(false);
+    const tracker = new KernelCarrierTracker(nonce, mark);
+    for (let i = 0; i < 3; i++) await tracker.tick([box.kernel, box.first, box.space, box.marked], new Set());
+    expect(tracker.result?.addressSpaces.length).toBeGreaterThan(0);
+    expect(tracker.result?.marked).toBeUndefined();
   });
 });
 
