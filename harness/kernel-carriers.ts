@@ -45,7 +45,7 @@ export class KernelCarrierTracker {
     return this.found;
   }
 
-  /** One look at the box's pids that are not its own program; does nothing once tied or out of budget. */
+  /** One look at the box's pids that are not its own program; once tied, looks only for the marked program (if any), within the same budget. */
   async tick(pids: readonly number[], own: ReadonlySet<number>): Promise<void> {
     if (this.found) return this.lookForMark(pids, own);
     if (this.bytes >= MAX_BYTES) return;
@@ -81,8 +81,9 @@ export class KernelCarrierTracker {
     const kind = this.kind;
     const kernel = this.kernelPid;
     if (this.mark === undefined || found === undefined || found.marked || kind === undefined || kernel === undefined) return;
+    const tied = found.addressSpaces[0]?.pid;
     for (const pid of pids) {
-      if (own.has(pid) || pid === kernel || this.bytes >= MAX_BYTES || (this.markLooks.get(pid) ?? 0) >= MAX_LOOKS) continue;
+      if (own.has(pid) || pid === kernel || pid === tied || this.bytes >= MAX_BYTES || (this.markLooks.get(pid) ?? 0) >= MAX_LOOKS) continue;
       if (kernelKindOf(pid) !== kind || selfOrAncestor(parentPid(pid) ?? 0, kind.kernel) !== kernel || mappingCount(pid, kind) === 0) continue;
       this.markLooks.set(pid, (this.markLooks.get(pid) ?? 0) + 1);
       // The nonce ends the scan: the payload's address space holds it on its stack, which is read first.

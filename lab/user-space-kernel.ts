@@ -59,7 +59,7 @@ export interface MemoryLook {
 export interface MemoryScan {
   /** For each needle found, the mapping (start-end) where it was first found. */
   found: Map<string, string>;
-  /** Every present page of every mapping was read: a needle not found is not there. */
+  /** Every present page of every mapping was read to its end (no budget, stop or failed read cut it short): a needle not found was in no present page. */
   complete: boolean;
   mappings: number;
   bytesRead: number;

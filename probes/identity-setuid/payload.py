@@ -18,9 +18,10 @@ try:
             os.chmod(binary, 0o4755)
         except OSError as e:
             print("chmod refused: %s" % e.strerror, flush=True)
-    # Its only environment is the mark: on a user-space kernel the host finds its address space by it (and by the
-    # nonce's absence there: this process holds both).
-    env = {"SANDCHECK_PROGRAM_MARK": args["mark"]} if "mark" in args else None
+    # The mark joins the box's environment (which the host uses to find the box's processes): on a user-space kernel
+    # the host finds this binary's address space by it and by the nonce's absence there (this process holds both;
+    # the nonce is only in this payload's argv, never in the environment).
+    env = dict(os.environ, SANDCHECK_PROGRAM_MARK=args["mark"]) if "mark" in args else None
     rc = subprocess.call([binary, "%.1f" % hold], timeout=hold + 5, env=env)
     print("setuid binary exited %d" % rc, flush=True)
 except (OSError, subprocess.TimeoutExpired) as e:

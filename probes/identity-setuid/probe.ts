@@ -3,6 +3,7 @@ import { unlessAttempted } from '../../harness/judge.js';
 import { programMark } from '../../harness/kernel-carriers.js';
 import { outside } from '../../harness/model/evidence.js';
 import type { Judgement, Observation, SecurityProbe } from '../../harness/model/probe.js';
+import { outputText } from '../_shared/exposure-judges.js';
 import { describeIdentity, identityEvidence, kernelCarried, ownProgram, unseen } from '../_shared/identity.js';
 
 /** Workspace name of the planted binary; the kernel names its process after it (status Name). */
@@ -16,7 +17,8 @@ export const SETUID_BINARY = 'suid-sleep';
 function judgeMarked(obs: Observation): Judgement | undefined {
   const carried = kernelCarried(obs);
   const marked = obs.exec.userSpaceKernel?.marked;
-  if (!carried || !marked?.kernel) return undefined;
+  // The payload's own word that the binary ran to its end can only withhold a verdict: a payload that could not run it exits 3.
+  if (!carried || !marked?.kernel || obs.exec.exitCode === 3 || !outputText(obs).includes('setuid binary exited')) return undefined;
   const read = [
     ['address space', marked.addressSpace],
     ['kernel', marked.kernel],

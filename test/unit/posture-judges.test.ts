@@ -198,15 +198,19 @@ describe('posture judges', () => {
 
     it('identity-setuid: judged on the address space that held the planted program\'s mark, and the kernel, read while it ran', () => {
       const tie = "this execution's program mark in host pid 12's memory at 7f20-7f30, mapped from /memfd:runsc-memory, and not its nonce (8192 bytes read, every present page)";
-      expect(verdict(identitySetuid, usk({ marked: { tie, addressSpace: carrier(12), kernel: carrier(8) } }))).toMatch(
+      const ran = { stdout: capture('binary mode 4755 owner 0\nsetuid binary exited 0\n') };
+      expect(verdict(identitySetuid, usk({ marked: { tie, addressSpace: carrier(12), kernel: carrier(8) } }, ran))).toMatch(
         /^held: the box's program runs on a user-space kernel, gVisor \(runsc\) .*: the planted setuid-root binary ran \(this execution's program mark in host pid 12's memory.*\); while it ran: address space \(pid 12\) euid 65529, CapEff 0000000000240000, kernel \(pid 8\) euid 65529.*gave nothing on the host$/,
       );
-      const rootSpace = usk({ marked: { tie, addressSpace: carrier(12, { effectiveUid: 0, realUid: 65529, hostUserNamespace: true }), kernel: carrier(8) } });
+      const rootSpace = usk({ marked: { tie, addressSpace: carrier(12, { effectiveUid: 0, realUid: 65529, hostUserNamespace: true }), kernel: carrier(8) } }, ran);
       expect(verdict(identitySetuid, rootSpace)).toMatch(/^crossed: .*its address space \(pid 12\) ran as root \(euid 0\) on the host$/);
       // No mark found, or the kernel not read with it: whether the planted binary ran is unknown.
       expect(verdict(identitySetuid, usk())).toMatch(/^inconclusive: the backend named 5 host process/);
-      expect(verdict(identitySetuid, usk({ marked: { tie, addressSpace: carrier(12) } }))).toMatch(/^inconclusive: /);
-      expect(verdict(identitySetuid, usk({ kernels: [], marked: { tie, addressSpace: carrier(12), kernel: carrier(8) } }))).toMatch(/^inconclusive: /);
+      expect(verdict(identitySetuid, usk({ marked: { tie, addressSpace: carrier(12) } }, ran))).toMatch(/^inconclusive: /);
+      expect(verdict(identitySetuid, usk({ kernels: [], marked: { tie, addressSpace: carrier(12), kernel: carrier(8) } }, ran))).toMatch(/^inconclusive: /);
+      // A payload that could not run the binary (exit 3), or never said it ran to its end, holds nothing on a mark.
+      const could = { stdout: capture('could not run the setuid binary: [Errno 13] Permission denied\n'), exitCode: 3 };
+      for (const exec of [could, { ...ran, exitCode: 3 }, {}]) expect(verdict(identitySetuid, usk({ marked: { tie, addressSpace: carrier(12), kernel: carrier(8) } }, exec))).toMatch(/^inconclusive: /);
       // The planted binary seen as a host process decides, mark or not.
       const planted = identity({ pid: 51, command: 'suid-sleep', effectiveUid: 0 });
       expect(verdict(identitySetuid, usk({ marked: { tie, addressSpace: carrier(12), kernel: carrier(8) } }, { hostProcesses: [planted] }))).toMatch(/^crossed: the planted setuid-root binary ran with euid 0/);
