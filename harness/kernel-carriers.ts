@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { attachPosture, readHostView, readProcessIdentity, readProcessPosture, type HostView, type ProcessIdentity } from '../lab/host-process.js';
-import { parentPid, procText } from '../lab/proc-files.js';
+import { parentPid, procText, startTicks } from '../lab/proc-files.js';
 import { argv0, childrenOf, findInKernelMemory, kernelKindOf, mappingCount, MAX_LOOK_BYTES, scanKernelMemory, selfOrAncestor, type UserSpaceKernelKind } from '../lab/user-space-kernel.js';
 import type { UserSpaceKernel } from './model/observation.js';
+import type { MarkedAfterDestroy } from './model/probe.js';
 
 /** Looks per process before it is given up, and bytes of memory read per execution (a look reads at most MAX_LOOK_BYTES). */
 const MAX_LOOKS = 10;
@@ -11,11 +12,40 @@ const MAX_BYTES = 160 << 20;
 const MAX_PER_ROLE = 6;
 
 /**
- * The mark a payload puts in the environment of a program it runs (identity-setuid's planted binary), so that the
- * host can tell that program's address space from the payload's: derived from the nonce, never containing it.
+ * The mark a payload puts in the environment or arguments of a program it runs (identity-setuid's planted binary,
+ * survive-teardown's daemon), so that the host can tell that program's address space from the payload's: derived
+ * from the nonce, never containing it.
  */
 export function programMark(nonce: string): string {
   return `sandcheck-mark-${createHash('sha256').update(`program-mark:${nonce}`).digest('hex').slice(0, 32)}`;
+}
+
+/**
+ * The name a payload's survivor carries in its command line: the program mark where its own address space is looked
+ * for. The payload joins it itself: passed whole, it would be in a launcher's command line too (runsc do, podman run).
+ */
+export function survivorName(nonce: string, marked: boolean): string {
+  return `sandcheck-survivor-${marked ? programMark(nonce) : nonce}`;
+}
+
+/** How long a marked process may take to end after destroy before it counts as still running. */
+const GONE_WITHIN_MS = 2000;
+
+/**
+ * After destroy: whether the marked address space and its kernel, read while the box ran, still run (the same pid
+ * with the same start). Undefined where their start was not read: then nothing can be said.
+ */
+export async function markedAfterDestroy(marked: NonNullable<UserSpaceKernel['marked']>): Promise<MarkedAfterDestroy[] | undefined> {
+  const started = marked.started;
+  if (started?.kernel === undefined || marked.kernel === undefined) return undefined;
+  const watched = [
+    { pid: marked.addressSpace.pid, role: 'address space' as const, start: started.addressSpace },
+    { pid: marked.kernel.pid, role: 'kernel' as const, start: started.kernel },
+  ];
+  const running = (w: (typeof watched)[number]): boolean => startTicks(w.pid) === w.start;
+  // A runtime may return from destroy while its processes are still exiting: a survivor is one that outlasts this.
+  for (const until = Date.now() + GONE_WITHIN_MS; watched.some(running) && Date.now() < until; ) await new Promise((r) => setTimeout(r, 100));
+  return watched.map((w) => ({ pid: w.pid, role: w.role, running: running(w) }));
 }
 
 /**
@@ -94,10 +124,13 @@ export class KernelCarrierTracker {
       const addressSpace = await this.read(pid);
       if (!addressSpace) continue;
       const [kernelRead] = await this.readAll([kernel]);
+      const spaceStart = startTicks(pid);
+      const kernelStart = kernelRead ? startTicks(kernel) : undefined;
       found.marked = {
         tie: `this execution's program mark in host pid ${pid}'s memory at ${at}, mapped from ${kind.memoryFile}, and not its nonce (${scan.bytesRead} bytes read, every present page)`,
         addressSpace,
         ...(kernelRead ? { kernel: kernelRead } : {}),
+        ...(spaceStart !== undefined ? { started: { addressSpace: spaceStart, ...(kernelStart !== undefined ? { kernel: kernelStart } : {}) } } : {}),
       };
       return;
     }

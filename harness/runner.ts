@@ -18,6 +18,7 @@ import { compileCanaries, type CompiledCanaries } from '../lab/canary-forms.js';
 import { scanDecoyEvents, scanEach } from '../lab/canary-scan.js';
 import { hitWhere, readWorkspaceFiles } from './left-in-box.js';
 import { watchForProcess } from './process-watch.js';
+import { markedAfterDestroy, survivorName } from './kernel-carriers.js';
 import { Mutex } from './mutex.js';
 import { expectedMs, isNetworkProbe, probeLoad, type ProbeLoad } from './probe-cost.js';
 import { runScheduled, slotsFor, type FollowUp } from './schedule.js';
@@ -324,7 +325,7 @@ export class Runner {
       const prepared = await payloadFiles(probe, ctx, how.files);
       await env.putFiles(prepared.files);
       const execFrom = Date.now();
-      const watch = probe.watchSurvivor ? watchForProcess(`sandcheck-survivor-${ctx.nonce}`, { release: probe.releaseWhenSeen === 'marked' }) : undefined;
+      const watch = probe.watchSurvivor ? watchForProcess(survivorName(ctx.nonce, probe.kernelCarriers === 'marked-program'), { release: probe.releaseWhenSeen === 'marked' }) : undefined;
       const exec = await execWithDeadline(this.execSetting(), env, probe, ctx, how, createdAt, prepared).finally(() => watch?.stop());
       const seenAlive = watch ? await watch.stop() : undefined;
       const wanted = typeof probe.artifacts === 'function' ? probe.artifacts(ctx) : probe.artifacts;
@@ -377,10 +378,16 @@ export class Runner {
       obs.daemonEvents = await Promise.all(run.watchDaemons.map(async (daemon) => ({ daemon, ...(await readDaemonEvents(daemon, createdWallMs - 1000, until, ctx.nonce)) })));
     }
     obs.heartbeat = await watchHeartbeat(join(ctx.hostProbeDir, 'heartbeat'));
-    // Only a payload told to leave a survivor names one after this execution's nonce: the others skip the /proc scan.
-    const survivors = probe.watchSurvivor ? await findProcessesWithCmdline(`sandcheck-survivor-${ctx.nonce}`) : [];
+    // Only a payload told to leave a survivor names one (survivorName): the others skip the /proc scan.
+    const survivors = probe.watchSurvivor ? await findProcessesWithCmdline(survivorName(ctx.nonce, probe.kernelCarriers === 'marked-program')) : [];
     killPids(survivors.map((p) => p.pid));
     obs.survivors = survivors.map((p) => `process ${p.pid} (${p.command}) still ran after destroy; killed by the harness`);
+    const marked = probe.watchSurvivor ? obs.exec.userSpaceKernel?.marked : undefined;
+    const after = marked ? await markedAfterDestroy(marked) : undefined;
+    if (after) {
+      obs.markedAfterDestroy = after;
+      killPids(after.filter((c) => c.running).map((c) => c.pid));
+    }
     return obs;
   }
 

@@ -39,6 +39,18 @@ export function parentPid(pid: number): number | undefined {
   return m?.[1] === undefined ? undefined : Number(m[1]);
 }
 
+/**
+ * When a living process started (clock ticks after boot, field 22 of /proc/<pid>/stat): a pid seen again with the
+ * same start is the same process, not a reused pid. Undefined when it is gone or a zombie (it runs nothing more).
+ */
+export function startTicks(pid: number): number | undefined {
+  const stat = procText(`/proc/${pid}/stat`);
+  // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
+  const fields = stat?.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const [state, start] = [fields?.[0], fields?.[19]];
+  return state === undefined || state === 'Z' || state === 'X' || start === undefined || !/^\d+$/.test(start) ? undefined : Number(start);
+}
+
 /** Every pid in /proc (this process included). */
 export function procPids(): number[] {
   let entries: string[];

@@ -61,15 +61,17 @@ export const UserSpaceKernelSchema = z.strictObject({
   /** Its file servers among the box's host processes (runsc's gofer): they open the box's files on the host. */
   fileServers: z.array(ProcessIdentitySchema),
   /**
-   * A program the payload ran with this execution's program mark in its environment (identity-setuid's planted
-   * binary): the address space of the same kernel that held the mark and, read whole, not the nonce (the payload's
-   * own holds both), with its identity and the kernel's read at that moment.
+   * A program the payload ran with this execution's program mark in its environment or arguments (identity-setuid's
+   * planted binary, survive-teardown's daemon): the address space of the same kernel that held the mark and, read
+   * whole, not the nonce (the payload's own holds both), with its identity and the kernel's read at that moment.
    */
   marked: z
     .strictObject({
       tie: z.string(),
       addressSpace: ProcessIdentitySchema,
       kernel: ProcessIdentitySchema.optional(),
+      /** When each started (clock ticks after boot): looked up again after destroy, the same start means the same process. */
+      started: z.strictObject({ addressSpace: z.number().int(), kernel: z.number().int().optional() }).optional(),
     })
     .optional(),
 });

@@ -51,6 +51,14 @@ export interface ProbeContext {
   hostProbeDir: string;
 }
 
+/** A process of a user-space kernel that ran a marked survivor, looked up again after destroy. */
+export interface MarkedAfterDestroy {
+  pid: number;
+  role: 'address space' | 'kernel';
+  /** The same pid with the same start still ran when the harness stopped waiting for it. */
+  running: boolean;
+}
+
 /** Everything the harness observed from outside, handed to a judge. */
 export interface Observation {
   exec: ExecObservation;
@@ -71,6 +79,11 @@ export interface Observation {
   survivorSeenAlive?: boolean;
   /** Host processes carrying this execution's nonce found after destroy (killed by the harness). */
   survivors: string[];
+  /**
+   * On a user-space kernel, where the survivor's own address space was found by its mark while the box ran: that
+   * address space and its kernel after destroy (still running ones are killed by the harness).
+   */
+  markedAfterDestroy?: MarkedAfterDestroy[];
   /** Size of hostProbeDir/heartbeat right after destroy and a while later: growth means something still runs. */
   heartbeat?: { afterDestroyBytes: number; laterBytes: number };
   /** Connections to the host decoy socket that carried this execution's nonce. */
@@ -144,10 +157,11 @@ interface ProbeCommon {
    * With sampleProcesses: where no process of the box's program is seen, look for the user-space kernel's address
    * space holding this execution's nonce (harness/kernel-carriers.ts), whose host processes identity and posture
    * judges then read in its place. Off by default: each look reads the box's memory. 'marked-program': the payload
-   * also runs a program with programMark(nonce) in its environment, whose own address space is looked for too.
+   * also runs a program with programMark(nonce) in its environment or arguments, whose own address space is looked
+   * for too (and a survivor is named after that mark, not the nonce).
    */
   kernelCarriers?: boolean | 'marked-program';
-  /** Scan the host for `sandcheck-survivor-<nonce>` while it runs: proof the host can see what must not survive. */
+  /** Scan the host for the survivor's name (survivorName) while it runs: proof the host can see what must not survive. */
   watchSurvivor?: boolean;
   /** Watch the host's health while it runs (resource probes). */
   watchHost?: boolean;

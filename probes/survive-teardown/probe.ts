@@ -1,6 +1,21 @@
 import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
-import { outside } from '../../harness/model/evidence.js';
-import type { SecurityProbe } from '../../harness/model/probe.js';
+import { programMark } from '../../harness/kernel-carriers.js';
+import { outside, type Evidence } from '../../harness/model/evidence.js';
+import type { Judgement, Observation, SecurityProbe } from '../../harness/model/probe.js';
+import { outputText } from '../_shared/exposure-judges.js';
+
+/**
+ * On a user-space kernel (gVisor) the daemon never shows as a host process: the host found its own address space by
+ * its mark while the box ran, and after destroy looks that process and its kernel up again.
+ */
+function judgeMarked(obs: Observation, evidence: Evidence[]): Judgement | undefined {
+  const marked = obs.exec.userSpaceKernel?.marked;
+  const after = obs.markedAfterDestroy ?? [];
+  if (!marked || after.length < 2 || !outputText(obs).includes('daemon started')) return undefined;
+  const pids = after.map((c) => `${c.role} (pid ${c.pid})`).join(' and ');
+  evidence.unshift(outside('host-proc-mem', `the daemon's own address space while the box ran: ${marked.tie}`, `/proc/${marked.addressSpace.pid}/mem`));
+  return { verdict: 'held', reason: `the host saw the daemon running on a user-space kernel (${marked.tie}); after destroy its ${pids} no longer ran and nothing kept writing`, evidence };
+}
 
 export const surviveTeardown: SecurityProbe = {
   kind: 'security',
@@ -14,25 +29,35 @@ export const surviveTeardown: SecurityProbe = {
   attack: ['T1611'],
   cwe: ['CWE-404', 'CWE-772'],
   watchSurvivor: true,
+  // Where the host cannot see the daemon as a process of its own, it looks for the daemon's address space by its mark.
+  sampleProcesses: true,
+  kernelCarriers: 'marked-program',
   load: 'wait',
-  args: (ctx) => ({ heartbeatPath: `${ctx.hostProbeDir}/heartbeat`, ceilingSeconds: ctx.policy.resources.wallSeconds * 2 + 20 }),
+  // The mark, not the survivor's name (survivorName: the payload joins them): a launcher's command line carries the
+  // payload's arguments, and the host's scan would take the launcher for the daemon.
+  args: (ctx) => ({ heartbeatPath: `${ctx.hostProbeDir}/heartbeat`, ceilingSeconds: ctx.policy.resources.wallSeconds * 2 + 20, mark: programMark(ctx.nonce) }),
   judge: (obs) => {
     const notRun = unlessAttempted(obs, true);
     if (notRun) return notRun;
     const hb = obs.heartbeat;
     const beating = hb !== undefined && hb.laterBytes > hb.afterDestroyBytes;
+    const running = (obs.markedAfterDestroy ?? []).filter((c) => c.running);
     const evidence = [
       ...obs.leftovers.map((l) => outside('teardown', l, 'host')),
       ...obs.survivors.map((s) => outside('host-process-scan', s, 'host /proc')),
+      ...(obs.markedAfterDestroy ?? []).map((c) => outside('host-proc-status', `${c.role} pid ${c.pid}, seen running the daemon: ${c.running ? 'still ran (same start) after destroy; killed by the harness' : 'gone after destroy'}`, `/proc/${c.pid}/stat`)),
       ...(hb ? [outside('heartbeat', `host heartbeat file ${hb.afterDestroyBytes} → ${hb.laterBytes} bytes over 1.2 s after destroy`, 'host file')] : []),
       exitEvidence(obs.exec),
       payloadReport(obs.exec),
     ];
+    if (running.length > 0) {
+      return { verdict: 'crossed', reason: `the user-space kernel's ${running.map((c) => `${c.role} (pid ${c.pid})`).join(' and ')} that ran the daemon still ran after the environment was destroyed`, evidence };
+    }
     if (obs.survivors.length > 0 || obs.leftovers.some((l) => l.startsWith('process')) || beating) {
       return { verdict: 'crossed', reason: 'a process of the box was still alive after the environment was destroyed', evidence };
     }
     if (!obs.survivorSeenAlive) {
-      return { verdict: 'inconclusive', reason: "the host's process scan never saw the daemon alive while the box ran: a witness that cannot see the box's processes cannot tell that none survived", evidence };
+      return judgeMarked(obs, evidence) ?? { verdict: 'inconclusive', reason: "the host's process scan never saw the daemon alive while the box ran: a witness that cannot see the box's processes cannot tell that none survived", evidence };
     }
     evidence.unshift(outside('host-process-scan', 'the daemon was seen alive on the host while the box ran', 'host /proc'));
     return { verdict: 'held', reason: 'after destroy no process of the box remained and nothing kept writing', evidence };

@@ -231,11 +231,10 @@ const EXPECTED: Record<string, Expectation> = {
     crossed: {},
     // identity-*: the host finds this execution's nonce in a stub's memory (mapped from the Sentry's memory file) and
     // judges the stubs and the Sentry, which run the box's code and serve its system calls; identity-setuid, the stub
-    // whose memory holds the planted binary's mark (and not the nonce).
-    held: ['secret-decoy-file', 'daemon-socket', 'download-api-links', 'read-only-input', 'identity-uid', 'identity-capabilities', 'identity-no-new-privs', 'identity-setuid', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'residue', 'host-search', 'agent-socket', 'keyring-decoy', 'abstract-socket', 'ipc-covert', 'escape-mount-host', 'escape-file-handle', 'escape-proc-root', 'escape-raw-socket', ...NETWORK, ...OUTPUT, ...EXPORTS],
+    // whose memory holds the planted binary's mark (and not the nonce); survive-teardown, the daemon's stub found the
+    // same way, and it and the Sentry gone after destroy.
+    held: ['secret-decoy-file', 'daemon-socket', 'download-api-links', 'read-only-input', 'identity-uid', 'identity-capabilities', 'identity-no-new-privs', 'identity-setuid', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'residue', 'survive-teardown', 'host-search', 'agent-socket', 'keyring-decoy', 'abstract-socket', 'ipc-covert', 'escape-mount-host', 'escape-file-handle', 'escape-proc-root', 'escape-raw-socket', ...NETWORK, ...OUTPUT, ...EXPORTS],
     inconclusive: {
-      // The host never sees the box's survivors.
-      'survive-teardown': /never saw the daemon alive/,
       // The gofer makes no FIFO or device node.
       'export-special-files': /none of the hostile artifacts exists in the box/,
       // The box reads its own PID 1's environ (the sentry's catatonit), which the host cannot compare.

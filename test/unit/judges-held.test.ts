@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { survivorName } from '../../harness/kernel-carriers.js';
+import { securitySuite } from '../../suites/security.js';
 import { CI_POLICY } from '../../harness/model/policy.js';
 import type { ProbeContext } from '../../harness/model/probe.js';
 import { makeCanaries } from '../../lab/canaries.js';
@@ -106,6 +108,37 @@ describe('resource and identity judges from outside evidence', () => {
     expect(surviveTeardown.judge(obs({}, { finished: true }), ctx).verdict).toBe('inconclusive');
     expect(surviveTeardown.judge(obs({}, { finished: true, survivors: ['process 9 still ran'] }), ctx).verdict).toBe('crossed');
     expect(surviveTeardown.judge(obs({}, { finished: true, heartbeat: { afterDestroyBytes: 10, laterBytes: 40 } }), ctx).verdict).toBe('crossed');
+  });
+
+  it("no survivor's name is in its payload's arguments: a launcher's command line carries them, and the host's scan would take it for the survivor", () => {
+    const watching = securitySuite.filter((p) => p.watchSurvivor);
+    expect(watching.map((p) => p.id).sort()).toEqual(['kernel-identity', 'survive-teardown']);
+    for (const p of watching) {
+      const args = JSON.stringify({ nonce: ctx.nonce, ...(p.args?.(ctx) ?? {}) });
+      expect(args, p.id).not.toContain(survivorName(ctx.nonce, p.kernelCarriers === 'marked-program'));
+    }
+  });
+
+  it('survive-teardown on a user-space kernel: the daemon seen by its mark in its own address space, then its processes looked up after destroy', () => {
+    const identity = (pid: number) => ({ pid, command: '', realUid: 65534, effectiveUid: 65534, capEff: '0000000000240000', noNewPrivs: 1, seccomp: 2, peakRssBytes: null, hostUserNamespace: false });
+    const tie = "this execution's program mark in host pid 12's memory at 7f20-7f30, mapped from /memfd:runsc-memory, and not its nonce (8192 bytes read, every present page)";
+    const userSpaceKernel = { kernel: 'gVisor (runsc)', tie: 'nonce in pid 9', addressSpaces: [identity(9)], kernels: [identity(8)], fileServers: [], marked: { tie, addressSpace: identity(12), kernel: identity(8), started: { addressSpace: 500, kernel: 400 } } };
+    const after = (space: boolean, kernel: boolean) => [
+      { pid: 12, role: 'address space' as const, running: space },
+      { pid: 8, role: 'kernel' as const, running: kernel },
+    ];
+    const ran = capture('daemon started\n');
+    const judge = (exec: Parameters<typeof obs>[0], rest: Parameters<typeof obs>[1]) => surviveTeardown.judge(obs(exec, { finished: true, ...rest }), ctx);
+    const held = judge({ userSpaceKernel, stdout: ran }, { markedAfterDestroy: after(false, false) });
+    expect(held.verdict).toBe('held');
+    expect(held.reason).toMatch(/^the host saw the daemon running on a user-space kernel \(this execution's program mark in host pid 12's memory.*\); after destroy its address space \(pid 12\) and kernel \(pid 8\) no longer ran/);
+    // Its address space or its kernel still running after destroy: the daemon outlived the box.
+    expect(judge({ userSpaceKernel, stdout: ran }, { markedAfterDestroy: after(false, true) }).reason).toMatch(/^the user-space kernel's kernel \(pid 8\) that ran the daemon still ran after/);
+    expect(judge({ userSpaceKernel, stdout: ran }, { markedAfterDestroy: after(true, true) }).verdict).toBe('crossed');
+    // Never held without the look after destroy, without the mark, or without the payload's word that the daemon started.
+    expect(judge({ userSpaceKernel, stdout: ran }, {}).verdict).toBe('inconclusive');
+    expect(judge({ userSpaceKernel: { ...userSpaceKernel, marked: undefined }, stdout: ran }, { markedAfterDestroy: after(false, false) }).verdict).toBe('inconclusive');
+    expect(judge({ userSpaceKernel }, { markedAfterDestroy: after(false, false) }).verdict).toBe('inconclusive');
     const second = (text: string) => obs({ stdout: capture(text) }, { finished: true });
     expect(residue.judge(obs({}, { finished: true, followUp: second('found token-residue-control in /tmp') }), ctx).verdict).toBe('held');
     // Phase 2 did not find even its own marker: its search cannot see.

@@ -9,8 +9,8 @@ import { copyFileSync, linkSync, mkdtempSync, realpathSync, rmSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { KernelCarrierTracker, programMark } from '../../harness/kernel-carriers.js';
-import { parentPid } from '../../lab/proc-files.js';
+import { KernelCarrierTracker, markedAfterDestroy, programMark, survivorName } from '../../harness/kernel-carriers.js';
+import { parentPid, startTicks } from '../../lab/proc-files.js';
 import { findInKernelMemory, memoryMappings, scanKernelMemory, USER_SPACE_KERNELS } from '../../lab/user-space-kernel.js';
 
 const root = process.getuid?.() === 0;
@@ -187,6 +187,32 @@ describe.skipIf(!root)('user-space kernel carriers (real processes shaped like r
     const plain = new KernelCarrierTracker(nonce);
     for (let i = 0; i < 2; i++) await plain.tick([box.kernel, box.first, box.space, box.marked], new Set());
     expect(plain.result?.marked).toBeUndefined();
+  });
+
+  it("after destroy, tells a marked process that still runs (same pid, same start) from one that is gone or a reused pid", async () => {
+    const nonce = 'n0nce-usk-gone0000cc33';
+    const mark = programMark(nonce);
+    expect(survivorName(nonce, true)).toContain(mark);
+    expect(survivorName(nonce, true)).not.toContain(nonce);
+    const box = await fakeSandbox(nonce, 'memfd', { mode: 'mark', mark });
+    const tracker = new KernelCarrierTracker(nonce, mark);
+    for (let i = 0; i < 2; i++) await tracker.tick([box.kernel, box.first, box.space, box.marked], new Set());
+    const marked = tracker.result?.marked;
+    expect(marked?.started).toEqual({ addressSpace: startTicks(box.marked), kernel: startTicks(box.kernel) });
+    if (!marked) return;
+    expect(await markedAfterDestroy(marked)).toEqual([
+      { pid: box.marked, role: 'address space', running: true },
+      { pid: box.kernel, role: 'kernel', running: true },
+    ]);
+    process.kill(box.marked, 'SIGKILL');
+    // A pid seen with another start is another process: the kernel's pid reused counts as gone.
+    const reused = { ...marked, started: { addressSpace: marked.started?.addressSpace ?? 0, kernel: (marked.started?.kernel ?? 0) + 1 } };
+    expect(await markedAfterDestroy(reused)).toEqual([
+      { pid: box.marked, role: 'address space', running: false },
+      { pid: box.kernel, role: 'kernel', running: false },
+    ]);
+    // Without the kernel's start nothing can be said.
+    expect(await markedAfterDestroy({ ...marked, started: { addressSpace: 1 } })).toBeUndefined();
   });
 
   it('marks nothing where the same address space holds the nonce too (a fork of the payload before its exec)', async () => {
