@@ -28,14 +28,14 @@ export function survivorName(nonce: string, marked: boolean): string {
   return `sandcheck-survivor-${marked ? programMark(nonce) : nonce}`;
 }
 
-/** How long a marked process may take to end after destroy before it counts as still running. */
-const GONE_WITHIN_MS = 2000;
+/** How long a marked process may take to end after destroy before it counts as still running (waited only while one runs). */
+export const GONE_WITHIN_MS = 10_000;
 
 /**
  * After destroy: whether the marked address space and its kernel, read while the box ran, still run (the same pid
  * with the same start). Undefined where their start was not read: then nothing can be said.
  */
-export async function markedAfterDestroy(marked: NonNullable<UserSpaceKernel['marked']>): Promise<MarkedAfterDestroy[] | undefined> {
+export async function markedAfterDestroy(marked: NonNullable<UserSpaceKernel['marked']>, goneWithinMs = GONE_WITHIN_MS): Promise<MarkedAfterDestroy[] | undefined> {
   const started = marked.started;
   if (started?.kernel === undefined || marked.kernel === undefined) return undefined;
   const watched = [
@@ -44,7 +44,7 @@ export async function markedAfterDestroy(marked: NonNullable<UserSpaceKernel['ma
   ];
   const running = (w: (typeof watched)[number]): boolean => startTicks(w.pid) === w.start;
   // A runtime may return from destroy while its processes are still exiting: a survivor is one that outlasts this.
-  for (const until = Date.now() + GONE_WITHIN_MS; watched.some(running) && Date.now() < until; ) await new Promise((r) => setTimeout(r, 100));
+  for (const until = Date.now() + goneWithinMs; watched.some(running) && Date.now() < until; ) await new Promise((r) => setTimeout(r, 100));
   return watched.map((w) => ({ pid: w.pid, role: w.role, running: running(w) }));
 }
 
@@ -116,21 +116,23 @@ export class KernelCarrierTracker {
       if (own.has(pid) || pid === kernel || pid === tied || this.bytes >= MAX_BYTES || (this.markLooks.get(pid) ?? 0) >= MAX_LOOKS) continue;
       if (kernelKindOf(pid) !== kind || selfOrAncestor(parentPid(pid) ?? 0, kind.kernel) !== kernel || mappingCount(pid, kind) === 0) continue;
       this.markLooks.set(pid, (this.markLooks.get(pid) ?? 0) + 1);
-      // The nonce ends the scan: the payload's address space holds it on its stack, which is read first.
+      // Starts taken before the scan and checked after the reads: a pid reused meanwhile ties nothing.
+      const spaceStart = startTicks(pid);
+      const kernelStart = startTicks(kernel);
+      // A scan that meets the nonce stops there (a fork of the payload before its exec holds both).
       const scan = scanKernelMemory(pid, kind, [this.mark, this.nonce], Math.min(MAX_LOOK_BYTES, MAX_BYTES - this.bytes), [this.nonce]);
       this.bytes += scan.bytesRead;
       const at = scan.found.get(this.mark);
       if (at === undefined || scan.found.has(this.nonce) || !scan.complete) continue;
       const addressSpace = await this.read(pid);
-      if (!addressSpace) continue;
-      const [kernelRead] = await this.readAll([kernel]);
-      const spaceStart = startTicks(pid);
-      const kernelStart = kernelRead ? startTicks(kernel) : undefined;
+      if (!addressSpace || spaceStart === undefined || startTicks(pid) !== spaceStart) continue;
+      const [read] = await this.readAll([kernel]);
+      const kernelRead = read && kernelStart !== undefined && startTicks(kernel) === kernelStart ? read : undefined;
       found.marked = {
         tie: `this execution's program mark in host pid ${pid}'s memory at ${at}, mapped from ${kind.memoryFile}, and not its nonce (${scan.bytesRead} bytes read, every present page)`,
         addressSpace,
         ...(kernelRead ? { kernel: kernelRead } : {}),
-        ...(spaceStart !== undefined ? { started: { addressSpace: spaceStart, ...(kernelStart !== undefined ? { kernel: kernelStart } : {}) } } : {}),
+        started: { addressSpace: spaceStart, ...(kernelRead && kernelStart !== undefined ? { kernel: kernelStart } : {}) },
       };
       return;
     }

@@ -77,7 +77,7 @@ export interface Observation {
   leftovers: string[];
   /** A host scan saw the probe's survivor process alive while the exec ran (the witness can see the box's processes). */
   survivorSeenAlive?: boolean;
-  /** Host processes carrying this execution's nonce found after destroy (killed by the harness). */
+  /** Host processes carrying the probe's survivor name (survivorName) found after destroy (killed by the harness). */
   survivors: string[];
   /**
    * On a user-space kernel, where the survivor's own address space was found by its mark while the box ran: that

@@ -1,5 +1,5 @@
 import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
-import { programMark } from '../../harness/kernel-carriers.js';
+import { GONE_WITHIN_MS, programMark } from '../../harness/kernel-carriers.js';
 import { outside, type Evidence } from '../../harness/model/evidence.js';
 import type { Judgement, Observation, SecurityProbe } from '../../harness/model/probe.js';
 import { outputText } from '../_shared/exposure-judges.js';
@@ -14,7 +14,8 @@ function judgeMarked(obs: Observation, evidence: Evidence[]): Judgement | undefi
   if (!marked || after.length < 2 || !outputText(obs).includes('daemon started')) return undefined;
   const pids = after.map((c) => `${c.role} (pid ${c.pid})`).join(' and ');
   evidence.unshift(outside('host-proc-mem', `the daemon's own address space while the box ran: ${marked.tie}`, `/proc/${marked.addressSpace.pid}/mem`));
-  return { verdict: 'held', reason: `the host saw the daemon running on a user-space kernel (${marked.tie}); after destroy its ${pids} no longer ran and nothing kept writing`, evidence };
+  const writing = obs.heartbeat ? ' and nothing kept writing' : '';
+  return { verdict: 'held', reason: `the host saw the daemon running on a user-space kernel (${marked.tie}); after destroy its ${pids} no longer ran${writing}`, evidence };
 }
 
 export const surviveTeardown: SecurityProbe = {
@@ -51,7 +52,8 @@ export const surviveTeardown: SecurityProbe = {
       payloadReport(obs.exec),
     ];
     if (running.length > 0) {
-      return { verdict: 'crossed', reason: `the user-space kernel's ${running.map((c) => `${c.role} (pid ${c.pid})`).join(' and ')} that ran the daemon still ran after the environment was destroyed`, evidence };
+      // The kernel alone still running: the daemon's state lives in it, whichever address space runs it next.
+      return { verdict: 'crossed', reason: `the user-space kernel's ${running.map((c) => `${c.role} (pid ${c.pid})`).join(' and ')} that ran the daemon still ran ${GONE_WITHIN_MS / 1000} s after the environment was destroyed: the daemon can live on in it`, evidence };
     }
     if (obs.survivors.length > 0 || obs.leftovers.some((l) => l.startsWith('process')) || beating) {
       return { verdict: 'crossed', reason: 'a process of the box was still alive after the environment was destroyed', evidence };

@@ -108,6 +108,12 @@ describe('resource and identity judges from outside evidence', () => {
     expect(surviveTeardown.judge(obs({}, { finished: true }), ctx).verdict).toBe('inconclusive');
     expect(surviveTeardown.judge(obs({}, { finished: true, survivors: ['process 9 still ran'] }), ctx).verdict).toBe('crossed');
     expect(surviveTeardown.judge(obs({}, { finished: true, heartbeat: { afterDestroyBytes: 10, laterBytes: 40 } }), ctx).verdict).toBe('crossed');
+    const second = (text: string) => obs({ stdout: capture(text) }, { finished: true });
+    expect(residue.judge(obs({}, { finished: true, followUp: second('found token-residue-control in /tmp') }), ctx).verdict).toBe('held');
+    // Phase 2 did not find even its own marker: its search cannot see.
+    expect(residue.judge(obs({}, { finished: true, followUp: second('nothing') }), ctx).verdict).toBe('inconclusive');
+    expect(residue.judge(obs({}, { finished: true, followUp: second('found residue-abc123 in /tmp') }), ctx).verdict).toBe('crossed');
+    expect(residue.judge(obs({}, { finished: true, followUp: obs({}, { attempted: false }) }), ctx).verdict).toBe('inconclusive');
   });
 
   it("no survivor's name is in its payload's arguments: a launcher's command line carries them, and the host's scan would take it for the survivor", () => {
@@ -133,17 +139,11 @@ describe('resource and identity judges from outside evidence', () => {
     expect(held.verdict).toBe('held');
     expect(held.reason).toMatch(/^the host saw the daemon running on a user-space kernel \(this execution's program mark in host pid 12's memory.*\); after destroy its address space \(pid 12\) and kernel \(pid 8\) no longer ran/);
     // Its address space or its kernel still running after destroy: the daemon outlived the box.
-    expect(judge({ userSpaceKernel, stdout: ran }, { markedAfterDestroy: after(false, true) }).reason).toMatch(/^the user-space kernel's kernel \(pid 8\) that ran the daemon still ran after/);
+    expect(judge({ userSpaceKernel, stdout: ran }, { markedAfterDestroy: after(false, true) }).reason).toMatch(/^the user-space kernel's kernel \(pid 8\) that ran the daemon still ran 10 s after the environment was destroyed: the daemon can live on in it$/);
     expect(judge({ userSpaceKernel, stdout: ran }, { markedAfterDestroy: after(true, true) }).verdict).toBe('crossed');
     // Never held without the look after destroy, without the mark, or without the payload's word that the daemon started.
     expect(judge({ userSpaceKernel, stdout: ran }, {}).verdict).toBe('inconclusive');
     expect(judge({ userSpaceKernel: { ...userSpaceKernel, marked: undefined }, stdout: ran }, { markedAfterDestroy: after(false, false) }).verdict).toBe('inconclusive');
     expect(judge({ userSpaceKernel }, { markedAfterDestroy: after(false, false) }).verdict).toBe('inconclusive');
-    const second = (text: string) => obs({ stdout: capture(text) }, { finished: true });
-    expect(residue.judge(obs({}, { finished: true, followUp: second('found token-residue-control in /tmp') }), ctx).verdict).toBe('held');
-    // Phase 2 did not find even its own marker: its search cannot see.
-    expect(residue.judge(obs({}, { finished: true, followUp: second('nothing') }), ctx).verdict).toBe('inconclusive');
-    expect(residue.judge(obs({}, { finished: true, followUp: second('found residue-abc123 in /tmp') }), ctx).verdict).toBe('crossed');
-    expect(residue.judge(obs({}, { finished: true, followUp: obs({}, { attempted: false }) }), ctx).verdict).toBe('inconclusive');
   });
 });

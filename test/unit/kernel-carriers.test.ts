@@ -200,14 +200,14 @@ describe.skipIf(!root)('user-space kernel carriers (real processes shaped like r
     const marked = tracker.result?.marked;
     expect(marked?.started).toEqual({ addressSpace: startTicks(box.marked), kernel: startTicks(box.kernel) });
     if (!marked) return;
-    expect(await markedAfterDestroy(marked)).toEqual([
+    expect(await markedAfterDestroy(marked, 500)).toEqual([
       { pid: box.marked, role: 'address space', running: true },
       { pid: box.kernel, role: 'kernel', running: true },
     ]);
     process.kill(box.marked, 'SIGKILL');
     // A pid seen with another start is another process: the kernel's pid reused counts as gone.
     const reused = { ...marked, started: { addressSpace: marked.started?.addressSpace ?? 0, kernel: (marked.started?.kernel ?? 0) + 1 } };
-    expect(await markedAfterDestroy(reused)).toEqual([
+    expect(await markedAfterDestroy(reused, 500)).toEqual([
       { pid: box.marked, role: 'address space', running: false },
       { pid: box.kernel, role: 'kernel', running: false },
     ]);
