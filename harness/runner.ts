@@ -318,6 +318,7 @@ export class Runner {
     let env: Environment | undefined;
     let obs: Observation | undefined;
     const contactsBefore = run.hostDecoys.contacts().length;
+    const survivor = probe.watchSurvivor ? survivorName(ctx.nonce, probe.kernelCarriers === 'marked-program') : undefined;
     const createdAt = performance.now();
     const createdWallMs = Date.now();
     try {
@@ -325,7 +326,7 @@ export class Runner {
       const prepared = await payloadFiles(probe, ctx, how.files);
       await env.putFiles(prepared.files);
       const execFrom = Date.now();
-      const watch = probe.watchSurvivor ? watchForProcess(survivorName(ctx.nonce, probe.kernelCarriers === 'marked-program'), { release: probe.releaseWhenSeen === 'marked' }) : undefined;
+      const watch = survivor ? watchForProcess(survivor, { release: probe.releaseWhenSeen === 'marked' }) : undefined;
       const exec = await execWithDeadline(this.execSetting(), env, probe, ctx, how, createdAt, prepared).finally(() => watch?.stop());
       const seenAlive = watch ? await watch.stop() : undefined;
       const wanted = typeof probe.artifacts === 'function' ? probe.artifacts(ctx) : probe.artifacts;
@@ -379,10 +380,10 @@ export class Runner {
     }
     obs.heartbeat = await watchHeartbeat(join(ctx.hostProbeDir, 'heartbeat'));
     // Only a payload told to leave a survivor names one (survivorName): the others skip the /proc scan.
-    const survivors = probe.watchSurvivor ? await findProcessesWithCmdline(survivorName(ctx.nonce, probe.kernelCarriers === 'marked-program')) : [];
+    const survivors = survivor ? await findProcessesWithCmdline(survivor) : [];
     killPids(survivors.map((p) => p.pid));
     obs.survivors = survivors.map((p) => `process ${p.pid} (${p.command}) still ran after destroy; killed by the harness`);
-    const marked = probe.watchSurvivor ? obs.exec.userSpaceKernel?.marked : undefined;
+    const marked = survivor ? obs.exec.userSpaceKernel?.marked : undefined;
     const after = marked ? await markedAfterDestroy(marked) : undefined;
     if (after) {
       obs.markedAfterDestroy = after;
