@@ -3,7 +3,7 @@ import { attachPosture, readHostView, readProcessIdentity, readProcessPosture, t
 import { parentPid, procText, startTicks } from '../lab/proc-files.js';
 import { argv0, childrenOf, findInKernelMemory, kernelKindOf, mappingCount, MAX_LOOK_BYTES, scanKernelMemory, selfOrAncestor, type UserSpaceKernelKind } from '../lab/user-space-kernel.js';
 import type { UserSpaceKernel } from './model/observation.js';
-import type { MarkedAfterDestroy } from './model/probe.js';
+import type { CarrierAfterDestroy } from './model/probe.js';
 
 /** Looks per process before it is given up, and bytes of memory read per execution (a look reads at most MAX_LOOK_BYTES). */
 const MAX_LOOKS = 10;
@@ -32,15 +32,17 @@ export function survivorName(nonce: string, marked: boolean): string {
 export const GONE_WITHIN_MS = 10_000;
 
 /**
- * After destroy: whether the marked address space and its kernel, read while the box ran, still run (the same pid
- * with the same start). Undefined where their start was not read: then nothing can be said.
+ * After destroy: whether the user-space kernel that ran this execution, and the marked address space if one was found,
+ * still run (the same pid with the same start, read while the box ran). Undefined where the kernel's start was not
+ * read: then nothing can be said.
  */
-export async function markedAfterDestroy(marked: NonNullable<UserSpaceKernel['marked']>, goneWithinMs = GONE_WITHIN_MS): Promise<MarkedAfterDestroy[] | undefined> {
-  const started = marked.started;
-  if (started?.kernel === undefined || marked.kernel === undefined) return undefined;
+export async function carriersAfterDestroy(usk: UserSpaceKernel, goneWithinMs = GONE_WITHIN_MS): Promise<CarrierAfterDestroy[] | undefined> {
+  const { marked } = usk;
+  const kernel = marked?.kernel && marked.started?.kernel !== undefined ? { pid: marked.kernel.pid, start: marked.started.kernel } : usk.kernels[0] && usk.kernelStarted !== undefined ? { pid: usk.kernels[0].pid, start: usk.kernelStarted } : undefined;
+  if (!kernel) return undefined;
   const watched = [
-    { pid: marked.addressSpace.pid, role: 'address space' as const, start: started.addressSpace },
-    { pid: marked.kernel.pid, role: 'kernel' as const, start: started.kernel },
+    ...(marked?.started ? [{ pid: marked.addressSpace.pid, role: 'address space' as const, start: marked.started.addressSpace }] : []),
+    { ...kernel, role: 'kernel' as const },
   ];
   const running = (w: (typeof watched)[number]): boolean => startTicks(w.pid) === w.start;
   // A runtime may return from destroy while its processes are still exiting: a survivor is one that outlasts this.
@@ -158,10 +160,12 @@ export class KernelCarrierTracker {
 
   private async tie(at: number, kind: UserSpaceKernelKind, mapping: string, named: readonly number[]): Promise<void> {
     // The process that held the nonce is read first: gone before it was read, it ties nothing.
-    const held = await this.read(at);
-    if (!held) return;
     const up = selfOrAncestor(at, kind.kernel);
     const kernel = up !== undefined && kernelKindOf(up) === kind ? up : undefined;
+    // Taken before the reads and checked after: a kernel pid reused meanwhile is never looked up after destroy.
+    const kernelStart = kernel === undefined ? undefined : startTicks(kernel);
+    const held = await this.read(at);
+    if (!held) return;
     const under = (pid: number): boolean => kernel !== undefined && pid !== kernel && selfOrAncestor(parentPid(pid) ?? 0, kind.kernel) === kernel;
     const spaces = at === kernel ? [] : named.filter((p) => p !== at && under(p) && mappingCount(p, kind) > 0);
     const parent = kernel === undefined ? undefined : parentPid(kernel);
@@ -179,5 +183,6 @@ export class KernelCarrierTracker {
       kernels: kernel === undefined ? [] : await this.readAll([kernel]),
       fileServers: await this.readAll(servers),
     };
+    if (kernel !== undefined && kernelStart !== undefined && this.found.kernels.length > 0 && startTicks(kernel) === kernelStart) this.found.kernelStarted = kernelStart;
   }
 }

@@ -18,7 +18,7 @@ import { compileCanaries, type CompiledCanaries } from '../lab/canary-forms.js';
 import { scanDecoyEvents, scanEach } from '../lab/canary-scan.js';
 import { hitWhere, readWorkspaceFiles } from './left-in-box.js';
 import { watchForProcess } from './process-watch.js';
-import { markedAfterDestroy, survivorName } from './kernel-carriers.js';
+import { carriersAfterDestroy, survivorName } from './kernel-carriers.js';
 import { Mutex } from './mutex.js';
 import { expectedMs, isNetworkProbe, probeLoad, type ProbeLoad } from './probe-cost.js';
 import { runScheduled, slotsFor, type FollowUp } from './schedule.js';
@@ -383,10 +383,10 @@ export class Runner {
     const survivors = survivor ? await findProcessesWithCmdline(survivor) : [];
     killPids(survivors.map((p) => p.pid));
     obs.survivors = survivors.map((p) => `process ${p.pid} (${p.command}) still ran after destroy; killed by the harness`);
-    const marked = survivor ? obs.exec.userSpaceKernel?.marked : undefined;
-    const after = marked ? await markedAfterDestroy(marked) : undefined;
+    const usk = survivor ? obs.exec.userSpaceKernel : undefined;
+    const after = usk ? await carriersAfterDestroy(usk) : undefined;
     if (after) {
-      obs.markedAfterDestroy = after;
+      obs.carriersAfterDestroy = after;
       killPids(after.filter((c) => c.running).map((c) => c.pid));
     }
     return obs;

@@ -31,7 +31,7 @@ export function listKeys(prefix: string): ListedKey[] {
   return found;
 }
 
-// Node has no keyctl; python3 is already what the decoys run on.
+// Node has no keyctl; python3 is already what the decoys run on (the system's: a shell's shim, pyenv's, runs ~240 processes per call).
 const INVALIDATE = [
   'import ctypes, platform, sys',
   'nr = {"x86_64": 250, "aarch64": 219}.get(platform.machine())',
@@ -50,7 +50,7 @@ const INVALIDATE = [
  */
 export async function invalidateKeys(prefix: string, waitMs = 5000): Promise<string[]> {
   const keys = listKeys(prefix);
-  if (keys.length > 0) spawnSync('python3', ['-c', INVALIDATE, ...keys.map((k) => String(k.serial))], { timeout: 10_000, stdio: 'ignore' });
+  if (keys.length > 0) spawnSync('python3', ['-c', INVALIDATE, ...keys.map((k) => String(k.serial))], { timeout: 10_000, stdio: 'ignore', env: { PATH: '/usr/local/bin:/usr/bin:/bin' } });
   const end = Date.now() + waitMs;
   for (;;) {
     const left = listKeys(prefix);

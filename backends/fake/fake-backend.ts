@@ -107,6 +107,21 @@ class FakeEnvironment implements Environment {
   }
 }
 
+/** A fake that also names host processes as the box's (a liar may name any live process). */
+class FakeEnvironmentWithPids extends FakeEnvironment {
+  async hostPids(): Promise<number[]> {
+    return this.namePids();
+  }
+
+  constructor(
+    backend: FakeBackend,
+    ctx: BackendContext,
+    private readonly namePids: () => number[],
+  ) {
+    super(backend, ctx);
+  }
+}
+
 /** Scripted backend for unit tests: no processes, outcomes decided by the test. */
 export class FakeBackend implements Backend {
   readonly name = 'fake';
@@ -116,6 +131,7 @@ export class FakeBackend implements Backend {
   constructor(
     readonly script: FakeScript,
     private readonly caps: Capabilities = { isolation: 'sandbox', enforces: POLICY_ITEMS },
+    private readonly hostPids?: () => number[],
   ) {}
 
   capabilities(_policy: Policy): Capabilities {
@@ -125,7 +141,7 @@ export class FakeBackend implements Backend {
   async preflight(): Promise<void> {}
 
   async create(_policy: Policy, ctx: BackendContext): Promise<Environment> {
-    const env = new FakeEnvironment(this, ctx);
+    const env = this.hostPids ? new FakeEnvironmentWithPids(this, ctx, this.hostPids) : new FakeEnvironment(this, ctx);
     this.environments.push(env);
     return env;
   }

@@ -60,6 +60,8 @@ export const UserSpaceKernelSchema = z.strictObject({
   kernels: z.array(ProcessIdentitySchema),
   /** Its file servers among the box's host processes (runsc's gofer): they open the box's files on the host. */
   fileServers: z.array(ProcessIdentitySchema),
+  /** When the kernel started (clock ticks after boot), read at the tie: looked up again after destroy, the same start means the same process. */
+  kernelStarted: z.number().int().optional(),
   /**
    * A program the payload ran with this execution's program mark in its environment or arguments (identity-setuid's
    * planted binary, survive-teardown's daemon): the address space of the same kernel that held the mark and, read

@@ -52,7 +52,7 @@ export interface ProbeContext {
 }
 
 /** A process of a user-space kernel that ran a marked survivor, looked up again after destroy. */
-export interface MarkedAfterDestroy {
+export interface CarrierAfterDestroy {
   pid: number;
   role: 'address space' | 'kernel';
   /** The same pid with the same start still ran when the harness stopped waiting for it. */
@@ -83,7 +83,7 @@ export interface Observation {
    * On a user-space kernel, where the survivor's own address space was found by its mark while the box ran: that
    * address space and its kernel after destroy (still running ones are killed by the harness).
    */
-  markedAfterDestroy?: MarkedAfterDestroy[];
+  carriersAfterDestroy?: CarrierAfterDestroy[];
   /** Size of hostProbeDir/heartbeat right after destroy and a while later: growth means something still runs. */
   heartbeat?: { afterDestroyBytes: number; laterBytes: number };
   /** Connections to the host decoy socket that carried this execution's nonce. */

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
 import { inside, outside, type Evidence } from '../../harness/model/evidence.js';
 import type { Judgement, Observation, ProbeContext } from '../../harness/model/probe.js';
+import { survivorName } from '../../harness/kernel-carriers.js';
 import { policyRequires } from '../../harness/required-items.js';
 
 /** How long the payload keeps its marked child alive (the host's process scan looks for it meanwhile). */
@@ -21,9 +22,11 @@ const text = (c: Observation['exec']['stdout']): string => Buffer.concat([Buffer
 /**
  * Shares the host's kernel: a process of the box is a task of the host's kernel (the host's whole-/proc scan
  * saw the payload's marked child, or the backend's host pids include the payload's interpreter), or the box
- * printed the host's boot id. A separate kernel is never taken from the box's word (its boot id or uname):
- * it needs the backend to have named live host processes of the box, none of them the payload's program,
- * and the host's scan not to have seen the marked child while the payload demonstrably held it.
+ * printed the host's boot id. A separate kernel is never taken from the box's word (its boot id or uname), nor from
+ * what the host did not see (a scan that runs in another pid namespace, or a box on another machine, sees nothing
+ * either): it needs the host to have found the payload's own address space (by this execution's nonce) and its
+ * marked child's (by the mark) among the processes of one user-space kernel while the box ran, and the host's scan
+ * not to have seen that child as a task of its own.
  */
 export function judgeKernelIdentity(obs: Observation, ctx: ProbeContext, hostBoot: string | undefined = hostBootId()): Judgement {
   const notRun = unlessAttempted(obs, true);
@@ -31,7 +34,7 @@ export function judgeKernelIdentity(obs: Observation, ctx: ProbeContext, hostBoo
   const required = policyRequires(ctx.policy, 'isolation.separateKernel');
   const { exec } = obs;
   const shared: string[] = [];
-  if (obs.survivorSeenAlive) shared.push(`the host's process scan saw the payload's marked child (sandcheck-survivor-${ctx.nonce}) as a host process`);
+  if (obs.survivorSeenAlive) shared.push(`the host's process scan saw the payload's marked child (${survivorName(ctx.nonce, true)}) as a host process`);
   for (const p of (exec.hostProcesses ?? []).slice(0, 2)) shared.push(`the payload's interpreter ran as host pid ${p.pid} (${p.command}, by /proc/${p.pid}/exe)`);
   const printed = [text(exec.stdout), text(exec.stderr)].join('\n');
   if (hostBoot !== undefined && hostBoot.length >= 32 && (printed.includes(hostBoot) || printed.includes(hostBoot.replaceAll('-', '')))) {
@@ -48,16 +51,23 @@ export function judgeKernelIdentity(obs: Observation, ctx: ProbeContext, hostBoo
   if (shared.length > 0) {
     return { verdict: required ? 'crossed' : 'not-applicable', reason: `the box shares the host's kernel: ${shared.join('; ')}${fact}`, evidence };
   }
-  const named = (exec.hostProcessCountMax ?? 0) > 0;
-  const heldLongEnough = exec.wallMs >= KERNEL_HOLD_SECONDS * 1000;
-  if (named && heldLongEnough && obs.survivorSeenAlive === false) {
-    const reason = `no sign of the host's kernel: the backend named live host processes of the box, none ran the payload's program, and the host's process scan never saw the payload's marked child during its ${KERNEL_HOLD_SECONDS} s hold`;
+  const usk = exec.userSpaceKernel;
+  const kernel = usk?.marked?.kernel;
+  if (usk && usk.marked && kernel && usk.kernels.some((k) => k.pid === kernel.pid) && obs.survivorSeenAlive === false) {
+    const { marked } = usk;
+    evidence.unshift(outside('host-proc-mem', usk.tie, `/proc/${usk.addressSpaces[0]?.pid ?? '?'}/mem`), outside('host-proc-mem', `the marked child's address space: ${marked.tie}`, `/proc/${marked.addressSpace.pid}/mem`));
+    const reason = `the box's program runs on a user-space kernel, ${usk.kernel}: the payload's address space (${usk.tie}) and its marked child's (${marked.tie}) belong to its kernel (pid ${kernel.pid}), and the host's process scan never saw that child as a task of the host's kernel`;
     return { verdict: required ? 'held' : 'not-applicable', reason: `${reason}${fact}`, evidence };
   }
+  const named = (exec.hostProcessCountMax ?? 0) > 0;
   const why = !named
     ? 'the backend named no live host process of the box, so the host cannot tell a separate kernel from a hidden one'
-    : !heldLongEnough
-      ? `the execution lasted ${Math.round(exec.wallMs)} ms, less than the payload's ${KERNEL_HOLD_SECONDS} s hold`
-      : "the host's process scan did not run";
+    : obs.survivorSeenAlive === undefined
+      ? "the host's process scan did not run"
+      : !usk
+        ? "no process of the box was seen on the host, and no user-space kernel's address space held this execution's nonce: a box the host cannot see is not shown to run on another kernel"
+        : !usk.marked
+          ? `the payload's address space was found on ${usk.kernel} (${usk.tie}), but its marked child's never was, so the host did not see the box's programs run there while it looked`
+          : "the marked child's address space was found without the kernel that ran it";
   return { verdict: required ? 'inconclusive' : 'not-applicable', reason: `could not tell which kernel the box runs on: ${why}${fact}`, evidence };
 }

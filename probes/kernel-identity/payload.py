@@ -1,5 +1,7 @@
 """Says which kernel it runs on (boot id, uname, /proc/version) and keeps a marked child alive (at most a fixed time),
-so the host can look for it among its own processes: a box that shares the host's kernel is a host task."""
+so the host can look for it among its own processes: a box that shares the host's kernel is a host task. The child's
+name carries the program mark (derived from the nonce, never holding it), so that on a user-space kernel the host can
+also find the child's own address space by that mark."""
 import os
 import subprocess
 import sys
@@ -8,7 +10,8 @@ import sandcheck_payload as sc
 
 args = sc.start()
 hold = min(float(args.get("holdSeconds", 3)), 10.0)
-marker = "sandcheck-survivor-%s" % args.get("nonce", "none")
+# Joined here, never passed whole: a launcher's command line carries the payload's arguments.
+marker = "sandcheck-survivor-%s" % args.get("mark", "none")
 # The child is waited for below: it never outlives the payload (bounded, leaves nothing).
 # It holds with the helper's hold: a host that saw it ends the hold early (SIGURG), one that cannot see it waits it out.
 HOLD = "import sys; sys.path.insert(0, sys.argv[2]); import sandcheck_payload as sc; sc.hold(float(sys.argv[1]))"

@@ -1,3 +1,4 @@
+import { programMark } from '../../harness/kernel-carriers.js';
 import type { SecurityProbe } from '../../harness/model/probe.js';
 import { judgeKernelIdentity, KERNEL_HOLD_SECONDS } from '../_shared/posture-kernel.js';
 
@@ -14,8 +15,11 @@ export const kernelIdentity: SecurityProbe = {
   cwe: ['CWE-653'],
   sampleProcesses: true,
   watchSurvivor: true,
+  // On a user-space kernel the host looks for the payload's address space (by the nonce) and its child's (by the mark).
+  kernelCarriers: 'marked-program',
   // Released by the scan that must see the marked child, never by the sampler (which would race it).
   releaseWhenSeen: 'marked',
-  args: () => ({ holdSeconds: KERNEL_HOLD_SECONDS }),
+  // The mark, not the child's whole name: a launcher's command line carries the payload's arguments.
+  args: (ctx) => ({ holdSeconds: KERNEL_HOLD_SECONDS, mark: programMark(ctx.nonce) }),
   judge: (obs, ctx) => judgeKernelIdentity(obs, ctx),
 };

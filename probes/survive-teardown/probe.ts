@@ -10,7 +10,7 @@ import { outputText } from '../_shared/exposure-judges.js';
  */
 function judgeMarked(obs: Observation, evidence: Evidence[]): Judgement | undefined {
   const marked = obs.exec.userSpaceKernel?.marked;
-  const after = obs.markedAfterDestroy ?? [];
+  const after = obs.carriersAfterDestroy ?? [];
   if (!marked || after.length < 2 || !outputText(obs).includes('daemon started')) return undefined;
   const pids = after.map((c) => `${c.role} (pid ${c.pid})`).join(' and ');
   evidence.unshift(outside('host-proc-mem', `the daemon's own address space while the box ran: ${marked.tie}`, `/proc/${marked.addressSpace.pid}/mem`));
@@ -42,18 +42,20 @@ export const surviveTeardown: SecurityProbe = {
     if (notRun) return notRun;
     const hb = obs.heartbeat;
     const beating = hb !== undefined && hb.laterBytes > hb.afterDestroyBytes;
-    const running = (obs.markedAfterDestroy ?? []).filter((c) => c.running);
+    const running = (obs.carriersAfterDestroy ?? []).filter((c) => c.running);
+    // Without the daemon's own address space found, the kernel is the one the payload's address space was tied to.
+    const ran = obs.exec.userSpaceKernel?.marked ? 'the daemon' : 'the payload';
     const evidence = [
       ...obs.leftovers.map((l) => outside('teardown', l, 'host')),
       ...obs.survivors.map((s) => outside('host-process-scan', s, 'host /proc')),
-      ...(obs.markedAfterDestroy ?? []).map((c) => outside('host-proc-status', `${c.role} pid ${c.pid}, seen running the daemon: ${c.running ? 'still ran (same start) after destroy; killed by the harness' : 'gone after destroy'}`, `/proc/${c.pid}/stat`)),
+      ...(obs.carriersAfterDestroy ?? []).map((c) => outside('host-proc-status', `${c.role} pid ${c.pid}, seen running ${ran}: ${c.running ? 'still ran (same start) after destroy; killed by the harness' : 'gone after destroy'}`, `/proc/${c.pid}/stat`)),
       ...(hb ? [outside('heartbeat', `host heartbeat file ${hb.afterDestroyBytes} → ${hb.laterBytes} bytes over 1.2 s after destroy`, 'host file')] : []),
       exitEvidence(obs.exec),
       payloadReport(obs.exec),
     ];
     if (running.length > 0) {
       // The kernel alone still running: the daemon's state lives in it, whichever address space runs it next.
-      return { verdict: 'crossed', reason: `the user-space kernel's ${running.map((c) => `${c.role} (pid ${c.pid})`).join(' and ')} that ran the daemon still ran ${GONE_WITHIN_MS / 1000} s after the environment was destroyed: the daemon can live on in it`, evidence };
+      return { verdict: 'crossed', reason: `the user-space kernel's ${running.map((c) => `${c.role} (pid ${c.pid})`).join(' and ')} that ran ${ran} still ran ${GONE_WITHIN_MS / 1000} s after the environment was destroyed: the daemon can live on in it`, evidence };
     }
     if (obs.survivors.length > 0 || obs.leftovers.some((l) => l.startsWith('process')) || beating) {
       return { verdict: 'crossed', reason: 'a process of the box was still alive after the environment was destroyed', evidence };

@@ -135,15 +135,20 @@ describe('resource and identity judges from outside evidence', () => {
     ];
     const ran = capture('daemon started\n');
     const judge = (exec: Parameters<typeof obs>[0], rest: Parameters<typeof obs>[1]) => surviveTeardown.judge(obs(exec, { finished: true, ...rest }), ctx);
-    const held = judge({ userSpaceKernel, stdout: ran }, { markedAfterDestroy: after(false, false) });
+    const held = judge({ userSpaceKernel, stdout: ran }, { carriersAfterDestroy: after(false, false) });
     expect(held.verdict).toBe('held');
     expect(held.reason).toMatch(/^the host saw the daemon running on a user-space kernel \(this execution's program mark in host pid 12's memory.*\); after destroy its address space \(pid 12\) and kernel \(pid 8\) no longer ran/);
     // Its address space or its kernel still running after destroy: the daemon outlived the box.
-    expect(judge({ userSpaceKernel, stdout: ran }, { markedAfterDestroy: after(false, true) }).reason).toMatch(/^the user-space kernel's kernel \(pid 8\) that ran the daemon still ran 10 s after the environment was destroyed: the daemon can live on in it$/);
-    expect(judge({ userSpaceKernel, stdout: ran }, { markedAfterDestroy: after(true, true) }).verdict).toBe('crossed');
+    expect(judge({ userSpaceKernel, stdout: ran }, { carriersAfterDestroy: after(false, true) }).reason).toMatch(/^the user-space kernel's kernel \(pid 8\) that ran the daemon still ran 10 s after the environment was destroyed: the daemon can live on in it$/);
+    expect(judge({ userSpaceKernel, stdout: ran }, { carriersAfterDestroy: after(true, true) }).verdict).toBe('crossed');
     // Never held without the look after destroy, without the mark, or without the payload's word that the daemon started.
     expect(judge({ userSpaceKernel, stdout: ran }, {}).verdict).toBe('inconclusive');
-    expect(judge({ userSpaceKernel: { ...userSpaceKernel, marked: undefined }, stdout: ran }, { markedAfterDestroy: after(false, false) }).verdict).toBe('inconclusive');
-    expect(judge({ userSpaceKernel }, { markedAfterDestroy: after(false, false) }).verdict).toBe('inconclusive');
+    expect(judge({ userSpaceKernel: { ...userSpaceKernel, marked: undefined }, stdout: ran }, { carriersAfterDestroy: after(false, false) }).verdict).toBe('inconclusive');
+    expect(judge({ userSpaceKernel }, { carriersAfterDestroy: after(false, false) }).verdict).toBe('inconclusive');
+    // The daemon's address space never found, but the kernel the payload ran on outlived destroy: crossed; gone: still inconclusive.
+    const unmarked = { ...userSpaceKernel, marked: undefined, kernelStarted: 400 };
+    const kernelOnly = (running: boolean) => [{ pid: 8, role: 'kernel' as const, running }];
+    expect(judge({ userSpaceKernel: unmarked, stdout: ran }, { carriersAfterDestroy: kernelOnly(true) }).reason).toMatch(/^the user-space kernel's kernel \(pid 8\) that ran the payload still ran 10 s after the environment was destroyed/);
+    expect(judge({ userSpaceKernel: unmarked, stdout: ran }, { carriersAfterDestroy: kernelOnly(false) }).verdict).toBe('inconclusive');
   });
 });

@@ -9,7 +9,7 @@ import { copyFileSync, linkSync, mkdtempSync, realpathSync, rmSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { KernelCarrierTracker, markedAfterDestroy, programMark, survivorName } from '../../harness/kernel-carriers.js';
+import { KernelCarrierTracker, carriersAfterDestroy, programMark, survivorName } from '../../harness/kernel-carriers.js';
 import { parentPid, startTicks } from '../../lab/proc-files.js';
 import { findInKernelMemory, memoryMappings, scanKernelMemory, USER_SPACE_KERNELS } from '../../lab/user-space-kernel.js';
 
@@ -197,22 +197,28 @@ describe.skipIf(!root)('user-space kernel carriers (real processes shaped like r
     const box = await fakeSandbox(nonce, 'memfd', { mode: 'mark', mark });
     const tracker = new KernelCarrierTracker(nonce, mark);
     for (let i = 0; i < 2; i++) await tracker.tick([box.kernel, box.first, box.space, box.marked], new Set());
-    const marked = tracker.result?.marked;
+    const usk = tracker.result;
+    const marked = usk?.marked;
     expect(marked?.started).toEqual({ addressSpace: startTicks(box.marked), kernel: startTicks(box.kernel) });
-    if (!marked) return;
-    expect(await markedAfterDestroy(marked, 500)).toEqual([
+    // The kernel's start is taken at the nonce's tie too, before any mark is found.
+    expect(usk?.kernelStarted).toBe(startTicks(box.kernel));
+    if (!usk || !marked) return;
+    expect(await carriersAfterDestroy(usk, 500)).toEqual([
       { pid: box.marked, role: 'address space', running: true },
       { pid: box.kernel, role: 'kernel', running: true },
     ]);
+    // No marked program found: the kernel that held the nonce is still looked up (a kernel that outlives destroy keeps the box alive).
+    expect(await carriersAfterDestroy({ ...usk, marked: undefined }, 500)).toEqual([{ pid: box.kernel, role: 'kernel', running: true }]);
     process.kill(box.marked, 'SIGKILL');
     // A pid seen with another start is another process: the kernel's pid reused counts as gone.
-    const reused = { ...marked, started: { addressSpace: marked.started?.addressSpace ?? 0, kernel: (marked.started?.kernel ?? 0) + 1 } };
-    expect(await markedAfterDestroy(reused, 500)).toEqual([
+    const reused = { ...usk, marked: { ...marked, started: { addressSpace: marked.started?.addressSpace ?? 0, kernel: (marked.started?.kernel ?? 0) + 1 } } };
+    expect(await carriersAfterDestroy(reused, 500)).toEqual([
       { pid: box.marked, role: 'address space', running: false },
       { pid: box.kernel, role: 'kernel', running: false },
     ]);
     // Without the kernel's start nothing can be said.
-    expect(await markedAfterDestroy({ ...marked, started: { addressSpace: 1 } })).toBeUndefined();
+    expect(await carriersAfterDestroy({ ...usk, kernelStarted: undefined, marked: { ...marked, started: { addressSpace: 1 } } })).toBeUndefined();
+    expect(await carriersAfterDestroy({ ...usk, kernelStarted: undefined, marked: undefined })).toBeUndefined();
   });
 
   it('marks nothing where the same address space holds the nonce too (a fork of the payload before its exec)', async () => {

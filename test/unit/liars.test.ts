@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { fakeMarkers, forgedMarkers, type FakeExecInput, type FakeOutcome, type FakeScript } from '../../backends/fake/fake-backend.js';
 import { securitySuite } from '../../suites/security.js';
 import { CI_POLICY } from '../../harness/model/policy.js';
+import { kernelIdentity } from '../../probes/kernel-identity/probe.js';
 import { FAST_POLICY, runFake } from '../helpers/fake-run.js';
 
 /**
@@ -74,4 +75,18 @@ describe('a box that answers from a cache earns no held', () => {
     expect(security.filter((r) => r.verdict === 'held').map((r) => `${r.id}: ${r.reason}`)).toEqual([]);
     expect(security.filter((r) => r.verdict !== 'not-applicable').every((r) => r.verdict === 'inconclusive')).toBe(true);
   }, 120_000);
+});
+
+describe('a box that names host processes it does not run', () => {
+  it('kernel-identity under a policy requiring a separate kernel: a fake boot id, a live unrelated host pid and a blind scan earn no held', async () => {
+    // The payload's markers are right (it "ran"), its report claims another kernel, and the backend names this test's
+    // own process: alive, not the payload's program, and never the marked child the host's scan looks for.
+    const script: FakeScript = (input) => {
+      const m = fakeMarkers(input);
+      return { stdout: `${m.start}SANDCHECK-REPORT {"bootId": "11111111-2222-3333-4444-555555555555", "uname": ["Linux", "vm", "6.1.0-microvm"]}\n${m.done}`, exitCode: 0, delayMs: 3300 };
+    };
+    const policy = { ...CI_POLICY, name: 'ci+separate-kernel', isolation: { separateKernel: true } };
+    const { security } = await runFake([kernelIdentity], script, { policy, hostPids: () => [process.pid] });
+    expect(security.map((r) => `${r.id}: ${r.verdict}: ${r.reason}`)).toEqual([expect.stringMatching(/^kernel-identity: inconclusive: could not tell which kernel the box runs on: no process of the box was seen on the host, and no user-space kernel's address space held this execution's nonce/)]);
+  }, 60_000);
 });

@@ -312,18 +312,40 @@ describe('kernel-identity: a separate kernel is never taken from the box\'s word
 
   it('a fake boot id with no host processes named (a hidden box) is inconclusive, never held', () => {
     expect(judge(kernelObs({}))).toMatch(/^inconclusive: .*named no live host process/);
-    expect(judge(kernelObs({ hostProcessCountMax: 3, wallMs: 900 }))).toMatch(/^inconclusive: .*less than the payload's 3 s hold/);
     expect(judge(kernelObs({ hostProcessCountMax: 3 }, { finished: false }))).toMatch(/^inconclusive: the payload started but did not finish/);
     expect(judge(kernelObs({ hostProcessCountMax: 3 }, { attempted: false }))).toMatch(/^inconclusive: /);
   });
 
-  it("held: the backend named live host processes, none ran the payload, the host's scan never saw its marked child", () => {
-    expect(judge(kernelObs({ hostProcesses: [], hostProcessCountMax: 3 }))).toMatch(/^held: no sign of the host's kernel/);
+  const space = (pid: number): ProcessIdentity => identity({ pid, command: 'exe' });
+  const userSpaceKernel = {
+    kernel: 'gVisor (runsc)',
+    tie: "this execution's nonce in host pid 9's memory",
+    addressSpaces: [space(9)],
+    kernels: [space(8)],
+    fileServers: [],
+    marked: { tie: "this execution's program mark in host pid 12's memory", addressSpace: space(12), kernel: space(8) },
+  };
+
+  it("held: the payload's and its marked child's address spaces found in one user-space kernel, the child never a host task", () => {
+    expect(judge(kernelObs({ hostProcesses: [], hostProcessCountMax: 3, userSpaceKernel }))).toMatch(
+      /^held: the box's program runs on a user-space kernel, gVisor \(runsc\): the payload's address space \(this execution's nonce in host pid 9's memory\) and its marked child's \(this execution's program mark in host pid 12's memory\) belong to its kernel \(pid 8\), and the host's process scan never saw that child/,
+    );
+  });
+
+  it('what the host did not see is never a separate kernel: absence alone, no marked child, another kernel, or no scan is inconclusive', () => {
+    // A harness in another pid namespace, or a box on another machine: the backend names processes, the scan sees nothing.
+    expect(judge(kernelObs({ hostProcesses: [], hostProcessCountMax: 3 }))).toMatch(/^inconclusive: .*no user-space kernel's address space held this execution's nonce/);
+    expect(judge(kernelObs({ hostProcessCountMax: 3, userSpaceKernel: { ...userSpaceKernel, marked: undefined } }))).toMatch(/^inconclusive: .*its marked child's never was/);
+    expect(judge(kernelObs({ hostProcessCountMax: 3, userSpaceKernel: { ...userSpaceKernel, kernels: [space(7)] } }))).toMatch(/^inconclusive: .*without the kernel that ran it/);
+    expect(judge(kernelObs({ hostProcessCountMax: 3, userSpaceKernel }, { survivorSeenAlive: undefined }))).toMatch(/^inconclusive: .*process scan did not run/);
+    // The scan saw the child on the host: a shared kernel whatever the address spaces say.
+    expect(judge(kernelObs({ hostProcessCountMax: 3, userSpaceKernel }, { survivorSeenAlive: true }))).toMatch(/^crossed: .*marked child \(sandcheck-survivor-sandcheck-mark-[0-9a-f]{32}\)/);
   });
 
   it('not required (reference, ci): the fact is reported as not-applicable either way', () => {
     expect(judge(kernelObs({ hostProcessCountMax: 1 }, { survivorSeenAlive: true }), ctx)).toMatch(/^not-applicable: the box shares the host's kernel: .*does not require a separate kernel/);
-    expect(judge(kernelObs({ hostProcessCountMax: 3 }), ctx)).toMatch(/^not-applicable: no sign of the host's kernel/);
+    expect(judge(kernelObs({ hostProcessCountMax: 3, userSpaceKernel }), ctx)).toMatch(/^not-applicable: the box's program runs on a user-space kernel/);
+    expect(judge(kernelObs({ hostProcessCountMax: 3 }), ctx)).toMatch(/^not-applicable: could not tell which kernel/);
   });
 });
 
