@@ -157,7 +157,8 @@ describe.skipIf(SKIP !== undefined)(`posture probes on Docker and gVisor${SKIP ?
     // tini-static bound writable: findings about this runsc build, from the host's reads.
     expect(expectVerdict('gvisor', 'posture-namespaces', 'crossed').reason).toMatch(/address space \(pid \d+\) shares the host's pid namespace/);
     expect(expectVerdict('gvisor', 'posture-mounts', 'crossed').reason).toMatch(/file server \(pid \d+\) writable host \/usr\/bin\/tini-static at \/usr\/sbin\/docker-init/);
-    expectVerdict('gvisor', 'kernel-identity@strict', 'held', /^host-kernel$/);
+    // Held on positive proof: the payload's and its marked child's address spaces found in the Sentry's processes.
+    expect(expectVerdict('gvisor', 'kernel-identity@strict', 'held', /^host-proc-mem$/).reason).toMatch(/^the box's program runs on a user-space kernel, gVisor \(runsc\): the payload's address space \(this execution's nonce in host pid \d+'s memory.*\) and its marked child's \(this execution's program mark in host pid \d+'s memory.*\) belong to its kernel \(pid \d+\)/);
   });
 
   it('each weakened configuration crosses exactly what it opens, with outside evidence', () => {
