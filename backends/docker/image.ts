@@ -1,18 +1,18 @@
 import { createHash } from 'node:crypto';
-import { lstat, readFile, readlink, realpath } from 'node:fs/promises';
+import { lstat, readlink, realpath } from 'node:fs/promises';
 import { dirname, join, posix } from 'node:path';
 import { Readable } from 'node:stream';
 import { execa } from 'execa';
 import { SandcheckError, errorMessage } from '../../harness/errors.js';
 import type { DockerClient } from './client.js';
 import { DEFAULT_BOX_UID } from './options.js';
-import { packEntries, type PackEntry } from './tar.js';
+import { packStream, type LazyPackEntry } from './tar.js';
 
 /**
  * The probe image, built without any registry: the host's own Debian Python (its packages' files plus
  * the shared libraries they load), dash as /bin/sh, a few coreutils (true, false, sleep, cat, env, ls, id)
  * and an /etc/passwd naming the box user, packed into a
- * root filesystem tar in memory and `docker import`ed. The tag is the hash of that tar, so the same
+ * root filesystem tar streamed (files read as it goes) and `docker import`ed. The tag is the hash of that tar, so the same
  * files give the same tag and an existing tag is reused.
  */
 
@@ -23,9 +23,12 @@ const TOOL_ENV = { PATH: IMAGE_PATH, LC_ALL: 'C' };
 const EXTRA_TOOLS = ['true', 'false', 'sleep', 'cat', 'env', 'ls', 'id'];
 
 export interface ProbeRootfs {
-  tar: Buffer;
+  /** The tar, packed again on each call (same files, same bytes); files are read as the stream reaches them. */
+  tar(): Readable;
   /** sha256 of the tar (hex). */
   hash: string;
+  /** The tar's size in bytes. */
+  bytes: number;
   files: number;
   pythonVersion: string;
 }
@@ -142,7 +145,7 @@ async function buildRootfs(boxUid: number): Promise<ProbeRootfs> {
   const all = new Set<string>();
   for (const f of [...files, ...(await pycFiles(files, version)), ...libs, ...(dash ? [dash] : []), ...tools]) all.add(await canonical(f));
 
-  const entries = new Map<string, PackEntry>();
+  const entries = new Map<string, LazyPackEntry>();
   const symlink = (name: string, target: string): void => {
     entries.set(name, { name, type: 'symlink', linkname: target, mode: 0o777, uid: 0, gid: 0 });
   };
@@ -167,7 +170,7 @@ async function buildRootfs(boxUid: number): Promise<ProbeRootfs> {
     for (let i = 1; i < parts.length; i++) dir(parts.slice(0, i).join('/'));
     const st = await lstat(abs);
     if (st.isSymbolicLink()) symlink(rel, await readlink(abs));
-    else entries.set(rel, { name: rel, type: 'file', mode: st.mode & 0o755, uid: 0, gid: 0, content: await readFile(abs) });
+    else entries.set(rel, { name: rel, type: 'file', mode: st.mode & 0o755, uid: 0, gid: 0, source: abs });
   }
   symlink('usr/bin/python3', `python${version}`);
   if (dash) symlink('usr/bin/sh', 'dash');
@@ -179,8 +182,36 @@ async function buildRootfs(boxUid: number): Promise<ProbeRootfs> {
   for (const f of ['etc/hosts', 'etc/hostname', 'etc/resolv.conf']) text(f, '');
 
   const sorted = [...entries.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  const tar = await packEntries(sorted);
-  return { tar, hash: createHash('sha256').update(tar).digest('hex'), files: sorted.length, pythonVersion: version };
+  // Hashed as it streams: the ~45 MB tar is never held (kept, it was most of a Docker run's peak RSS).
+  const { hash, bytes } = await digest(packStream(sorted));
+  return { tar: () => checked(packStream(sorted), hash), hash, bytes, files: sorted.length, pythonVersion: version };
+}
+
+async function digest(tar: Readable): Promise<{ hash: string; bytes: number }> {
+  const h = createHash('sha256');
+  let bytes = 0;
+  for await (const chunk of tar) {
+    const b = chunk as Buffer;
+    h.update(b);
+    bytes += b.byteLength;
+  }
+  return { hash: h.digest('hex'), bytes };
+}
+
+/** The tar again, failing at its end if its bytes no longer hash to the tag (a file changed since it was hashed). */
+export function checked(tar: Readable, hash: string): Readable {
+  const h = createHash('sha256');
+  return Readable.from(
+    (async function* () {
+      for await (const chunk of tar) {
+        h.update(chunk as Buffer);
+        yield chunk as Buffer;
+      }
+      if (h.digest('hex') !== hash) {
+        throw new SandcheckError('BACKEND_UNAVAILABLE', 'the Python files changed while the probe image was built (another hash the second time)', { hint: 'run again once package upgrades are done' });
+      }
+    })(),
+  );
 }
 
 export interface EnsureImageOptions {
@@ -199,7 +230,7 @@ export async function ensureProbeImage(client: DockerClient, options: EnsureImag
   const tag = rootfs.hash.slice(0, 16);
   const ref = `${IMAGE_REPO}:${tag}`;
   if (await client.inspectImage(ref)) {
-    options.onBuilt?.({ tag: ref, reused: true, buildMs: t1 - t0, importMs: 0, bytes: rootfs.tar.length });
+    options.onBuilt?.({ tag: ref, reused: true, buildMs: t1 - t0, importMs: 0, bytes: rootfs.bytes });
     return ref;
   }
   const changes = [
@@ -212,12 +243,12 @@ export async function ensureProbeImage(client: DockerClient, options: EnsureImag
     ...(options.runId ? [`LABEL sandcheck.run=${options.runId}`] : []),
   ];
   try {
-    await client.importImage(Readable.from([rootfs.tar]), IMAGE_REPO, tag, changes);
+    await client.importImage(rootfs.tar(), IMAGE_REPO, tag, changes);
   } catch (err) {
     throw new SandcheckError('BACKEND_UNAVAILABLE', `cannot import the probe image into the daemon: ${errorMessage(err)}`, { cause: err });
   }
   if (!(await client.inspectImage(ref))) throw new SandcheckError('BACKEND_UNAVAILABLE', `the daemon accepted the probe image but has no ${ref} afterwards`);
-  options.onBuilt?.({ tag: ref, reused: false, buildMs: t1 - t0, importMs: performance.now() - t1, bytes: rootfs.tar.length });
+  options.onBuilt?.({ tag: ref, reused: false, buildMs: t1 - t0, importMs: performance.now() - t1, bytes: rootfs.bytes });
   return ref;
 }
 

@@ -1,4 +1,5 @@
-import type { Readable } from 'node:stream';
+import { readFile } from 'node:fs/promises';
+import { Readable } from 'node:stream';
 import * as tar from 'tar-stream';
 import { SandcheckError } from '../../harness/errors.js';
 import { segmentsOf } from '../shared/workspace-path.js';
@@ -30,26 +31,38 @@ function asBuffer(c: unknown): Buffer {
 /** A fixed time, so the same files always give the same archive bytes. */
 const EPOCH = new Date(0);
 
-export async function packEntries(entries: readonly PackEntry[]): Promise<Buffer> {
+/** A file entry may name its source instead of holding its content: read only when the archive reaches it. */
+export type LazyPackEntry = PackEntry & { source?: string };
+
+/**
+ * The archive as a stream, entry after entry: a file named by `source` is read when its turn comes, and the next
+ * entry waits until the reader has taken the last (tar-stream's backpressure), so at most one file is in memory.
+ */
+export function packStream(entries: readonly LazyPackEntry[]): Readable {
   const pack = tar.pack();
+  void (async () => {
+    try {
+      for (const e of entries) {
+        const content = e.type === 'file' ? (e.content ?? (e.source !== undefined ? await readFile(e.source) : new Uint8Array())) : undefined;
+        const header: tar.Header = { size: content?.byteLength ?? 0, linkname: e.linkname ?? '', devmajor: 0, devminor: 0, name: e.name, type: e.type, mode: e.mode, uid: e.uid, gid: e.gid, mtime: EPOCH, uname: '', gname: '' };
+        await new Promise<void>((resolve, reject) => {
+          const done = (err?: Error | null): void => (err ? reject(err) : resolve());
+          if (content) pack.entry(header, content, done);
+          else pack.entry(header, done);
+        });
+      }
+      pack.finalize();
+    } catch (err) {
+      pack.destroy(err instanceof Error ? err : new Error(String(err)));
+    }
+  })();
+  return Readable.from(pack);
+}
+
+export async function packEntries(entries: readonly PackEntry[]): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  const done = new Promise<Buffer>((resolve, reject) => {
-    pack.on('data', (c: unknown) => {
-      chunks.push(asBuffer(c));
-    });
-    pack.on('end', () => resolve(Buffer.concat(chunks)));
-    pack.on('error', reject);
-  });
-  for (const e of entries) {
-    const header: tar.Header = { size: e.type === 'file' ? (e.content?.byteLength ?? 0) : 0, linkname: e.linkname ?? '', devmajor: 0, devminor: 0, name: e.name, type: e.type, mode: e.mode, uid: e.uid, gid: e.gid, mtime: EPOCH, uname: '', gname: '' };
-    await new Promise<void>((resolve, reject) => {
-      const done = (err?: Error | null): void => (err ? reject(err) : resolve());
-      if (e.type === 'file') pack.entry(header, e.content ?? new Uint8Array(), done);
-      else pack.entry(header, done);
-    });
-  }
-  pack.finalize();
-  return done;
+  for await (const c of packStream(entries)) chunks.push(asBuffer(c));
+  return Buffer.concat(chunks);
 }
 
 /** segmentsOf, and no NUL byte either: the archive API would cut the name there. */

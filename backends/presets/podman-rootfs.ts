@@ -1,4 +1,6 @@
-import { mkdir, mkdtemp, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import { mkdir, mkdtemp, rename, rm, stat } from 'node:fs/promises';
+import { pipeline } from 'node:stream/promises';
 import { join } from 'node:path';
 import { SandcheckError, errorMessage } from '../../harness/errors.js';
 
@@ -35,7 +37,7 @@ async function unpack(boxUid: number): Promise<string> {
     const tmp = await mkdtemp(join(PODMAN_ROOTFS_DIR, '.unpack-'));
     try {
       const tar = join(tmp, 'rootfs.tar');
-      await writeFile(tar, rootfs.tar);
+      await pipeline(rootfs.tar(), createWriteStream(tar));
       await mkdir(join(tmp, 'rootfs'));
       await execa('tar', ['-x', '--numeric-owner', '-f', tar, '-C', join(tmp, 'rootfs')]);
       await rename(join(tmp, 'rootfs'), dir).catch(async (err: unknown) => {
