@@ -10,7 +10,7 @@ import type { Backend, BackendContext, Capabilities, Environment, ExecRequest, E
 import { POLICY_ITEMS } from '../contract.js';
 import type { CgroupCounters } from '../shared/cgroup-counters.js';
 import { BIN_DIRS, findBinary } from '../shared/find-binary.js';
-import { commOf, processTree } from '../shared/host-proc.js';
+import { commOf, processTree, withDescendants } from '../shared/host-proc.js';
 import { killMarkedProcesses, killTree } from '../shared/process-kill.js';
 import { stopRunningExec, TeardownOnce } from '../shared/teardown.js';
 import { segmentsOf } from '../shared/workspace-path.js';
@@ -254,7 +254,8 @@ class CommandEnvironment implements Environment {
       const tree = await processTree(child);
       return status.childPid === 'runtime-init' ? tree.filter((p) => p !== child) : tree;
     }
-    const members = this.cg ? await this.cg.pids() : await processTree(r.launcherPid);
+    // runsc do moves its sandbox (the Sentry, its stubs and gofer) into a cgroup of its own: still the launcher's descendants.
+    const members = this.cg ? withDescendants([r.launcherPid, ...(await this.cg.pids())]) : await processTree(r.launcherPid);
     return members.filter((p) => p !== r.launcherPid);
   }
 

@@ -1,4 +1,5 @@
 import { procPids, procText } from '../../lab/proc-files.js';
+import { childrenOf } from '../../lab/user-space-kernel.js';
 
 /** Facts about host processes, read from the host's /proc (from outside any box). */
 
@@ -58,6 +59,22 @@ export async function processTree(root: number): Promise<number[]> {
     queue.push(...(children.get(pid) ?? []));
   }
   return out;
+}
+
+/**
+ * The given processes and all their descendants, by each thread's children list (no whole-/proc scan), at most
+ * `max`: a runtime may move its own processes out of the cgroup they were started in, never out of their parentage.
+ */
+export function withDescendants(roots: readonly number[], max = 4096): number[] {
+  const seen = new Set<number>();
+  const queue = [...roots];
+  while (queue.length > 0 && seen.size < max) {
+    const pid = queue.shift();
+    if (pid === undefined || seen.has(pid)) continue;
+    seen.add(pid);
+    queue.push(...childrenOf(pid));
+  }
+  return [...seen];
 }
 
 /** True when the process `pid` exists and is the same one that was recorded (start time matches). */
