@@ -31,7 +31,7 @@ export function listKeys(prefix: string): ListedKey[] {
   return found;
 }
 
-// Node has no keyctl; python3 is already what the decoys run on (the system's: a shell's shim, pyenv's, runs ~240 processes per call).
+// Node has no keyctl; python3 is already what the decoys run on, found on a fixed PATH as theirs is (a shell's shim, pyenv's, runs ~240 processes per call).
 const INVALIDATE = [
   'import ctypes, platform, sys',
   'nr = {"x86_64": 250, "aarch64": 219}.get(platform.machine())',

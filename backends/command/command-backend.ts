@@ -254,8 +254,9 @@ class CommandEnvironment implements Environment {
       const tree = await processTree(child);
       return status.childPid === 'runtime-init' ? tree.filter((p) => p !== child) : tree;
     }
-    // runsc do moves its sandbox (the Sentry, its stubs and gofer) into a cgroup of its own: still the launcher's descendants.
-    const members = this.cg ? withDescendants([r.launcherPid, ...(await this.cg.pids())]) : await processTree(r.launcherPid);
+    // runsc do moves its sandbox (the Sentry, its stubs and gofer) into a cgroup of its own: still descendants of the
+    // cgroup's members. Walked from the members only: a launcher moved out on purpose (podman's tool cgroup) stays out.
+    const members = this.cg ? withDescendants(await this.cg.pids()) : await processTree(r.launcherPid);
     return members.filter((p) => p !== r.launcherPid);
   }
 

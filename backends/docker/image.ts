@@ -198,19 +198,27 @@ async function digest(tar: Readable): Promise<{ hash: string; bytes: number }> {
   return { hash: h.digest('hex'), bytes };
 }
 
-/** The tar again, failing at its end if its bytes no longer hash to the tag (a file changed since it was hashed). */
+/**
+ * The tar again, failing if its bytes no longer hash to the tag (a file changed since it was hashed). The last chunk
+ * (with the archive's end) is held back until the hash matches: a reader never gets a complete archive of other bytes.
+ */
 export function checked(tar: Readable, hash: string): Readable {
   const h = createHash('sha256');
   return Readable.from(
     (async function* () {
+      let last: Buffer | undefined;
       for await (const chunk of tar) {
-        h.update(chunk as Buffer);
-        yield chunk as Buffer;
+        const b = chunk as Buffer;
+        h.update(b);
+        if (last) yield last;
+        last = b;
       }
       if (h.digest('hex') !== hash) {
         throw new SandcheckError('BACKEND_UNAVAILABLE', 'the Python files changed while the probe image was built (another hash the second time)', { hint: 'run again once package upgrades are done' });
       }
+      if (last) yield last;
     })(),
+    { objectMode: false },
   );
 }
 

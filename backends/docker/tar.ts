@@ -36,7 +36,7 @@ export type LazyPackEntry = PackEntry & { source?: string };
 
 /**
  * The archive as a stream, entry after entry: a file named by `source` is read when its turn comes, and the next
- * entry waits until the reader has taken the last (tar-stream's backpressure), so at most one file is in memory.
+ * entry waits until the reader has taken the last (tar-stream's backpressure): a file or two in memory, not the archive.
  */
 export function packStream(entries: readonly LazyPackEntry[]): Readable {
   const pack = tar.pack();
@@ -56,7 +56,8 @@ export function packStream(entries: readonly LazyPackEntry[]): Readable {
       pack.destroy(err instanceof Error ? err : new Error(String(err)));
     }
   })();
-  return Readable.from(pack);
+  // Byte mode: in object mode Readable.from would queue 16 whole chunks (whole files) ahead of the reader.
+  return Readable.from(pack, { objectMode: false });
 }
 
 export async function packEntries(entries: readonly PackEntry[]): Promise<Buffer> {

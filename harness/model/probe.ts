@@ -51,7 +51,7 @@ export interface ProbeContext {
   hostProbeDir: string;
 }
 
-/** A process of a user-space kernel that ran a marked survivor, looked up again after destroy. */
+/** A process of the user-space kernel that ran this execution (its kernel, and a marked program's address space where one was found), looked up again after destroy. */
 export interface CarrierAfterDestroy {
   pid: number;
   role: 'address space' | 'kernel';
@@ -80,8 +80,9 @@ export interface Observation {
   /** Host processes carrying the probe's survivor name (survivorName) found after destroy (killed by the harness). */
   survivors: string[];
   /**
-   * On a user-space kernel, where the survivor's own address space was found by its mark while the box ran: that
-   * address space and its kernel after destroy (still running ones are killed by the harness).
+   * On a user-space kernel, for a probe that watches a survivor: the kernel tied to this execution and, where the
+   * survivor's own address space was found by its mark, that address space, after destroy (still running ones are
+   * killed by the harness).
    */
   carriersAfterDestroy?: CarrierAfterDestroy[];
   /** Size of hostProbeDir/heartbeat right after destroy and a while later: growth means something still runs. */

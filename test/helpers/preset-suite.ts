@@ -108,8 +108,9 @@ const EXPECTED: Record<string, Expectation> = {
   'runsc-do': {
     adapterFails: [],
     crossed: {},
-    // runsc moves its sandbox out of the launcher's cgroup, never out of its parentage: the host finds the daemon's
-    // address space among the launcher's descendants by its mark, and sees the stubs' seccomp filter refuse the keyring.
+    // runsc moves its sandbox out of the launcher's cgroup, never out of its parentage: among the launcher's descendants
+    // the host finds the daemon's address space by its mark, and a seccomp filter on runsc's processes, which carry out
+    // the box's system calls (keyring-decoy's sampleProgram, as on the gvisor backend).
     held: ['secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'survive-teardown', 'keyring-decoy', ...NETWORK, ...OUTPUT, ...EXPORTS],
     // Its gofer makes no FIFO or device node.
     inconclusive: {
