@@ -1,13 +1,17 @@
 import { CANARY_PREFIX } from '../../lab/canaries.js';
 import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
+import { PAYLOAD_INTERPRETER } from '../../harness/host-observers.js';
 import { outside } from '../../harness/model/evidence.js';
 import type { Judgement, Observation, SecurityProbe } from '../../harness/model/probe.js';
 import { reportedField } from '../_shared/exposure-judges.js';
+import { kernelCarried } from '../_shared/identity.js';
 
 /**
  * Crossed when a decoy key's value came out. Held only when the box's own key went through the same read
- * routine (the control value came out), or when the keyring calls were refused and the host saw a seccomp
- * filter on the box's processes (the filter is what refused them, seen from outside).
+ * routine (the control value came out), or when the keyring calls were refused and the host saw what refused
+ * them: a seccomp filter on the payload's own processes, or (gVisor) a user-space kernel that this execution's
+ * nonce ties to the payload, which serves keyctl itself and never hands it to the host's kernel. A filter on
+ * the runtime's own processes is not that cause: it never sees the payload's calls.
  */
 export function judgeKeyring(obs: Observation): Judgement {
   const leaked = canaryCrossing(obs);
@@ -16,11 +20,21 @@ export function judgeKeyring(obs: Observation): Judgement {
   const { positiveControl: _control, ...attempt } = obs;
   const notRun = unlessAttempted(attempt, true);
   if (notRun) return notRun;
-  const filtered = (obs.exec.hostProcesses ?? []).filter((p) => p.seccomp === 2);
+  // The interpreter that made the calls, never a runtime's process named as the box's.
+  const filtered = (obs.exec.hostProcesses ?? []).filter((p) => p.seccomp === 2 && PAYLOAD_INTERPRETER.test(p.command));
   const evidence = [outside('canary-scan', 'no decoy key value came out of the box'), exitEvidence(obs.exec), payloadReport(obs.exec)];
   if (obs.positiveControl?.seen === true) return { verdict: 'held', reason: "the box's own key read back, but no host decoy key was reachable", evidence };
   const control = reportedField(obs, 'control');
-  if (typeof control === 'string' && control.startsWith('keyctl refused') && filtered.length > 0) {
+  const refused = typeof control === 'string' && control.startsWith('keyctl refused');
+  const carried = refused ? kernelCarried(obs) : undefined;
+  if (carried) {
+    return {
+      verdict: 'held',
+      reason: `${carried.lead}: the keyring system calls were refused by that kernel, which serves them itself and never hands them to the host's (${control})`,
+      evidence: [...carried.evidence, ...evidence],
+    };
+  }
+  if (refused && filtered.length > 0) {
     return {
       verdict: 'held',
       reason: 'the keyring system calls were refused in the box, and the host saw a seccomp filter on its processes',
@@ -44,8 +58,8 @@ export const keyringDecoy: SecurityProbe = {
   positiveControl: 'file',
   sampleProcesses: true,
   releaseWhenSeen: 'sampled',
-  // The payload, and under gVisor the Sentry that carries out its system calls: a seccomp filter on either is outside evidence.
-  sampleProgram: /^(python3(\.\d+)*|runsc)$/,
+  // Where the host never sees the payload's interpreter (gVisor), the user-space kernel tied to it by the nonce.
+  kernelCarriers: true,
   hostPrecondition: (ctx) => (ctx.hostDecoys.keyDescriptions?.length ? undefined : `the host refused the decoy keys: ${ctx.hostDecoys.keyringUnavailable ?? 'no keyring decoy'}`),
   args: (ctx) => ({ canaryPrefix: CANARY_PREFIX, descriptions: ctx.hostDecoys.keyDescriptions ?? [], holdSeconds: Math.min(2, ctx.policy.resources.wallSeconds * 0.4) }),
   judge: judgeKeyring,

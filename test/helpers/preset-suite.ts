@@ -109,8 +109,8 @@ const EXPECTED: Record<string, Expectation> = {
     adapterFails: [],
     crossed: {},
     // runsc moves its sandbox out of the launcher's cgroup, never out of its parentage: among the launcher's descendants
-    // the host finds the daemon's address space by its mark, and a seccomp filter on runsc's processes, which carry out
-    // the box's system calls (keyring-decoy's sampleProgram, as on the gvisor backend).
+    // the host finds the daemon's address space by its mark, and the user-space kernel tied to the payload by its
+    // nonce, which refused the keyring calls itself (as on the gvisor backend).
     held: ['secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'survive-teardown', 'keyring-decoy', ...NETWORK, ...OUTPUT, ...EXPORTS],
     // Its gofer makes no FIFO or device node.
     inconclusive: {

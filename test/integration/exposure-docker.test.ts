@@ -70,13 +70,24 @@ const MACHINE_LIMITS: Record<string, RegExp> = {
   'gvisor/host-credential-paths': /^\/proc\/1\/environ: the host could not read its own file to compare/,
 };
 
-/** Every mismatch of a variant (wrong verdict, or no outside witness of the expected kind), with the result. */
+/**
+ * Held for the right cause: Docker's seccomp profile refuses keyctl in the payload's own interpreter; gVisor's
+ * kernel, tied to the payload by its nonce, refuses it itself (a filter on runsc's own processes is not the cause).
+ */
+const HELD_BECAUSE: Record<string, RegExp> = {
+  'docker-hardened/keyring-decoy': /^the keyring system calls were refused in the box, and the host saw a seccomp filter on its processes$/,
+  'gvisor/keyring-decoy': /^the box's program runs on a user-space kernel, gVisor \(runsc\) \(this execution's nonce in host pid \d+'s memory.*: the keyring system calls were refused by that kernel/,
+};
+
+/** Every mismatch of a variant (wrong verdict, held for another cause, or no outside witness of the expected kind), with the result. */
 function mismatches(got: Map<string, SecurityResult>, crossing: readonly string[], variant: string): string[] {
   return ALL.flatMap((id) => {
     const r = got.get(id);
     const want = crossing.includes(id) ? 'crossed' : 'held';
     if (want === 'held' && r?.verdict === 'inconclusive' && MACHINE_LIMITS[`${variant}/${id}`]?.test(r.reason)) return [];
     if (r?.verdict !== want) return [`${variant}/${id}: want ${want}, got ${explain(r)}`];
+    const cause = want === 'held' ? HELD_BECAUSE[`${variant}/${id}`] : undefined;
+    if (cause && !cause.test(r.reason)) return [`${variant}/${id}: held for another cause: ${explain(r)}`];
     const witnessed = r.evidence.some((e) => e.source === 'outside' && (want === 'held' || WITNESS[id]?.test(e.witness)));
     return witnessed ? [] : [`${variant}/${id}: no outside witness: ${explain(r)}`];
   });

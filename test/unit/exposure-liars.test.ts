@@ -106,6 +106,22 @@ describe('exposure probes: the payload ran, but its own control did not act', ()
     expect(judgeKeyring(fakeObservation({ stdout: capture(report({ control: 'read back' })), hostProcesses: [proc(2)] }, base)).verdict).toBe('inconclusive');
   });
 
+  it('keyring on a user-space kernel: refused is held only on the kernel tied to this execution, never on a filter of the runtime', () => {
+    const refused = capture(report({ control: 'keyctl refused: Function not implemented' }));
+    const base = { attempted: true, finished: true, positiveControl: { where: 'file' as const, seen: false } };
+    const runsc = (pid: number): ProcessIdentity => ({ pid, command: 'runsc', realUid: 0, effectiveUid: 0, capEff: '0', noNewPrivs: 1, seccomp: 2, peakRssBytes: null, hostUserNamespace: true });
+    const usk = (kernels: ProcessIdentity[]) => ({ kernel: 'gVisor (runsc)', tie: "this execution's nonce in host pid 9's memory", addressSpaces: [runsc(9)], kernels, fileServers: [] });
+    const held = judgeKeyring(fakeObservation({ stdout: refused, userSpaceKernel: usk([runsc(8)]) }, base));
+    expect(`${held.verdict}: ${held.reason}`).toMatch(/^held: the box's program runs on a user-space kernel, gVisor \(runsc\) .*refused by that kernel/);
+    expect(held.evidence.some((e) => e.source === 'outside' && e.witness === 'host-proc-mem')).toBe(true);
+    // The kernel never read: the layer that refused is unknown.
+    expect(judgeKeyring(fakeObservation({ stdout: refused, userSpaceKernel: usk([]) }, base)).verdict).toBe('inconclusive');
+    // The tie without a refusal the box reported (nor its own key read back): nothing explains the silence.
+    expect(judgeKeyring(fakeObservation({ stdout: capture(report({})), userSpaceKernel: usk([runsc(8)]) }, base)).verdict).toBe('inconclusive');
+    // The runtime's own filtered processes named as the box's (the old rule's cause): no longer held.
+    expect(judgeKeyring(fakeObservation({ stdout: refused, hostProcesses: [runsc(8)] }, base)).verdict).toBe('inconclusive');
+  });
+
   it('socket probes: a contact logged by the decoy crosses; silence is held only after the box reached its own socket', () => {
     const done = { attempted: true, finished: true };
     expect(judgeAgentSocket(fakeObservation({}, { ...done, decoyContacts: { 'agent-socket': 1 } })).verdict).toBe('crossed');
