@@ -12,7 +12,7 @@ import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '..
 import { inside, outside, type Evidence } from '../../harness/model/evidence.js';
 import type { Judgement, Observation } from '../../harness/model/probe.js';
 import type { ProcessIdentity } from '../../lab/host-process.js';
-import { describeIdentity } from './identity.js';
+import { describeIdentity, tiedToExecution, untied } from './identity.js';
 
 /** The marker of a step line: only code that read this execution's challenge can print `<marker> <token>`. */
 export const STEP_MARKER = 'SANDCHECK-ESCAPE';
@@ -84,7 +84,7 @@ export interface EscapeSpec {
   /** `ok` on a decisive step is no crossing by itself (a packet sent into a box's own network), outside evidence decides. */
   okIsNotACrossing?: boolean;
   /** `held` also needs the host to have seen the box's own program without this capability (outside posture). */
-  posture?: { bit: number; name: string };
+  posture?: { bit: number; name: string; nonce: string };
   /** Outside evidence that rules out blindness (the lab witness's health); returns a reason to be inconclusive. */
   blind?(obs: Observation): string | undefined;
   /** What the outside witness saw when nothing crossed (the packet witness's count and health), for a `held`. */
@@ -131,6 +131,9 @@ export function judgeEscape(obs: Observation, spec: EscapeSpec): Judgement {
     posture.push(...procs.slice(0, 4).map((p) => outside('host-proc-status', describeIdentity(p), `/proc/${p.pid}/status`)));
     if (procs.length === 0) {
       return { verdict: 'inconclusive', reason: `${spec.what} was refused inside, but the host saw no process of the box's own program, so nothing outside shows the box lacks ${spec.posture.name}`, evidence: context };
+    }
+    if (!tiedToExecution(procs, spec.posture.nonce)) {
+      return { verdict: 'inconclusive', reason: `${spec.what} was refused inside, but ${untied(`whether the box lacks ${spec.posture.name}`)}`, evidence: [...posture, ...context] };
     }
     const holding = procs.filter((p) => hasCap(p, spec.posture?.bit ?? 0));
     if (holding.length > 0) {

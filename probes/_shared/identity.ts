@@ -1,7 +1,7 @@
 import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
 import { outside, type Evidence } from '../../harness/model/evidence.js';
-import type { Judgement, Observation } from '../../harness/model/probe.js';
-import { hasCapabilities, type ProcessIdentity } from '../../lab/host-process.js';
+import type { Judgement, Observation, ProbeContext } from '../../harness/model/probe.js';
+import { hasCapabilities, postureOf, type ProcessIdentity } from '../../lab/host-process.js';
 
 export const describeIdentity = (p: ProcessIdentity): string =>
   `pid ${p.pid} ${p.command}: uid ${p.realUid}/euid ${p.effectiveUid}, CapEff ${p.capEff}${p.hostUserNamespace ? '' : ' (in its own user namespace)'}, NoNewPrivs ${p.noNewPrivs ?? '?'}, Seccomp ${p.seccomp ?? '?'}`;
@@ -55,6 +55,15 @@ export function kernelCarried(obs: Observation, withFileServers = false): Kernel
   return { procs, lead, who: (p) => `${role.get(p.pid) ?? p.command} (pid ${p.pid})`, evidence };
 }
 
+/**
+ * Whether some sample is this very execution's payload: its command line, read by the host with its posture, carries
+ * the nonce. Without one, the samples may be any process of that program the backend named (another box, a launcher).
+ */
+export const tiedToExecution = (procs: readonly ProcessIdentity[], nonce: string): boolean => procs.some((p) => postureOf(p)?.cmdline.includes(nonce) ?? false);
+
+export const untied = (what: string): string =>
+  `no process of the box's program whose command line the host read carries this execution's nonce, so none is shown to be the payload: ${what} could not be judged`;
+
 /** Why no process of the box's own program was sampled: the backend named none, or only runtime processes. */
 export function unseen(obs: Observation): string {
   const named = obs.exec.hostProcessCountMax ?? 0;
@@ -64,7 +73,7 @@ export function unseen(obs: Observation): string {
 }
 
 /** `bad` names what is wrong with one process of the box's program, or undefined. */
-export function judgeHostIdentity(obs: Observation, what: string, bad: (p: ProcessIdentity) => string | undefined): Judgement {
+export function judgeHostIdentity(obs: Observation, ctx: ProbeContext, what: string, bad: (p: ProcessIdentity) => string | undefined): Judgement {
   const notRun = unlessAttempted(obs, false);
   if (notRun) return notRun;
   const own = ownProgram(obs);
@@ -79,6 +88,7 @@ export function judgeHostIdentity(obs: Observation, what: string, bad: (p: Proce
   const lead = carried ? `${carried.lead}: ` : '';
   if (findings.length > 0) return { verdict: 'crossed', reason: `${lead}${findings.slice(0, 3).join('; ')}`, evidence };
   if (carried) return { verdict: 'held', reason: `${lead}the ${procs.length} address space(s) and kernel the host read: ${what} as required`, evidence };
+  if (!tiedToExecution(own, ctx.nonce)) return { verdict: 'inconclusive', reason: untied(what), evidence };
   return { verdict: 'held', reason: `all ${procs.length} samples of the box's own program seen from the host: ${what} as required`, evidence };
 }
 

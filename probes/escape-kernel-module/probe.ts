@@ -28,13 +28,13 @@ export const escapeKernelModule: SecurityProbe = {
   releaseWhenSeen: 'sampled',
   hostPrecondition: () => (hostLoadsModules() ? undefined : 'the host kernel has no loadable module support (no /proc/modules): no box can load a module on this machine'),
   args: () => ({ holdSeconds: 2 }),
-  judge: (obs) =>
+  judge: (obs, ctx) =>
     judgeEscape(obs, {
       what: 'load a kernel module',
       decisive: ['init_module'],
       refusals: new Set(['EPERM', 'EACCES', 'ENOSYS']),
       control: 'no CAP_SYS_MODULE (or a filter refusing the call)',
       insideCrossing: true,
-      posture: { bit: CAP_SYS_MODULE, name: 'CAP_SYS_MODULE' },
+      posture: { bit: CAP_SYS_MODULE, name: 'CAP_SYS_MODULE', nonce: ctx.nonce },
     }),
 };

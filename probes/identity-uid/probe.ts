@@ -20,7 +20,7 @@ export const identityUid: SecurityProbe = {
   remediation: 'Drop to an unprivileged host uid before starting the box (setpriv / USER); a uid inside a user namespace is not enough if the host sees 0.',
   attack: ['T1611'],
   cwe: ['CWE-250'],
-  judge: (obs) => judgeHostIdentity(obs, 'a non-root effective uid', rootOnHost),
+  judge: (obs, ctx) => judgeHostIdentity(obs, ctx, 'a non-root effective uid', rootOnHost),
 };
 
 export const identityCapabilities: SecurityProbe = {
@@ -31,7 +31,7 @@ export const identityCapabilities: SecurityProbe = {
   remediation: 'Drop every capability (--cap-drop ALL) for the box.',
   attack: ['T1611'],
   cwe: ['CWE-250', 'CWE-269'],
-  judge: (obs) => judgeHostIdentity(obs, 'an empty effective capability set', withCapabilities),
+  judge: (obs, ctx) => judgeHostIdentity(obs, ctx, 'an empty effective capability set', withCapabilities),
 };
 
 export const identityNoNewPrivs: SecurityProbe = {
@@ -42,5 +42,5 @@ export const identityNoNewPrivs: SecurityProbe = {
   remediation: 'Set no_new_privs (no-new-privileges) so setuid binaries and file capabilities cannot raise privileges.',
   attack: ['T1548.001'],
   cwe: ['CWE-269'],
-  judge: (obs) => judgeHostIdentity(obs, 'no_new_privs set', mayGainPrivileges),
+  judge: (obs, ctx) => judgeHostIdentity(obs, ctx, 'no_new_privs set', mayGainPrivileges),
 };

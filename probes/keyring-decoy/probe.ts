@@ -2,9 +2,9 @@ import { CANARY_PREFIX } from '../../lab/canaries.js';
 import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
 import { PAYLOAD_INTERPRETER } from '../../harness/host-observers.js';
 import { outside } from '../../harness/model/evidence.js';
-import type { Judgement, Observation, SecurityProbe } from '../../harness/model/probe.js';
+import type { Judgement, Observation, ProbeContext, SecurityProbe } from '../../harness/model/probe.js';
 import { reportedField } from '../_shared/exposure-judges.js';
-import { kernelCarried } from '../_shared/identity.js';
+import { kernelCarried, tiedToExecution } from '../_shared/identity.js';
 
 /**
  * Crossed when a decoy key's value came out. Held only when the box's own key went through the same read
@@ -13,7 +13,7 @@ import { kernelCarried } from '../_shared/identity.js';
  * nonce ties to the payload, which serves keyctl itself and never hands it to the host's kernel. A filter on
  * the runtime's own processes is not that cause: it never sees the payload's calls.
  */
-export function judgeKeyring(obs: Observation): Judgement {
+export function judgeKeyring(obs: Observation, ctx: Pick<ProbeContext, 'nonce'>): Judgement {
   const leaked = canaryCrossing(obs);
   if (leaked) return { ...leaked, reason: `the box read a host decoy key from the kernel keyring: ${leaked.reason}` };
   // The control's own verdict is decided below (a filtered keyctl may explain it), not by unlessAttempted.
@@ -34,7 +34,8 @@ export function judgeKeyring(obs: Observation): Judgement {
       evidence: [...carried.evidence, ...evidence],
     };
   }
-  if (refused && filtered.length > 0) {
+  // The filtered interpreter must be this execution's payload (its argv carries the nonce), not another process of the program.
+  if (refused && filtered.length > 0 && tiedToExecution(filtered, ctx.nonce)) {
     return {
       verdict: 'held',
       reason: 'the keyring system calls were refused in the box, and the host saw a seccomp filter on its processes',

@@ -22,6 +22,7 @@ import { escapeProcRoot } from '../../probes/escape-proc-root/probe.js';
 import { escapeRawSocket, forgedSources } from '../../probes/escape-raw-socket/probe.js';
 import { escapeProbes } from '../../suites/escapes.js';
 import { capture, fakeObservation } from '../helpers/observation.js';
+import { attachPosture } from '../../lab/host-process.js';
 import { hostChanges, type HostSnapshot } from '../helpers/host-snapshot.js';
 import { FAST_POLICY, runFake } from '../helpers/fake-run.js';
 
@@ -43,6 +44,12 @@ const ran = (lines: string, rest: Partial<Observation> = {}): Observation =>
 
 const root: ProcessIdentity = { pid: 42, command: 'python3', realUid: 0, effectiveUid: 0, capEff: '000001ffffffffff', noNewPrivs: 0, seccomp: 0, peakRssBytes: null, hostUserNamespace: true };
 const noCaps: ProcessIdentity = { ...root, realUid: 65529, effectiveUid: 65529, capEff: '0000000000000000', noNewPrivs: 1, seccomp: 2 };
+/** The sample as the host read it with its posture: `cmdline` ties it to an execution (the payload's argv carries the nonce). */
+const withCmdline = (id: ProcessIdentity, cmdline = `python3 payload.py ${ctx.nonce}`): ProcessIdentity => {
+  const copy = { ...id };
+  attachPosture(copy, { pid: copy.pid, cmdline, sharedNamespaces: {}, capBnd: '0', capAmb: '0', mounts: [], mountsTruncated: false, devNodes: [], devEntriesSeen: 0 });
+  return copy;
+};
 
 const FILE_PROBES: [SecurityProbe, string][] = [
   [escapeMountHost, step('mount-host-fs', 'EPERM', 'unshare')],
@@ -93,13 +100,15 @@ describe('escape judges: held only when the payload reached the decisive call an
 describe('escape-kernel-module: inside evidence may cross, never hold', () => {
   const refused = step('init_module', 'EPERM');
   it('EPERM is held only with the host seeing the program without CAP_SYS_MODULE', () => {
-    expect(escapeKernelModule.judge(ran(refused, { exec: { ...ran(refused).exec, hostProcesses: [noCaps] } }), ctx).verdict).toBe('held');
+    expect(escapeKernelModule.judge(ran(refused, { exec: { ...ran(refused).exec, hostProcesses: [withCmdline(noCaps)] } }), ctx).verdict).toBe('held');
+    // A capability-free python3 the backend named that is not this execution's payload: not shown to be the box's.
+    expect(escapeKernelModule.judge(ran(refused, { exec: { ...ran(refused).exec, hostProcesses: [withCmdline(noCaps, 'python3 /opt/agent.py')] } }), ctx).reason).toMatch(/carries this execution's nonce/);
     // The host saw nothing (a user-space kernel such as gVisor): inconclusive.
     expect(escapeKernelModule.judge(ran(refused), ctx).verdict).toBe('inconclusive');
     // The host saw the capability: something else refused it.
     expect(escapeKernelModule.judge(ran(refused, { exec: { ...ran(refused).exec, hostProcesses: [root] } }), ctx).verdict).toBe('inconclusive');
     // CAP_SYS_MODULE inside a user namespace of the box's own is no host capability.
-    expect(escapeKernelModule.judge(ran(refused, { exec: { ...ran(refused).exec, hostProcesses: [{ ...root, hostUserNamespace: false }] } }), ctx).verdict).toBe('held');
+    expect(escapeKernelModule.judge(ran(refused, { exec: { ...ran(refused).exec, hostProcesses: [withCmdline({ ...root, hostUserNamespace: false })] } }), ctx).verdict).toBe('held');
   });
 
   it('an error from past the permission check is crossed on the challenge-bound word alone; unsigned lines decide nothing', () => {

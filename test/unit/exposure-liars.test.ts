@@ -13,9 +13,11 @@ import { judgeIpcCovert } from '../../probes/ipc-covert/probe.js';
 import { judgeKeyring } from '../../probes/keyring-decoy/probe.js';
 import { exposureProbes } from '../../suites/exposure.js';
 import { runFake } from '../helpers/fake-run.js';
+import { attachPosture } from '../../lab/host-process.js';
 import { capture, fakeObservation } from '../helpers/observation.js';
 
 type ProcessIdentity = NonNullable<ExecObservation['hostProcesses']>[number];
+const N = { nonce: 'n0nce1' };
 const control = (files: FakeExecInput['files']): string => Buffer.from(files.get('sandcheck-control') ?? '').toString().trim();
 const report = (o: Record<string, unknown>): string => `SANDCHECK-REPORT ${JSON.stringify(o)}\n`;
 
@@ -98,12 +100,18 @@ describe('exposure probes: the payload ran, but its own control did not act', ()
   it('keyring: keyctl refused is held only when the host saw a seccomp filter on the box program', () => {
     const refused = capture(report({ control: 'keyctl refused: Operation not permitted' }));
     const base = { attempted: true, finished: true, positiveControl: { where: 'file' as const, seen: false } };
-    expect(judgeKeyring(fakeObservation({ stdout: refused }, base)).verdict).toBe('inconclusive');
-    const proc = (seccomp: number): ProcessIdentity => ({ pid: 9, command: 'python3', realUid: 65529, effectiveUid: 65529, capEff: '0', noNewPrivs: 1, seccomp, peakRssBytes: null, hostUserNamespace: true });
-    expect(judgeKeyring(fakeObservation({ stdout: refused, hostProcesses: [proc(0)] }, base)).verdict).toBe('inconclusive');
-    expect(judgeKeyring(fakeObservation({ stdout: refused, hostProcesses: [proc(2)] }, base)).verdict).toBe('held');
+    expect(judgeKeyring(fakeObservation({ stdout: refused }, base), N).verdict).toBe('inconclusive');
+    const proc = (seccomp: number, cmdline = `python3 payload.py {"nonce": "${N.nonce}"}`): ProcessIdentity => {
+      const id: ProcessIdentity = { pid: 9, command: 'python3', realUid: 65529, effectiveUid: 65529, capEff: '0', noNewPrivs: 1, seccomp, peakRssBytes: null, hostUserNamespace: true };
+      attachPosture(id, { pid: 9, cmdline, sharedNamespaces: {}, capBnd: '0', capAmb: '0', mounts: [], mountsTruncated: false, devNodes: [], devEntriesSeen: 0 });
+      return id;
+    };
+    expect(judgeKeyring(fakeObservation({ stdout: refused, hostProcesses: [proc(0)] }, base), N).verdict).toBe('inconclusive');
+    expect(judgeKeyring(fakeObservation({ stdout: refused, hostProcesses: [proc(2)] }, base), N).verdict).toBe('held');
+    // A filtered python3 that is not this execution's payload (another box's, a launcher's): not the cause shown.
+    expect(judgeKeyring(fakeObservation({ stdout: refused, hostProcesses: [proc(2, 'python3 /usr/bin/some-agent')] }, base), N).verdict).toBe('inconclusive');
     // The box's word that keyctl was refused, with no filter seen and the control silent: not held.
-    expect(judgeKeyring(fakeObservation({ stdout: capture(report({ control: 'read back' })), hostProcesses: [proc(2)] }, base)).verdict).toBe('inconclusive');
+    expect(judgeKeyring(fakeObservation({ stdout: capture(report({ control: 'read back' })), hostProcesses: [proc(2)] }, base), N).verdict).toBe('inconclusive');
   });
 
   it('keyring on a user-space kernel: refused is held only on the kernel tied to this execution, never on a filter of the runtime', () => {
@@ -111,15 +119,15 @@ describe('exposure probes: the payload ran, but its own control did not act', ()
     const base = { attempted: true, finished: true, positiveControl: { where: 'file' as const, seen: false } };
     const runsc = (pid: number): ProcessIdentity => ({ pid, command: 'runsc', realUid: 0, effectiveUid: 0, capEff: '0', noNewPrivs: 1, seccomp: 2, peakRssBytes: null, hostUserNamespace: true });
     const usk = (kernels: ProcessIdentity[]) => ({ kernel: 'gVisor (runsc)', tie: "this execution's nonce in host pid 9's memory", addressSpaces: [runsc(9)], kernels, fileServers: [] });
-    const held = judgeKeyring(fakeObservation({ stdout: refused, userSpaceKernel: usk([runsc(8)]) }, base));
+    const held = judgeKeyring(fakeObservation({ stdout: refused, userSpaceKernel: usk([runsc(8)]) }, base), N);
     expect(`${held.verdict}: ${held.reason}`).toMatch(/^held: the box's program runs on a user-space kernel, gVisor \(runsc\) .*refused by that kernel/);
     expect(held.evidence.some((e) => e.source === 'outside' && e.witness === 'host-proc-mem')).toBe(true);
     // The kernel never read: the layer that refused is unknown.
-    expect(judgeKeyring(fakeObservation({ stdout: refused, userSpaceKernel: usk([]) }, base)).verdict).toBe('inconclusive');
+    expect(judgeKeyring(fakeObservation({ stdout: refused, userSpaceKernel: usk([]) }, base), N).verdict).toBe('inconclusive');
     // The tie without a refusal the box reported (nor its own key read back): nothing explains the silence.
-    expect(judgeKeyring(fakeObservation({ stdout: capture(report({})), userSpaceKernel: usk([runsc(8)]) }, base)).verdict).toBe('inconclusive');
+    expect(judgeKeyring(fakeObservation({ stdout: capture(report({})), userSpaceKernel: usk([runsc(8)]) }, base), N).verdict).toBe('inconclusive');
     // The runtime's own filtered processes named as the box's (the old rule's cause): no longer held.
-    expect(judgeKeyring(fakeObservation({ stdout: refused, hostProcesses: [runsc(8)] }, base)).verdict).toBe('inconclusive');
+    expect(judgeKeyring(fakeObservation({ stdout: refused, hostProcesses: [runsc(8)] }, base), N).verdict).toBe('inconclusive');
   });
 
   it('socket probes: a contact logged by the decoy crosses; silence is held only after the box reached its own socket', () => {

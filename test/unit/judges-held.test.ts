@@ -12,6 +12,7 @@ import { memoryBomb } from '../../probes/memory-bomb/probe.js';
 import { residue } from '../../probes/residue/probe.js';
 import { surviveTeardown } from '../../probes/survive-teardown/probe.js';
 import { capture, fakeObservation } from '../helpers/observation.js';
+import { attachPosture } from '../../lab/host-process.js';
 
 const MiB = 2 ** 20;
 const ctx: ProbeContext = {
@@ -88,11 +89,18 @@ describe('resource and identity judges from outside evidence', () => {
   });
 
   it('identity: a non-root, capability-free process seen from the host is held; no host pids is inconclusive', () => {
-    expect(identityUid.judge(obs({ hostProcesses: [proc({})] }), ctx).verdict).toBe('held');
+    // Held only on a sample that is this execution's payload: the host read its command line with the nonce in it.
+    const tied = proc({});
+    attachPosture(tied, { pid: 42, cmdline: `python3 payload.py {"nonce": "${ctx.nonce}"}`, sharedNamespaces: {}, capBnd: '0', capAmb: '0', mounts: [], mountsTruncated: false, devNodes: [], devEntriesSeen: 0 });
+    expect(identityUid.judge(obs({ hostProcesses: [tied] }), ctx).verdict).toBe('held');
+    // A clean python3 the backend named, with no tie to this execution (another box's, a launcher's): not the payload.
+    expect(identityUid.judge(obs({ hostProcesses: [proc({})] }), ctx).reason).toMatch(/^no process of the box's program whose command line the host read carries this execution's nonce/);
     expect(identityUid.judge(obs({ hostProcesses: [proc({ effectiveUid: 0 })] }), ctx).verdict).toBe('crossed');
     expect(identityCapabilities.judge(obs({ hostProcesses: [proc({ capEff: '00000000a80425fb' })] }), ctx).verdict).toBe('crossed');
     // Capabilities held only inside the box's own user namespace are not host capabilities.
-    expect(identityCapabilities.judge(obs({ hostProcesses: [{ ...proc({ capEff: '00000000a80425fb' }), hostUserNamespace: false }] }), ctx).verdict).toBe('held');
+    const inOwnUserns = { ...proc({ capEff: '00000000a80425fb' }), hostUserNamespace: false };
+    attachPosture(inOwnUserns, { pid: 42, cmdline: `python3 payload.py ${ctx.nonce}`, sharedNamespaces: {}, capBnd: '0', capAmb: '0', mounts: [], mountsTruncated: false, devNodes: [], devEntriesSeen: 0 });
+    expect(identityCapabilities.judge(obs({ hostProcesses: [inOwnUserns] }), ctx).verdict).toBe('held');
     expect(identityUid.judge(obs({}), ctx).verdict).toBe('inconclusive');
   });
 
