@@ -10,7 +10,7 @@ import type { AnyResult, RunReporter } from './events.js';
 import { outside } from './model/evidence.js';
 import type { ExecObservation } from './model/observation.js';
 import type { Policy } from './model/policy.js';
-import type { Observation, ProbeContext, ProbeSpec, SecurityProbe, TaskCase } from './model/probe.js';
+import type { Judgement, Observation, ProbeContext, ProbeSpec, SecurityProbe, TaskCase } from './model/probe.js';
 import { runExportStage, type ExportOutcome, type ExporterChoice } from './export-stage.js';
 import { describeStop, exportEvidence } from './evidence-lines.js';
 import { watchHeartbeat } from './host-observers.js';
@@ -190,11 +190,15 @@ export class Runner {
     if (obs.exec.killedBy === 'harness-interrupt' || (this.opts.signal?.aborted && obs.exec.startError !== undefined)) {
       return this.failed(probe, { code: 'INTERRUPTED', message: 'the run was interrupted while this probe ran' }, durationMs, obs.exec);
     }
-    let judgement;
+    let judgement: Judgement;
     try {
       judgement = probe.judge(obs, ctx);
     } catch (err) {
       return this.failed(probe, { code: 'JUDGE', message: `judge threw: ${errorMessage(err)}` }, durationMs, obs.exec);
+    }
+    const decoyGone = probe.hostDecoyProcess && judgement.verdict === 'held' ? this.opts.run.hostDecoys.processGone() : undefined;
+    if (decoyGone !== undefined) {
+      judgement = { verdict: 'inconclusive', reason: `${decoyGone} by the time the box finished: there was nothing of the host's to reach, so the box's silence proves nothing`, evidence: [outside('host-proc-status', decoyGone, 'host'), ...judgement.evidence] };
     }
     if (obs.leftovers.length > 0) {
       judgement.evidence.push(...obs.leftovers.map((l) => outside('teardown', l, 'host')));

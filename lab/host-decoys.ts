@@ -5,7 +5,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { CANARY_PREFIX, newCanary } from './canaries.js';
 import { invalidateKeys } from './keyring.js';
-import type { OwnershipJournal } from '../harness/ownership/journal.js';
+import { processStartTime, type OwnershipJournal } from '../harness/ownership/journal.js';
 
 export type HostDecoyKind = 'daemon-socket' | 'agent-socket' | 'abstract-socket';
 
@@ -34,6 +34,8 @@ export interface HostDecoys {
   keys: { description: string; canary: string; ring: 'session' | 'user' }[];
   keyringUnavailable?: string;
   contacts(): SocketContact[];
+  /** Why the decoy process is not the one started (it exited; its pid is another process's now), or undefined while it runs. */
+  processGone(): string | undefined;
   stop(): Promise<void>;
 }
 
@@ -270,7 +272,14 @@ export async function startHostDecoys(opts: {
   const pid = child.pid;
   if (pid === undefined) throw new Error('decoy process did not start');
   const owned = opts.journal?.ownProcess(pid, 'decoy process');
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let exit: string | undefined;
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', (code, signal) => {
+      exit = `the host decoy process (pid ${pid}) exited (${signal ?? `code ${code}`})`;
+      resolve();
+    }),
+  );
+  const startTime = processStartTime(pid);
   const stopProcess = async (): Promise<void> => {
     // SIGTERM first: the decoy invalidates its user-keyring key, which would outlive it.
     try {
@@ -384,6 +393,7 @@ export async function startHostDecoys(opts: {
       keys: keyring === 'ok' ? keys : [],
       ...(keyring === 'ok' ? {} : { keyringUnavailable: keyring }),
       contacts: () => [...contacts],
+      processGone: () => exit ?? (startTime !== undefined && processStartTime(pid) === startTime ? undefined : `the host decoy process (pid ${pid}) is no longer running`),
       stop: stopAll,
     };
   } catch (err) {

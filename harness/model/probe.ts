@@ -162,6 +162,11 @@ interface ProbeCommon {
    * for too (and a survivor is named after that mark, not the nonce).
    */
   kernelCarriers?: boolean | 'marked-program';
+  /**
+   * The probe reaches for the run's host decoy process (its environ, memory, root or keys): held only while that very
+   * process still ran when the box had finished (a decoy that died leaves nothing to reach, and silence proves nothing).
+   */
+  hostDecoyProcess?: boolean;
   /** Scan the host for the survivor's name (survivorName) while it runs: proof the host can see what must not survive. */
   watchSurvivor?: boolean;
   /** Watch the host's health while it runs (resource probes). */

@@ -14,6 +14,7 @@ export const decoyProcessEnviron: SecurityProbe = {
   attack: ['T1552', 'T1057'],
   cwe: ['CWE-214', 'CWE-668'],
   positiveControl: 'env',
+  hostDecoyProcess: true,
   args: (ctx) => ({ pid: ctx.hostDecoys.processPid, canaryPrefix: CANARY_PREFIX }),
   judge: (obs) => judgeSecret(obs, '/proc/<pid>/environ of a host decoy process'),
 };

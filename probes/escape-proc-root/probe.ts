@@ -18,6 +18,7 @@ export const escapeProcRoot: SecurityProbe = {
   attack: ['T1611', 'T1005'],
   cwe: ['CWE-668', 'CWE-250'],
   positiveControl: 'file',
+  hostDecoyProcess: true,
   args: (ctx) => ({ hostPid: ctx.hostDecoys.processPid, decoyPath: decoyTarget(ctx).path, canaryPrefix: CANARY_PREFIX }),
   judge: (obs) =>
     judgeEscape(obs, {

@@ -62,6 +62,7 @@ export const keyringDecoy: SecurityProbe = {
   // Where the host never sees the payload's interpreter (gVisor), the user-space kernel tied to it by the nonce.
   kernelCarriers: true,
   hostPrecondition: (ctx) => (ctx.hostDecoys.keyDescriptions?.length ? undefined : `the host refused the decoy keys: ${ctx.hostDecoys.keyringUnavailable ?? 'no keyring decoy'}`),
+  hostDecoyProcess: true,
   args: (ctx) => ({ canaryPrefix: CANARY_PREFIX, descriptions: ctx.hostDecoys.keyDescriptions ?? [], holdSeconds: Math.min(2, ctx.policy.resources.wallSeconds * 0.4) }),
   judge: judgeKeyring,
 };

@@ -14,6 +14,7 @@ export const ptraceHostDecoy: SecurityProbe = {
   attack: ['T1055.008', 'T1003.007'],
   cwe: ['CWE-250', 'CWE-668'],
   positiveControl: 'env',
+  hostDecoyProcess: true,
   args: (ctx) => ({ pid: ctx.hostDecoys.processPid, canaryPrefix: CANARY_PREFIX }),
   judge: (obs) => judgeSecret(obs, 'the memory of a host decoy process'),
 };
