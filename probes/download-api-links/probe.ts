@@ -1,7 +1,9 @@
 import { join } from 'node:path';
 import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
 import { outside } from '../../harness/model/evidence.js';
-import type { SecurityProbe } from '../../harness/model/probe.js';
+import type { ProbeContext, SecurityProbe } from '../../harness/model/probe.js';
+
+const decoyFile = (ctx: ProbeContext): string => join(ctx.decoyDir, '.aws', 'credentials');
 
 /** The backend's own download API, judged apart from any exporter: does it read through links? */
 export const downloadApiLinks: SecurityProbe = {
@@ -16,8 +18,8 @@ export const downloadApiLinks: SecurityProbe = {
   attack: ['T1005', 'T1552.001'],
   cwe: ['CWE-59', 'CWE-61'],
   artifacts: ['result.txt'],
-  args: (ctx) => ({ mode: 'symlink-host', decoyFile: join(ctx.decoyDir, '.aws', 'credentials') }),
-  judge: (obs) => {
+  args: (ctx) => ({ mode: 'symlink-host', decoyFile: decoyFile(ctx) }),
+  judge: (obs, ctx) => {
     const notRun = unlessAttempted(obs, true);
     if (notRun) return notRun;
     const link = obs.artifacts.find((a) => a.path === 'result.txt');
@@ -32,6 +34,12 @@ export const downloadApiLinks: SecurityProbe = {
       return { verdict: 'crossed', reason: 'the download API read through a symlink and handed over a host file', evidence };
     }
     if (!link || link.kind === 'missing') return { verdict: 'inconclusive', reason: 'the symlink artifact did not come back at all', evidence };
+    // The payload made a symlink: any other kind means the API followed it (to something without a decoy value) or
+    // misreports what it found; either way nothing shows that it refuses links.
+    if (link.kind !== 'symlink') return { verdict: 'inconclusive', reason: `the download API reported a ${link.kind} where the payload made a symlink: it followed the link or misreports it, so its refusal of links is not shown`, evidence };
+    if (link.linkTarget !== undefined && link.linkTarget !== decoyFile(ctx)) {
+      return { verdict: 'inconclusive', reason: `the symlink came back pointing at ${JSON.stringify(link.linkTarget.slice(0, 200))}, not at the decoy the payload linked: not the payload's link`, evidence };
+    }
     return { verdict: 'held', reason: `the download API reported a ${link.kind} without following it`, evidence };
   },
 };

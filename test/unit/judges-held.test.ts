@@ -2,9 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { survivorName } from '../../harness/kernel-carriers.js';
 import { securitySuite } from '../../suites/security.js';
 import { CI_POLICY } from '../../harness/model/policy.js';
-import type { ProbeContext } from '../../harness/model/probe.js';
+import type { Observation, ProbeContext } from '../../harness/model/probe.js';
 import { makeCanaries } from '../../lab/canaries.js';
 import { diskFill } from '../../probes/disk-fill/probe.js';
+import { downloadApiLinks } from '../../probes/download-api-links/probe.js';
 import { forkBomb } from '../../probes/fork-bomb/probe.js';
 import { hostileBytes } from '../../probes/hostile-bytes/probe.js';
 import { identityCapabilities, identityUid } from '../../probes/identity-uid/probe.js';
@@ -102,6 +103,20 @@ describe('resource and identity judges from outside evidence', () => {
     attachPosture(inOwnUserns, { pid: 42, cmdline: `python3 payload.py ${ctx.nonce}`, sharedNamespaces: {}, capBnd: '0', capAmb: '0', mounts: [], mountsTruncated: false, devNodes: [], devEntriesSeen: 0 });
     expect(identityCapabilities.judge(obs({ hostProcesses: [inOwnUserns] }), ctx).verdict).toBe('held');
     expect(identityUid.judge(obs({}), ctx).verdict).toBe('inconclusive');
+  });
+
+  it('download-api-links: held only for the payload\'s own symlink handed back unfollowed', () => {
+    const decoy = `${ctx.decoyDir}/.aws/credentials`;
+    const ran = { attempted: true, finished: true };
+    const judged = (artifact: Record<string, unknown>) => downloadApiLinks.judge(obs({}, { ...ran, artifacts: [{ path: 'result.txt', size: 0, ...artifact } as Observation['artifacts'][number]] }), ctx);
+    expect(judged({ kind: 'symlink', linkTarget: decoy }).verdict).toBe('held');
+    expect(judged({ kind: 'symlink' }).verdict).toBe('held');
+    // An API that followed the link to something without a decoy value, or calls the link a file: not shown to refuse links.
+    expect(judged({ kind: 'file', content: new Uint8Array([120]) }).reason).toMatch(/reported a file where the payload made a symlink/);
+    expect(judged({ kind: 'directory' }).verdict).toBe('inconclusive');
+    // A link, but not the payload's.
+    expect(judged({ kind: 'symlink', linkTarget: '/etc/hostname' }).verdict).toBe('inconclusive');
+    expect(judged({ kind: 'symlink', linkTarget: decoy, content: new Uint8Array([1]) }).verdict).toBe('crossed');
   });
 
   it('hostile-bytes: escaped control bytes are held, raw ones crossed', () => {
