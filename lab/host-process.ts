@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { procBytes, procLink, procText } from './proc-files.js';
 import type { NamespaceName } from '../harness/model/policy.js';
@@ -15,6 +16,8 @@ export interface ProcessIdentity {
   peakRssBytes: number | null;
   /** The process is in the host's user namespace: only then are its capabilities host capabilities. */
   hostUserNamespace: boolean;
+  /** The file it runs, as the host stats it through /proc/<pid>/exe (any mount namespace): mode bits and owner. */
+  executable?: { mode: number; uid: number };
 }
 
 /** One line of /proc/<pid>/mountinfo, resolved against the host's (the harness's own) mount table. */
@@ -110,7 +113,18 @@ export async function readProcessIdentity(pid: number): Promise<ProcessIdentity 
     seccomp: num('Seccomp'),
     peakRssBytes: kib(field(status, 'VmHWM')),
     hostUserNamespace: userNs === (procLink('/proc/self/ns/user') ?? ''),
+    ...executableOf(pid),
   };
+}
+
+function executableOf(pid: number): { executable?: { mode: number; uid: number } } {
+  try {
+    const st = statSync(`/proc/${pid}/exe`);
+    return { executable: { mode: st.mode & 0o7777, uid: st.uid } };
+  } catch {
+    // Gone, or a kernel thread: nothing to say.
+    return {};
+  }
 }
 
 /** True when the process holds any capability over the host (capabilities inside a child user namespace do not count). */

@@ -45,6 +45,8 @@ export const ProcessIdentitySchema = z.strictObject({
   seccomp: z.number().int().nullable(),
   peakRssBytes: z.number().nullable(),
   hostUserNamespace: z.boolean(),
+  /** The file it runs, as the host stats it through /proc/<pid>/exe: permission bits (setuid 0o4000) and owner. */
+  executable: z.strictObject({ mode: z.number().int(), uid: z.number().int() }).optional(),
 });
 
 /**

@@ -3,8 +3,9 @@ import { unlessAttempted } from '../../harness/judge.js';
 import { programMark } from '../../harness/kernel-carriers.js';
 import { outside } from '../../harness/model/evidence.js';
 import type { Judgement, Observation, SecurityProbe } from '../../harness/model/probe.js';
+import type { ProcessIdentity } from '../../lab/host-process.js';
 import { outputText } from '../_shared/exposure-judges.js';
-import { describeIdentity, identityEvidence, kernelCarried, ownProgram, unseen } from '../_shared/identity.js';
+import { describeIdentity, identityEvidence, kernelCarried, ownProgram, tiedToExecution, unseen, untied } from '../_shared/identity.js';
 
 /** Workspace name of the planted binary; the kernel names its process after it (status Name). */
 export const SETUID_BINARY = 'suid-sleep';
@@ -51,7 +52,7 @@ export const identitySetuid: SecurityProbe = {
   // Read-only: it stays root-owned (never chowned to the box uid, which would clear the setuid bit) and the box cannot replace it.
   files: () => [{ path: SETUID_BINARY, content: sleepBinary(), mode: 0o4755, readOnly: true }],
   args: (ctx) => ({ binary: SETUID_BINARY, holdSeconds: 2, mark: programMark(ctx.nonce) }),
-  judge: (obs) => {
+  judge: (obs, ctx) => {
     const notRun = unlessAttempted(obs, false);
     if (notRun) return notRun;
     const procs = ownProgram(obs);
@@ -72,6 +73,14 @@ export const identitySetuid: SecurityProbe = {
       const why = procs.length === 0 ? unseen(obs) : 'the payload ran but the planted binary was never seen running from the host';
       return { verdict: 'inconclusive', reason: `${why}, so whether the setuid binary could gain root is unknown`, evidence };
     }
-    return { verdict: 'held', reason: `the planted root-owned setuid binary ran, as the host saw it, with euid ${planted.map((p) => p.effectiveUid).join('/')}: its setuid bit gave nothing`, evidence };
+    if (!tiedToExecution(procs, ctx.nonce)) return { verdict: 'inconclusive', reason: untied('what the setuid binary gained'), evidence };
+    // The attack ran only if what ran was setuid-root: a backend that dropped the bit or chowned the file never tried it.
+    const file = (p: ProcessIdentity | undefined): string => (p?.executable ? `mode ${p.executable.mode.toString(8)}, owner uid ${p.executable.uid}` : 'not readable');
+    const setuidRoot = planted.find((p) => p.executable !== undefined && (p.executable.mode & 0o4000) !== 0 && p.executable.uid === 0);
+    if (!setuidRoot) {
+      return { verdict: 'inconclusive', reason: `the planted binary ran, but the file it ran is not setuid-root as the host stats it (${file(planted[0])}): the backend changed it, so the attack never ran`, evidence };
+    }
+    const files = outside('host-proc-exe', `the planted binary's process (pid ${setuidRoot.pid}) runs a file of ${file(setuidRoot)}`, `/proc/${setuidRoot.pid}/exe`);
+    return { verdict: 'held', reason: `the planted root-owned setuid binary ran, as the host saw it, with euid ${planted.map((p) => p.effectiveUid).join('/')}: its setuid bit gave nothing`, evidence: [files, ...evidence] };
   },
 };

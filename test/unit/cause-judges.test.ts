@@ -13,6 +13,7 @@ import { makeCanaries } from '../../lab/canaries.js';
 import { cpuQuota } from '../../probes/cpu-quota/probe.js';
 import { diskFill, FILL_FILE } from '../../probes/disk-fill/probe.js';
 import { identitySetuid } from '../../probes/identity-setuid/probe.js';
+import { attachPosture } from '../../lab/host-process.js';
 import { readOnlyInput } from '../../probes/read-only-input/probe.js';
 
 const MiB = 2 ** 20;
@@ -93,7 +94,22 @@ describe('identity-setuid: judged on the planted binary as the host saw it', () 
     const crossed = identitySetuid.judge(obs({ hostProcesses: [proc('python3', 65529, 65529), proc('suid-sleep', 65529, 0)] }), ctx);
     expect(crossed.verdict).toBe('crossed');
     expect(crossed.reason).toMatch(/setuid bit took effect/);
-    expect(identitySetuid.judge(obs({ hostProcesses: [proc('python3', 65529, 65529), proc('suid-sleep', 65529, 65529)] }), ctx).verdict).toBe('held');
+    // Held needs the payload (its command line, read with its posture, carries the nonce) and a setuid-root file run.
+    const payload = (cmdline = `python3 payload.py ${ctx.nonce}`) => {
+      const id = proc('python3', 65529, 65529);
+      attachPosture(id, { pid: 7, cmdline, sharedNamespaces: {}, capBnd: '0', capAmb: '0', mounts: [], mountsTruncated: false, devNodes: [], devEntriesSeen: 0 });
+      return id;
+    };
+    const planted = (mode: number, uid: number) => ({ ...proc('suid-sleep', 65529, 65529), executable: { mode, uid } });
+    const held = identitySetuid.judge(obs({ hostProcesses: [payload(), planted(0o4755, 0)] }), ctx);
+    expect(held.verdict).toBe('held');
+    expect(held.evidence.some((e) => e.witness === 'host-proc-exe' && /mode 4755, owner uid 0/.test(e.detail))).toBe(true);
+    // The backend dropped the setuid bit, or handed the file to the box's uid: the attack never ran.
+    expect(identitySetuid.judge(obs({ hostProcesses: [payload(), planted(0o755, 0)] }), ctx).reason).toMatch(/not setuid-root as the host stats it \(mode 755, owner uid 0\)/);
+    expect(identitySetuid.judge(obs({ hostProcesses: [payload(), planted(0o4755, 65529)] }), ctx).verdict).toBe('inconclusive');
+    expect(identitySetuid.judge(obs({ hostProcesses: [payload(), proc('suid-sleep', 65529, 65529)] }), ctx).verdict).toBe('inconclusive');
+    // Not this execution's payload: another python3 and its child.
+    expect(identitySetuid.judge(obs({ hostProcesses: [payload('python3 /opt/other.py'), planted(0o4755, 0)] }), ctx).verdict).toBe('inconclusive');
     expect(identitySetuid.judge(obs({ hostProcesses: [proc('python3', 65529, 65529)] }), ctx).verdict).toBe('inconclusive');
   });
 });
