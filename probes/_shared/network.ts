@@ -4,6 +4,7 @@ import type { Judgement, Observation, ProbeContext } from '../../harness/model/p
 import { canonicalAddress, isAllowed, type NetworkTargetSpec } from '../../harness/network-allow.js';
 import { LAB_RESOLVER } from '../../lab/netns/addresses.js';
 import { witnessBlindness } from '../../lab/witness-health.js';
+import { outputText } from './exposure-judges.js';
 
 export type NetTarget = NetworkTargetSpec;
 
@@ -43,6 +44,13 @@ function dnsQuestions(obs: Observation, label: string): { evidence: Evidence; pr
     .filter((p): p is typeof p & { proto: 'tcp' | 'udp' } => (p.proto === 'udp' || p.proto === 'tcp') && (p.dstPort === 53 || p.dstPort === 5353) && carries(p.raw, label))
     .map((p) => ({ evidence: outside('packet-witness', p.raw.slice(0, 200), `${net.witness.scope === 'live' ? 'host' : 'lab'} ${p.iface ?? 'any'}`), proto: p.proto }));
   return [...logged, ...seen].slice(0, 5);
+}
+
+/** A line of the payload's output saying a peer answered (a stream connected, a datagram or echo replied); inside evidence. */
+function answeredLine(obs: Observation): string | undefined {
+  return outputText(obs)
+    .split('\n')
+    .find((l) => /: connected\b|\bsent, reply \d+ bytes|\breply received\b/.test(l));
 }
 
 /**
@@ -95,6 +103,12 @@ export function judgeNetwork(obs: Observation, ctx: ProbeContext, targets: reado
   }
   if (missingControls.length > 0) {
     return { verdict: 'inconclusive', reason: `positive control failed: the allowed ${missingControls.join(', ')} was not reached, so the backend's network is broken rather than filtered`, evidence: context };
+  }
+  // The box's own word that something answered it, while no witness saw a single contact: its traffic went
+  // somewhere the lab cannot see (a network of the backend's own, a misrouted box), so the lab's quiet proves nothing.
+  const answered = evidence.length === 0 ? answeredLine(obs) : undefined;
+  if (answered !== undefined) {
+    return { verdict: 'inconclusive', reason: `the payload reports an answer (${JSON.stringify(answered.slice(0, 160))}), yet no witness of the lab saw any contact: its traffic did not pass the lab, so the lab's quiet proves nothing`, evidence: context };
   }
   const quiet = outside('packet-witness', `${obs.network.packets.length} packets and ${obs.network.events.length} decoy contacts in the lab while it ran; none to a forbidden target`, 'lab');
   const what = [...targets.map(describe), ...(labels.length > 0 ? ['the lab resolver with the marked name'] : [])].join(', ');

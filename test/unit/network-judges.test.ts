@@ -90,3 +90,24 @@ describe('network judges: allowlist entries carry a protocol', () => {
     expect(udpEgress.judge(obs({ packets: [packet('udp', '203.0.113.10', 123)] }), ctx(tcp123)).verdict).toBe('crossed');
   });
 });
+
+describe('network judges: a box whose traffic never passed the lab', () => {
+  const saying = (text: string) => {
+    const o = obs({});
+    const head = Buffer.from(text).toString('base64');
+    return { ...o, exec: { ...o.exec, stdout: { ...o.exec.stdout, bytes: text.length, headBase64: head, preview: text } } };
+  };
+  it('a payload reporting an answer (connected, a reply) with no contact in the lab is inconclusive, never held', () => {
+    for (const [probe, line] of [
+      [metadataIpv4, 'IMDSv1 role list: connected 412 bytes sha256:0 decoys:none\n'],
+      [udpEgress, '203.0.113.10:123 udp: sent, reply 48 bytes\n'],
+      [icmpPing, 'ping 203.0.113.10: echo sent (raw), reply received\n'],
+    ] as const) {
+      const j = probe.judge(saying(line), ctx());
+      expect(`${probe.id}: ${j.verdict}: ${j.reason}`).toMatch(new RegExp(`^${probe.id}: inconclusive: the payload reports an answer`));
+    }
+    // Refusals and silence leave the lab's quiet as it was: held.
+    expect(metadataIpv4.judge(saying('IMDSv1 role list: error: Network is unreachable (ENETUNREACH) 0 bytes\n'), ctx()).verdict).toBe('held');
+    expect(udpEgress.judge(saying('203.0.113.10:123 udp: sent, no reply\n'), ctx()).verdict).toBe('held');
+  });
+});
