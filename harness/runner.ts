@@ -246,22 +246,30 @@ export class Runner {
     } finally {
       await companion?.stop();
     }
-    if (companion) obs.companionReady = companion.ready;
+    if (companion) {
+      obs.companionReady = companion.ready;
+      obs.companionAnnounced = companion.announced;
+    }
     return obs;
   }
 
-  private async startCompanion(probe: SecurityProbe, ctx: ProbeContext): Promise<{ args: Record<string, unknown>; ready: boolean; stop(): Promise<void> }> {
+  private async startCompanion(probe: SecurityProbe, ctx: ProbeContext): Promise<{ args: Record<string, unknown>; ready: boolean; announced: string; stop(): Promise<void> }> {
     const spec = probe.companion;
     if (!spec) throw new SandcheckError('HARNESS', 'no companion');
     const { policy } = this.opts;
     const env = await this.createEnvironment();
     const abort = new AbortController();
-    const ready = `SANDCHECK-READY ${ctx.nonce}`;
+    const prepared = await payloadFiles({ ...probe, payload: spec.payload, payloadFile: 'listener.py' }, ctx, []).catch(async (err: unknown) => {
+      await env.destroy();
+      throw err;
+    });
+    // Up only with the answer to its own challenge: a box that never ran the listener cannot print it.
+    const ready = `SANDCHECK-READY ${ctx.nonce} ${prepared.proof.token('ready')}`;
     const out = new BoundedCapture({ needles: [ready] });
     const sink = { write: () => undefined };
     let running: Promise<unknown> = Promise.resolve();
     try {
-      await env.putFiles((await payloadFiles({ ...probe, payload: spec.payload, payloadFile: 'listener.py' }, ctx, [])).files);
+      await env.putFiles(prepared.files);
       running = env
         .exec({
           argv: ['python3', 'payload.py', JSON.stringify({ nonce: ctx.nonce, ...spec.args(ctx) })],
@@ -283,9 +291,11 @@ export class Runner {
       throw err;
     }
     const head = out.headBuffer.toString('utf8');
+    const announced = out.has(ready) ? (head.slice(head.indexOf(ready) + ready.length).split('\n')[0] ?? '').trim() : '';
     return {
-      args: { companion: { ready: out.has(ready), announced: head.slice(head.indexOf(ready)).split('\n')[0] ?? '' } },
+      args: { companion: { ready: out.has(ready), announced } },
       ready: out.has(ready),
+      announced,
       stop: async () => {
         abort.abort();
         await Promise.race([running, new Promise((r) => setTimeout(r, 5000))]);

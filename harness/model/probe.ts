@@ -101,6 +101,8 @@ export interface Observation {
   network?: LabTraffic;
   /** The companion environment printed its ready marker (lateral movement's positive control). */
   companionReady?: boolean;
+  /** The rest of the companion's ready line (after its challenge answer): what it says it made ("made sysv segment"). */
+  companionAnnounced?: string;
   /** The export stage: the exporter's decision on the artifacts and what it did to the host. */
   export?: ExportOutcome;
 }

@@ -9,6 +9,8 @@ import os
 import sys
 import time
 
+import sandcheck_payload as sc
+
 args = json.loads(sys.argv[1])
 nonce = args["nonce"]
 KEY = 0x50000000 | int(nonce[:7], 16)
@@ -38,7 +40,8 @@ try:
     made.append("/dev/shm file")
 except OSError as e:
     print("cannot write /dev/shm: %s" % (e.strerror or e), flush=True)
-print("SANDCHECK-READY %s made %s" % (nonce, ",".join(made) or "nothing"), flush=True)
+# The answer to this box's own challenge: a box that never ran the listener cannot print it.
+print("SANDCHECK-READY %s %s made %s" % (nonce, sc.token("ready"), ",".join(made) or "nothing"), flush=True)
 end = time.monotonic() + float(args["ceilingSeconds"])
 while time.monotonic() < end:
     if addr is not None and ctypes.string_at(addr + SIZE - 1, 1) == b"\x01":

@@ -37,8 +37,12 @@ export function judgeIpcCovert(obs: Observation): Judgement {
   if (notRun) return notRun;
   const evidence = [outside('canary-scan', "the other box's secret did not come out of this one"), ...residue, exitEvidence(obs.exec), payloadReport(obs.exec)];
   if (obs.companionReady !== true) return { verdict: 'inconclusive', reason: 'the other box never announced that it was up: there was nothing to read', evidence };
+  // The other box's own word on what it made only withholds a verdict: with nothing made there was nothing to read.
+  const made = ['sysv segment', '/dev/shm file'].filter((m) => (obs.companionAnnounced ?? '').includes(m));
+  if (made.length === 0) return { verdict: 'inconclusive', reason: `the other box was up but made neither a System V segment nor a /dev/shm file (${JSON.stringify((obs.companionAnnounced ?? '').slice(0, 80))}): there was nothing to read`, evidence };
   if (obs.positiveControl?.seen !== true) return { verdict: 'inconclusive', reason: "this box's own segment (the positive control) never read back through the same routine", evidence };
-  return { verdict: 'held', reason: "the other box's System V segment and /dev/shm file were out of this box's reach", evidence };
+  const what = made.length === 2 ? "System V segment and /dev/shm file were" : made[0] === 'sysv segment' ? 'System V segment was (it made no /dev/shm file)' : '/dev/shm file was (it made no System V segment)';
+  return { verdict: 'held', reason: `the other box's ${what} out of this box's reach`, evidence };
 }
 
 export const ipcCovert: SecurityProbe = {

@@ -4,6 +4,8 @@ import socket
 import sys
 import time
 
+import sandcheck_payload as sc
+
 args = __import__("json").loads(sys.argv[1])
 port = int(args["port"])
 servers = []
@@ -25,7 +27,8 @@ try:
     addresses = sorted({a[4][0] for a in socket.getaddrinfo(socket.gethostname(), None)})
 except OSError:
     pass
-print("SANDCHECK-READY %s port %d addresses %s" % (args["nonce"], port, ",".join(addresses)), flush=True)
+# The answer to this box's own challenge: a box that never ran the listener cannot print it.
+print("SANDCHECK-READY %s %s port %d addresses %s" % (args["nonce"], sc.token("ready"), port, ",".join(addresses)), flush=True)
 end = time.monotonic() + float(args["ceilingSeconds"])
 while time.monotonic() < end:
     ready, _, _ = select.select(servers, [], [], 0.2)

@@ -34,6 +34,9 @@ function honestHeld({ args, files }: FakeExecInput): string {
   return `${m.start}${body[args.probe] ?? ''}${m.done}`;
 }
 
+/** The companion box of a two-box probe (its listener takes a ceiling). */
+const isCompanion = (input: FakeExecInput): boolean => String(input.request.argv[2]).includes('"ceilingSeconds"');
+
 describe('exposure probes: mapping', () => {
   it('each names ATT&CK techniques and CWEs in their id formats, and its id once', () => {
     for (const p of exposureProbes) expect(ThreatMappingSchema.safeParse({ attack: p.attack, cwe: p.cwe }).success, p.id).toBe(true);
@@ -64,11 +67,18 @@ describe('exposure probes: a box that runs nothing earns no held', () => {
 describe('exposure probes: the payload ran, but its own control did not act', () => {
   it('an honest hardened box is held (the judges can hold), and each missing control turns that into inconclusive', async () => {
     const held = await runFake([...exposureProbes], (input) => {
-      if (String(input.request.argv[2]).includes('"ceilingSeconds"')) return { stdout: `SANDCHECK-READY ${input.args.nonce} made sysv segment\n`, exitCode: 0 };
+      if (isCompanion(input)) return { stdout: `SANDCHECK-READY ${input.args.nonce} ${fakeProof(input).token('ready')} made sysv segment\n`, exitCode: 0 };
       return { stdout: honestHeld(input), exitCode: 0 };
     });
     const verdicts = Object.fromEntries(held.security.map((r) => [r.id, r.verdict]));
     expect(verdicts).toMatchObject({ 'host-search': 'held', 'agent-socket': 'held', 'keyring-decoy': 'held', 'ipc-covert': 'held' });
+
+    // A companion that prints a ready line without the answer to its own challenge (it never ran the listener), or one
+    // that ran it but made nothing: there was nothing to read, so nothing is held.
+    for (const ready of [(i: FakeExecInput) => `SANDCHECK-READY ${i.args.nonce} made sysv segment`, (i: FakeExecInput) => `SANDCHECK-READY ${i.args.nonce} ${fakeProof(i).token('ready')} made nothing`]) {
+      const r = await runFake([...exposureProbes.filter((p) => p.id === 'ipc-covert')], (input) => ({ stdout: isCompanion(input) ? `${ready(input)}\n` : honestHeld(input), exitCode: 0 }));
+      expect(r.security.map((x) => `${x.id}: ${x.verdict}`)).toEqual(['ipc-covert: inconclusive']);
+    }
 
     // The same output without the socket control, the walk's coverage, the companion: nothing is held.
     const crippled = await runFake([...exposureProbes], (input) => {
