@@ -94,13 +94,14 @@ describe('security judges (fake backend)', () => {
     // Near the limit but with no kill to show: a crash's exit 1, or a call that returned with neither status nor signal.
     for (const end of [{ exitCode: 1, signal: null }, { exitCode: null, signal: null }] as const) {
       const quiet = await runFake([wallClockSpin], ({ files }) => ({ stdout: fakeMarkers({ files }).start, delayMs: 420, ...end }));
-      expect(`${quiet.security[0]?.verdict}: ${quiet.security[0]?.reason}`).toMatch(/^inconclusive: .*no kill, no timeout flag/);
+      expect(`${quiet.security[0]?.verdict}: ${quiet.security[0]?.reason}`).toMatch(/^inconclusive: .*no kill, so nothing shows/);
     }
-    // A killed program's status through a shell or an init (137), or the backend's timeout flag: the clock's kill.
+    // The backend's timeout flag alone is a claim: no kill to show for it.
+    const flagged = await runFake([wallClockSpin], ({ files }) => ({ stdout: fakeMarkers({ files }).start, delayMs: 420, exitCode: null, timedOut: true }));
+    expect(flagged.security[0]?.verdict).toBe('inconclusive');
+    // A killed program's status through a shell or an init (137): the clock's kill.
     const viaInit = await runFake([wallClockSpin], ({ files }) => ({ stdout: fakeMarkers({ files }).start, delayMs: 420, exitCode: 137 }));
     expect(viaInit.security[0]?.verdict).toBe('held');
-    const flagged = await runFake([wallClockSpin], ({ files }) => ({ stdout: fakeMarkers({ files }).start, delayMs: 420, exitCode: null, timedOut: true }));
-    expect(flagged.security[0]?.verdict).toBe('held');
   });
 
   it('wall clock: a box kill long before the limit is inconclusive, a kill past limit + tolerance is crossed', async () => {
