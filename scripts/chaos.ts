@@ -19,6 +19,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { packageRoot } from '../harness/paths.js';
 import { defaultJournalDir } from '../harness/ownership/journal.js';
 import { hostLeftovers, journalLeftovers } from './chaos-snapshot.js';
+import { CHAOS_PREFIX, journalsIn, markChaosOwner, sweepStaleChaos } from './chaos-stale.js';
+import { defaultSweepHooks } from '../harness/ownership/sweep-hooks.js';
 import { validateScorecard } from '../reports/validate.js';
 
 const CLI = join(packageRoot(), 'dist', 'harness', 'cli', 'main.js');
@@ -176,10 +178,16 @@ async function main(): Promise<number> {
     return 3;
   }
   const rand = prng(seed);
-  const root = await mkdtemp(join(tmpdir(), 'sandcheck-chaos-'));
+  // A chaos script killed mid-trial (a CI stopped) left its private journals where nothing else looks: swept first.
+  const stale = await sweepStaleChaos(tmpdir(), defaultSweepHooks());
+  for (const line of stale.removed) process.stderr.write(`chaos: removed what a killed chaos run left: ${line}\n`);
+  for (const line of stale.kept) process.stderr.write(`chaos: could not remove what a killed chaos run left: ${line}\n`);
+  const root = await mkdtemp(join(tmpdir(), CHAOS_PREFIX));
+  markChaosOwner(root);
   // mkdtemp makes it 0700: a journal directory the sweep trusts. The children inherit it, and so do this
   // process's own journal reads (runIdOf, journalLeftovers).
-  const journals = await mkdtemp(join(tmpdir(), 'sandcheck-chaos-owners-'));
+  const journals = await mkdtemp(join(tmpdir(), `${CHAOS_PREFIX}owners-`));
+  markChaosOwner(journals);
   process.env['SANDCHECK_OWNERSHIP_DIR'] = journals;
   const results: Trial[] = [];
   let journalsLeft: string[] = [];
@@ -196,7 +204,7 @@ async function main(): Promise<number> {
   } finally {
     await rm(root, { recursive: true, force: true });
     // Every run, dead or finished, must have had its journal closed or recovered by now: a journal here is a leftover.
-    journalsLeft = (existsSync(journals) ? readdirSync(journals) : []).map((name) => join(journals, name));
+    journalsLeft = journalsIn(journals);
     if (journalsLeft.length === 0) await rm(journals, { recursive: true, force: true });
   }
   const summary = {
