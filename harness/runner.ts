@@ -10,6 +10,7 @@ import type { AnyResult, RunReporter } from './events.js';
 import { outside } from './model/evidence.js';
 import type { ExecObservation } from './model/observation.js';
 import type { Policy } from './model/policy.js';
+import { boxPlacement, placementLine, placementRefusal, type Placement } from './network-placement.js';
 import type { Judgement, Observation, ProbeContext, ProbeSpec, SecurityProbe, TaskCase } from './model/probe.js';
 import { runExportStage, type ExportOutcome, type ExporterChoice } from './export-stage.js';
 import { describeStop, exportEvidence } from './evidence-lines.js';
@@ -172,6 +173,9 @@ export class Runner {
     if (this.opts.signal?.aborted) {
       return this.failed(probe, { code: 'INTERRUPTED', message: 'not run: the run was interrupted' }, 0);
     }
+    const placement = probe.kind === 'security' && probe.category === 'network' ? await this.networkPlacement() : undefined;
+    const unsafe = placementRefusal(placement);
+    if (unsafe !== undefined) return this.failed(probe, { code: 'UNSAFE_NETWORK', message: unsafe }, performance.now() - started);
     if (probe.kind === 'task') {
       const unfit = noResultsReason(probe, this.opts.backend.capabilities(this.opts.policy), ctx);
       return unfit === undefined ? this.runTask(probe, ctx, started) : notApplicableTask(probe, this.opts.policy, unfit);
@@ -203,6 +207,7 @@ export class Runner {
     if (obs.leftovers.length > 0) {
       judgement.evidence.push(...obs.leftovers.map((l) => outside('teardown', l, 'host')));
     }
+    if (placement) judgement.evidence.push(outside('host-netns', placementLine(placement), '/proc/<pid>/ns/net'));
     return this.securityResult(probe, judgement, durationMs, obs.exec);
   }
 
@@ -314,6 +319,27 @@ export class Runner {
   private execSetting(): ExecSetting {
     const { policy, run, signal } = this.opts;
     return { policy, graceMs: this.graceMs, canaries: this.compiledCanaries(), canaryList: run.canaries.all, scratchDir: run.scratchDir, ...(signal ? { signal } : {}) };
+  }
+
+  private placement: Promise<Placement | undefined> | undefined;
+
+  /**
+   * Once per run, before its first network probe: where the backend puts its boxes, read from the host
+   * (harness/network-placement.ts). A box in the host's own network namespace would send the probes to the real network.
+   */
+  private networkPlacement(): Promise<Placement | undefined> {
+    if (!this.opts.run.lab || this.opts.backend.capabilities(this.opts.policy).boxNetwork === 'remote') return Promise.resolve(undefined);
+    this.placement ??= (async () => {
+      // A box that cannot even be made here fails its probe on its own; the check then has nothing to say.
+      const env = await this.createEnvironment().catch(() => undefined);
+      if (!env) return undefined;
+      try {
+        return await boxPlacement(env);
+      } finally {
+        await env.destroy().catch(() => undefined);
+      }
+    })();
+    return this.placement;
   }
 
   private createEnvironment(): Promise<Environment> {

@@ -49,6 +49,15 @@ export const fakeMarkers = (input: Pick<FakeExecInput, 'files'>): { start: strin
 /** The markers of the old protocol (the nonce from argv): what a box that runs nothing can print. */
 export const forgedMarkers = (nonce: string): { start: string; done: string } => ({ start: `SANDCHECK-ATTEMPT ${nonce}\n`, done: `SANDCHECK-DONE ${nonce}\n` });
 
+/** A payload's JSON arguments; a program that is not a payload (the harness's own checks) gets empty ones. */
+function payloadArgs(raw: string | undefined): FakeExecInput['args'] {
+  try {
+    return JSON.parse(raw ?? '{}') as FakeExecInput['args'];
+  } catch {
+    return { nonce: '', probe: '' };
+  }
+}
+
 class FakeEnvironment implements Environment {
   readonly id = `fake-${randomBytes(3).toString('hex')}`;
   readonly files = new Map<string, Uint8Array>();
@@ -64,8 +73,7 @@ class FakeEnvironment implements Environment {
   }
 
   async exec(request: ExecRequest): Promise<ExecResult> {
-    const raw = request.argv[2] ?? '{}';
-    const args = JSON.parse(raw) as FakeExecInput['args'];
+    const args = payloadArgs(request.argv[2]);
     const outcome = this.backend.script({ args, request, files: this.files, ctx: this.ctx });
     if (outcome.startError) {
       return { exitCode: null, signal: null, startError: outcome.startError, timedOut: false, oomKilled: false, outputTruncated: false };
