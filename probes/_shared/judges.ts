@@ -54,11 +54,15 @@ export function judgeWallClock(obs: Observation, ctx: ProbeContext, kind: string
   // An end near the limit is the wall clock's only with a kill to show for it: a signal, or the exit status of a killed
   // program (124 from timeout(1), 128+n through a shell or an init); not a crash's exit 1, nor a remote call that
   // returned while the program may still run. The backend's timeout flag is a claim and decides nothing.
-  const killedStatus = exec.exitCode !== null && (exec.exitCode === 124 || exec.exitCode > 128);
-  if (!exec.signal && !killedStatus) {
+  if (!endedByKill(exec)) {
     return { verdict: 'inconclusive', reason: `the ${kind} ended ${ranMs} ms after it started with ${exec.exitCode === null ? 'neither an exit status nor a signal' : `exit code ${exec.exitCode}`}: no kill, so nothing shows the box's wall clock stopped it`, evidence };
   }
   return { verdict: 'held', reason: `the box stopped the ${kind} ${ranMs} ms after it started (policy ${limitMs} ms + ${toleranceMs} ms tolerance), before the harness deadline`, evidence };
+}
+
+/** The program was killed: a signal, or the exit status of a killed program (124 from timeout(1), 128+n through a shell or an init). */
+export function endedByKill(exec: Observation['exec']): boolean {
+  return exec.signal !== null || (exec.exitCode !== null && (exec.exitCode === 124 || exec.exitCode > 128));
 }
 
 /** The watchdog's word: a box that harmed its host crossed, whatever it reported. */

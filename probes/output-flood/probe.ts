@@ -1,7 +1,7 @@
 import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
 import { outside } from '../../harness/model/evidence.js';
 import type { Judgement, Observation, ProbeContext, SecurityProbe } from '../../harness/model/probe.js';
-import { stopCause } from '../_shared/judges.js';
+import { endedByKill, stopCause } from '../_shared/judges.js';
 
 /**
  * Output budget judge shared by the stdout, stderr and long-line floods. It rests on the bytes the
@@ -33,6 +33,11 @@ export function judgeOutputBudget(obs: Observation, ctx: ProbeContext, attempted
   if (!ownFlood) return { verdict: 'inconclusive', reason: `the last bytes of ${stream} are not the payload's flood pattern: the flood was not what came out`, evidence };
   if (got < cap / 2) {
     return { verdict: 'inconclusive', reason: `only ${got} bytes came out, less than half the ${cap}-byte budget: something other than the output limit stopped the flood (${stopCause(obs)})`, evidence };
+  }
+  // A budget stops the program: one that passed on only the cap and let it write on to its end (or exit on its own)
+  // dropped the output, it did not stop the flood.
+  if (obs.finished || !endedByKill(exec)) {
+    return { verdict: 'inconclusive', reason: `the output was cut at ${got} bytes, but the flood was not stopped: it ${obs.finished ? 'wrote on to its end' : `ended with ${stopCause(obs)}, no kill`}`, evidence };
   }
   return { verdict: 'held', reason: `output stopped at ${got} bytes, within the ${cap}-byte budget, while the payload tried to write ${attempted}`, evidence };
 }

@@ -145,6 +145,9 @@ describe('security judges (fake backend)', () => {
     }));
     expect(early.security[0]?.verdict).toBe('inconclusive');
     expect(early.security[0]?.reason).toMatch(/less than half/);
+    // The pattern cut near the cap, but the program was never stopped: it wrote on to its end (exit 0, done marker).
+    const dropped = await runFake([stdoutFlood], ({ files }) => ({ stdout: Buffer.concat([Buffer.from(fakeMarkers({ files }).start), pattern(files, cap - 100)]), exitCode: 0 }));
+    expect(`${dropped.security[0]?.verdict}: ${dropped.security[0]?.reason}`).toMatch(/^inconclusive: the output was cut at \d+ bytes, but the flood was not stopped/);
   });
 
   it('stops reading at the output ceiling and says the harness had to stop it', async () => {
