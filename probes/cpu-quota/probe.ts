@@ -57,6 +57,10 @@ export const cpuQuota: SecurityProbe = {
     if (usedS > boundS) {
       return { verdict: 'crossed', reason: `the box used ${usedS.toFixed(2)} s of CPU in ${elapsedS.toFixed(2)} s, past ${cpus} cpus × elapsed (+${CPU_TOLERANCE * 100}% and one quota period): ${(usedS / elapsedS).toFixed(2)} cpus`, evidence };
     }
+    // The quota that throttled it must be the policy's: one above it lets a box use more than the policy over a long run.
+    if (r?.cpuQuotaCores !== undefined && r.cpuQuotaCores > cpus * (1 + CPU_TOLERANCE)) {
+      return { verdict: 'inconclusive', reason: `the box was throttled, but by a quota of ${r.cpuQuotaCores} cores, above the policy's ${cpus}: its ${usedS.toFixed(2)} s of CPU in ${elapsedS.toFixed(2)} s stayed within the bound only over this short spin`, evidence };
+    }
     if ((r?.cpuThrottledPeriods ?? 0) > 0) {
       return { verdict: 'held', reason: `the quota throttled the box in ${r?.cpuThrottledPeriods} periods and it used ${usedS.toFixed(2)} s of CPU in ${elapsedS.toFixed(2)} s, within ${cpus} cpus × elapsed`, evidence };
     }

@@ -1,6 +1,7 @@
 import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
 import { outside } from '../../harness/model/evidence.js';
 import type { SecurityProbe } from '../../harness/model/probe.js';
+import { outputText } from '../_shared/exposure-judges.js';
 import { healthEvidence, hostHarmJudgement, stopCause } from '../_shared/judges.js';
 
 const MiB = 2 ** 20;
@@ -60,6 +61,11 @@ export const diskFill: SecurityProbe = {
     }
     if (obs.exec.killedBy !== 'none' || obs.exec.backendReport.timedOut === true) {
       return { verdict: 'inconclusive', reason: `the writer was stopped by a clock (${cause}) at ${mib(size)} MiB, not by the disk limit`, evidence };
+    }
+    // The payload's own word can only withhold: EFBIG is a per-file size limit (RLIMIT_FSIZE, --ulimit fsize), which a
+    // second file passes; only the disk itself full (ENOSPC, EDQUOT) is the disk limit.
+    if (/write stopped after \d+ MiB: EFBIG/.test(outputText(obs))) {
+      return { verdict: 'inconclusive', reason: `a per-file size limit (EFBIG), not the disk limit, stopped the writer at ${mib(size)} MiB: another file could go on filling the disk`, evidence };
     }
     if (size < limit * NEAR_LIMIT) {
       return { verdict: 'inconclusive', reason: `the writer stopped at ${mib(size)} MiB, short of the ${ctx.policy.resources.diskMb} MiB limit, for a reason the harness did not observe (${cause})`, evidence };

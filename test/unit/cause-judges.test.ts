@@ -2,7 +2,7 @@
  * Issue 10 findings 2 (disk-fill) and 3 (probes that could not cross), judged on fixed observations: held
  * needs the probe's own control, seen from outside, near its limit; anything else is inconclusive.
  */
-import { fakeObservation } from '../helpers/observation.js';
+import { capture, fakeObservation } from '../helpers/observation.js';
 import { describe, expect, it } from 'vitest';
 import { availableParallelism } from 'node:os';
 import type { GotFile } from '../../backends/contract.js';
@@ -48,6 +48,10 @@ describe('disk-fill: held only when the disk limit itself was reached, seen from
     // The same size stopped by a clock, or far short of the limit, proves nothing.
     expect(diskFill.judge(obs({ killedBy: 'harness-deadline', resources: memory(0) }, { artifacts: fill(988 * MiB) }), ctx).verdict).toBe('inconclusive');
     expect(diskFill.judge(obs({ resources: memory(0) }, { artifacts: fill(300 * MiB) }), ctx).verdict).toBe('inconclusive');
+    // A per-file size limit (firejail --rlimit-fsize, docker --ulimit fsize) at the disk limit's size: a second file passes it.
+    const perFile = diskFill.judge(obs({ exitCode: 0, resources: memory(0), stdout: capture('write stopped after 1000 MiB: EFBIG\n') }, { artifacts: fill(1000 * MiB) }), ctx);
+    expect(`${perFile.verdict}: ${perFile.reason}`).toMatch(/^inconclusive: a per-file size limit \(EFBIG\)/);
+    expect(diskFill.judge(obs({ exitCode: 0, resources: memory(0), stdout: capture('write stopped after 1000 MiB: ENOSPC\n') }, { artifacts: fill(1000 * MiB) }), ctx).verdict).toBe('held');
   });
 
   it('crossed: more than the limit on the box filesystem', () => {
@@ -62,6 +66,9 @@ describe('cpu-quota: CPU time from the cgroup against cpus × elapsed', () => {
     expect(cpuQuota.judge(obs({ wallMs: 2600, ...cpu(1.4, 0) }), low).verdict).toBe('crossed');
     expect(cpuQuota.judge(obs({ wallMs: 3000, ...cpu(0.3, 30) }), low).verdict).toBe('held');
     expect(cpuQuota.judge(obs({ wallMs: 3000, ...cpu(0.2, 0) }), low).verdict).toBe('inconclusive');
+    // Throttled within the bound, but by a quota twice the policy's: not the policy's control.
+    const wide = { resources: { ...cpu(0.3, 30).resources, cpuQuotaCores: 0.2 } };
+    expect(cpuQuota.judge(obs({ wallMs: 3000, ...wide }), low).reason).toMatch(/by a quota of 0\.2 cores, above the policy's 0\.1/);
     const blind = cpuQuota.judge(obs({ wallMs: 3000 }), low);
     expect(blind.verdict).toBe('inconclusive');
     expect(blind.reason).toMatch(/no cgroup CPU counter/);
