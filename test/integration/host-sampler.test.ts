@@ -15,7 +15,9 @@ import { startProcessSampler } from '../../harness/host-observers.js';
 import { readRootView, rootViewOf } from '../../lab/root-view.js';
 import { watchForProcess } from '../../harness/process-watch.js';
 import type { ExecObservation } from '../../harness/model/observation.js';
-import type { Observation } from '../../harness/model/probe.js';
+import type { Observation, ProbeContext } from '../../harness/model/probe.js';
+import { CI_POLICY } from '../../harness/model/policy.js';
+import { makeCanaries } from '../../lab/canaries.js';
 import { identityNoNewPrivs, identityUid } from '../../probes/identity-uid/probe.js';
 import { fakeObservation } from '../helpers/observation.js';
 
@@ -23,6 +25,17 @@ const root = process.getuid?.() === 0;
 const setpriv = await findBinary('setpriv');
 const SKIP = !root ? 'needs root (setpriv to an unprivileged uid)' : !setpriv ? 'setpriv is not installed' : undefined;
 const BOX_UID = 65529;
+
+/** The judges' context for an execution whose payload's argv carries `nonce` (how the host ties a sample to it). */
+const ctxFor = (nonce: string): ProbeContext => ({
+  policy: CI_POLICY,
+  runId: 'rsampler',
+  nonce,
+  canaries: makeCanaries(),
+  decoyDir: '/nonexistent',
+  hostDecoys: { processPid: 1, socketPath: '/nonexistent' },
+  hostProbeDir: '/nonexistent',
+});
 
 function fakeEnv(pids: () => number[]): Environment {
   return {
@@ -43,7 +56,8 @@ function observation(hostProcesses: ExecObservation['hostProcesses']): Observati
 describe.skipIf(SKIP !== undefined)(`process sampler: the box's own program, not the runtime's init${SKIP ? ` (skipped: ${SKIP})` : ''}`, () => {
   it('a root init that later execs the payload unprivileged is not judged; the payload is, as soon as it runs', async () => {
     // root sh (the "init": euid 0, NoNewPrivs 0) → 700 ms later exec setpriv → exec python3 as the box uid.
-    const init: ChildProcess = spawn('/bin/sh', ['-c', `sleep 0.7; exec ${setpriv} --reuid=${BOX_UID} --regid=${BOX_UID} --clear-groups --no-new-privs /usr/bin/python3 -c "import time; time.sleep(1.2)"`], {
+    const nonce = `n${process.pid}init`;
+    const init: ChildProcess = spawn('/bin/sh', ['-c', `sleep 0.7; exec ${setpriv} --reuid=${BOX_UID} --regid=${BOX_UID} --clear-groups --no-new-privs /usr/bin/python3 -c "import time; time.sleep(1.2)" ${nonce}`], {
       stdio: 'ignore',
     });
     const pid = init.pid;
@@ -56,8 +70,10 @@ describe.skipIf(SKIP !== undefined)(`process sampler: the box's own program, not
     // Only the payload's interpreter was kept: never the root shell that came first on the same pid.
     expect(processes.length).toBeGreaterThan(0);
     expect(processes.every((p) => p.command.startsWith('python3') && p.effectiveUid === BOX_UID && p.noNewPrivs === 1), JSON.stringify(processes)).toBe(true);
-    expect(identityUid.judge(observation(processes), undefined as never).verdict).toBe('held');
-    expect(identityNoNewPrivs.judge(observation(processes), undefined as never).verdict).toBe('held');
+    expect(identityUid.judge(observation(processes), ctxFor(nonce)).verdict).toBe('held');
+    expect(identityNoNewPrivs.judge(observation(processes), ctxFor(nonce)).verdict).toBe('held');
+    // The same samples judged for another execution: none of them is shown to be its payload.
+    expect(identityUid.judge(observation(processes), ctxFor('another-nonce')).verdict).toBe('inconclusive');
   }, 20_000);
 
   it('what the payload starts counts too (a planted binary), and a program never seen is inconclusive, not held', async () => {
@@ -77,7 +93,7 @@ describe.skipIf(SKIP !== undefined)(`process sampler: the box's own program, not
     clearInterval(tracker);
     const { processes } = await sampler.stop();
     expect(processes.some((p) => p.command === 'sleep'), JSON.stringify(processes)).toBe(true);
-    expect(identityUid.judge(observation([]), undefined as never).verdict).toBe('inconclusive');
+    expect(identityUid.judge(observation([]), ctxFor('any')).verdict).toBe('inconclusive');
   }, 20_000);
 
   it("a payload's hold ends once the host has looked at this execution's payload (release), and holds its whole cap otherwise", async () => {
@@ -106,7 +122,7 @@ describe.skipIf(SKIP !== undefined)(`process sampler: the box's own program, not
     expect(released.code, 'a released hold exits 0 on its own').toBe(0);
     expect(released.ms).toBeLessThan(2500);
     // What the host needed was kept before the release: the payload's identity, seen from outside.
-    expect(identityUid.judge(observation(released.processes), undefined as never).verdict).toBe('held');
+    expect(identityUid.judge(observation(released.processes), ctxFor(nonce)).verdict).toBe('held');
     // A python3 process of the box whose argv does not carry this execution's nonce is never signalled.
     const other = await run(`other-${nonce}`);
     expect(other.code, "released only for this execution's nonce: still holding at 2.5 s").toBeNull();
