@@ -352,8 +352,9 @@ def write_file(root, segs, data, mode, owner, dir_owner):
         ffd = os.open(segs[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=fd)
         with os.fdopen(ffd, "wb") as f:
             f.write(data)
-            os.fchmod(ffd, mode)
+            # Owner first: chown clears the setuid and setgid bits (even root's), so the mode must come after it.
             os.fchown(ffd, owner, owner)
+            os.fchmod(ffd, mode)
             st = os.fstat(ffd)
         return st.st_dev, st.st_ino
     finally:
