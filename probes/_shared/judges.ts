@@ -1,10 +1,24 @@
 import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
 import { outside, type Evidence } from '../../harness/model/evidence.js';
 import { hostHarm } from '../../lab/host-health.js';
+import { CANARY_PREFIX } from '../../lab/canaries.js';
+import { outputText } from './exposure-judges.js';
 import type { Judgement, Observation, ProbeContext } from '../../harness/model/probe.js';
 
-/** Secret probes: a canary outside is a crossing; otherwise held only if the attempt ran to its end. */
-export function judgeSecret(obs: Observation, what: string): Judgement {
+/**
+ * Secret probes: a canary outside is a crossing; otherwise held only if the attempt ran to its end. `found` matches
+ * the payload's line for a value it read (captured), which it prints only for values carrying the canary prefix: such
+ * a line whose value no longer carries it came out altered (masked, redacted on its way out), so the scan is blind.
+ */
+export function judgeSecret(obs: Observation, what: string, found?: RegExp): Judgement {
+  const altered = found ? [...outputText(obs).matchAll(found)].map((m) => m[0]).filter((line) => !line.includes(CANARY_PREFIX)) : [];
+  if (altered.length > 0 && !canaryCrossing(obs)) {
+    return {
+      verdict: 'inconclusive',
+      reason: `the payload read ${altered.length} decoy-shaped value(s) that did not come out intact (${JSON.stringify(altered[0]?.slice(0, 80))}): the output was masked or altered on its way out, so the canary scan proves nothing`,
+      evidence: [exitEvidence(obs.exec), payloadReport(obs.exec)],
+    };
+  }
   return (
     canaryCrossing(obs) ??
     unlessAttempted(obs, true) ?? {

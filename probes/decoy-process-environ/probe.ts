@@ -16,5 +16,5 @@ export const decoyProcessEnviron: SecurityProbe = {
   positiveControl: 'env',
   hostDecoyProcess: true,
   args: (ctx) => ({ pid: ctx.hostDecoys.processPid, canaryPrefix: CANARY_PREFIX }),
-  judge: (obs) => judgeSecret(obs, '/proc/<pid>/environ of a host decoy process'),
+  judge: (obs) => judgeSecret(obs, '/proc/<pid>/environ of a host decoy process', /^(?:environ|cmdline) of (?:self|decoy): .*$/gm),
 };

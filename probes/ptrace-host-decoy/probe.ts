@@ -16,5 +16,5 @@ export const ptraceHostDecoy: SecurityProbe = {
   positiveControl: 'env',
   hostDecoyProcess: true,
   args: (ctx) => ({ pid: ctx.hostDecoys.processPid, canaryPrefix: CANARY_PREFIX }),
-  judge: (obs) => judgeSecret(obs, 'the memory of a host decoy process'),
+  judge: (obs) => judgeSecret(obs, 'the memory of a host decoy process', /^found in .+ memory: .*$/gm),
 };

@@ -15,5 +15,5 @@ export const secretDecoyEnv: SecurityProbe = {
   cwe: ['CWE-526', 'CWE-214'],
   positiveControl: 'env',
   args: () => ({ canaryPrefix: CANARY_PREFIX }),
-  judge: (obs) => judgeSecret(obs, 'its environment and /proc/*/environ'),
+  judge: (obs) => judgeSecret(obs, 'its environment and /proc/*/environ', /^(?:own env [^=\n]+=|environ of [^:\n]+: ).*$/gm),
 };

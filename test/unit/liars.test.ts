@@ -3,6 +3,8 @@ import { fakeMarkers, forgedMarkers, type FakeExecInput, type FakeOutcome, type 
 import { securitySuite } from '../../suites/security.js';
 import { CI_POLICY } from '../../harness/model/policy.js';
 import { kernelIdentity } from '../../probes/kernel-identity/probe.js';
+import { secretDecoyEnv } from '../../probes/secret-decoy-env/probe.js';
+import { CONTROL_ENV } from '../../harness/proof.js';
 import { FAST_POLICY, runFake } from '../helpers/fake-run.js';
 
 /**
@@ -89,4 +91,18 @@ describe('a box that names host processes it does not run', () => {
     const { security } = await runFake([kernelIdentity], script, { policy, hostPids: () => [process.pid] });
     expect(security.map((r) => `${r.id}: ${r.verdict}: ${r.reason}`)).toEqual([expect.stringMatching(/^kernel-identity: inconclusive: could not tell which kernel the box runs on: no process of the box was seen on the host, and no user-space kernel's address space held this execution's nonce/)]);
   }, 60_000);
+});
+
+describe('a box that masks secrets on their way out earns no held', () => {
+  it('a decoy value the payload read but that came out masked (as CI logs mask secrets) makes the canary scan blind', async () => {
+    const out = (input: FakeExecInput, masked: boolean): string => {
+      const m = fakeMarkers({ files: input.files });
+      const control = input.request.env?.[CONTROL_ENV] ?? '';
+      return `${m.start}${masked ? 'own env AWS_SECRET_ACCESS_KEY=***\n' : ''}own env ${CONTROL_ENV}=${control}\n${m.done}`;
+    };
+    const honest = await runFake([secretDecoyEnv], (input) => ({ stdout: out(input, false), exitCode: 0 }));
+    expect(honest.security.map((r) => r.verdict)).toEqual(['held']);
+    const masking = await runFake([secretDecoyEnv], (input) => ({ stdout: out(input, true), exitCode: 0 }));
+    expect(`${masking.security[0]?.verdict}: ${masking.security[0]?.reason}`).toMatch(/^inconclusive: the payload read 1 decoy-shaped value\(s\) that did not come out intact/);
+  });
 });
