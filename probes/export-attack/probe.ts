@@ -17,8 +17,13 @@ function downloadEvidence(obs: Observation): Evidence[] {
   );
 }
 
-/** The exporter's verdict: it must refuse the whole set and leave the host untouched. */
-export function judgeExport(obs: Observation, what: string): Judgement {
+/**
+ * The exporter's verdict: it must refuse the whole set and leave the host untouched. `expected`: the reference
+ * exporter's refusal rules for what this attack is; a refusal for anything else (content the download API did not
+ * hand over, an archive it re-encoded into garbage) is not that control acting. A user's own exporter says only that
+ * it refused (exporter-refused): its refusal counts as it is.
+ */
+export function judgeExport(obs: Observation, what: string, expected?: RegExp): Judgement {
   const notRun = unlessAttempted(obs, true);
   if (notRun) return notRun;
   const out = obs.export;
@@ -35,6 +40,9 @@ export function judgeExport(obs: Observation, what: string): Judgement {
   if (out.exportedCanaries.length > 0) return { verdict: 'crossed', reason: `the ${out.exporter} exporter copied a host secret out of the box`, evidence };
   if (out.decision.accepted) return { verdict: 'crossed', reason: `the ${out.exporter} exporter accepted ${what}`, evidence };
   const rules = [...new Set(out.decision.refusals.map((r) => r.rule))].join(', ');
+  if (expected && out.exporter === 'reference' && !out.decision.refusals.some((r) => expected.test(r.rule))) {
+    return { verdict: 'inconclusive', reason: `the ${out.exporter} exporter refused ${what} only for other reasons (${rules || 'none given'}): the control against it was never shown to act`, evidence };
+  }
   return { verdict: 'held', reason: `the ${out.exporter} exporter refused ${what} (${rules}) and exported nothing`, evidence };
 }
 
@@ -52,6 +60,21 @@ const THREATS = {
   'export-type-smuggling': { attack: ['T1036.008', 'T1204.002'], cwe: ['CWE-434', 'CWE-1236'] },
   'export-special-files': { attack: ['T1499'], cwe: ['CWE-66', 'CWE-400'] },
 } as const satisfies Record<string, Pick<SecurityProbe, 'attack' | 'cwe'>>;
+
+/** The reference exporter's refusal rules (harness/export/types.ts) for what each attack is. */
+const EXPECTED_RULES: Record<keyof typeof THREATS, RegExp> = {
+  'export-symlink-host': /^kind-symlink$/,
+  'export-symlink-dir': /^kind-symlink$/,
+  'export-hardlink': /^kind-hardlink$/,
+  'archive-dotdot': /^archive-escape$/,
+  'archive-absolute': /^archive-absolute$/,
+  'archive-symlink-then-write': /^archive-symlink$/,
+  'zip-slip': /^archive-escape$/,
+  'export-many-small': /^total-too-large$/,
+  'export-huge-file': /^file-too-large$/,
+  'export-type-smuggling': /^(type-mismatch|type-not-allowed|finding-)/,
+  'export-special-files': /^kind-(fifo|device|socket)$/,
+};
 
 const exportProbe = (
   id: keyof typeof THREATS,
@@ -73,7 +96,7 @@ const exportProbe = (
   ...THREATS[id],
   artifacts,
   args: (ctx) => ({ mode, ...extraArgs(ctx) }),
-  judge: (obs) => judgeExport(obs, what),
+  judge: (obs) => judgeExport(obs, what, EXPECTED_RULES[id]),
 });
 
 const decoy = (ctx: ProbeContext) => ({ decoyFile: join(ctx.decoyDir, '.aws', 'credentials'), decoyDir: ctx.decoyDir });
