@@ -3,13 +3,13 @@ import { cp, mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Backend, Capabilities, Environment } from '../backends/contract.js';
-import { BoundedCapture } from '../lab/bounded-capture.js';
 import { findProcessesWithCmdline, killPids } from '../lab/process-scan.js';
 import { SandcheckError, errorMessage } from './errors.js';
 import type { AnyResult, RunReporter } from './events.js';
 import { outside } from './model/evidence.js';
 import type { ExecObservation } from './model/observation.js';
 import type { Policy } from './model/policy.js';
+import { startCompanion } from './companion.js';
 import { boxPlacement, placementLine, placementRefusal, type Placement } from './network-placement.js';
 import type { Judgement, Observation, ProbeContext, ProbeSpec, SecurityProbe, TaskCase } from './model/probe.js';
 import { runExportStage, type ExportOutcome, type ExporterChoice } from './export-stage.js';
@@ -238,13 +238,9 @@ export class Runner {
     return { obs: first, durationMs: performance.now() - started };
   }
 
-  /**
-   * A second environment of the same run, started first and kept running while the probe runs
-   * (lateral movement: can one box reach another?). Resolves once it printed its ready marker.
-   */
   /** One execution, with its companion (a second box of the run, alongside: lateral movement, covert channels) started first and stopped after. */
   private async executeWithCompanion(probe: ProbeSpec, ctx: ProbeContext): Promise<Observation> {
-    const companion = probe.kind === 'security' && probe.companion ? await this.startCompanion(probe, ctx) : undefined;
+    const companion = probe.kind === 'security' && probe.companion ? await startCompanion(probe, ctx, this.opts.policy, () => this.createEnvironment()) : undefined;
     let obs: Observation;
     try {
       obs = await this.executeOnce(probe, ctx, { extraArgs: companion?.args ?? {} });
@@ -256,57 +252,6 @@ export class Runner {
       obs.companionAnnounced = companion.announced;
     }
     return obs;
-  }
-
-  private async startCompanion(probe: SecurityProbe, ctx: ProbeContext): Promise<{ args: Record<string, unknown>; ready: boolean; announced: string; stop(): Promise<void> }> {
-    const spec = probe.companion;
-    if (!spec) throw new SandcheckError('HARNESS', 'no companion');
-    const { policy } = this.opts;
-    const env = await this.createEnvironment();
-    const abort = new AbortController();
-    const prepared = await payloadFiles({ ...probe, payload: spec.payload, payloadFile: 'listener.py' }, ctx, []).catch(async (err: unknown) => {
-      await env.destroy();
-      throw err;
-    });
-    // Up only with the answer to its own challenge: a box that never ran the listener cannot print it.
-    const ready = `SANDCHECK-READY ${ctx.nonce} ${prepared.proof.token('ready')}`;
-    const out = new BoundedCapture({ needles: [ready] });
-    const sink = { write: () => undefined };
-    let running: Promise<unknown> = Promise.resolve();
-    try {
-      await env.putFiles(prepared.files);
-      running = env
-        .exec({
-          argv: ['python3', 'payload.py', JSON.stringify({ nonce: ctx.nonce, ...spec.args(ctx) })],
-          timeoutMs: policy.resources.wallSeconds * 1000 + 10_000,
-          maxOutputBytes: 64 * 1024,
-          stdout: out,
-          stderr: sink,
-          signal: abort.signal,
-        })
-        .catch(() => undefined);
-      let ended = false;
-      void running.then(() => (ended = true));
-      // A start on a busy machine (a gVisor sandbox) can take seconds: a slow start must not read as "nothing there".
-      const until = Date.now() + 15_000;
-      while (!out.has(ready) && !ended && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
-    } catch (err) {
-      abort.abort();
-      await env.destroy();
-      throw err;
-    }
-    const head = out.headBuffer.toString('utf8');
-    const announced = out.has(ready) ? (head.slice(head.indexOf(ready) + ready.length).split('\n')[0] ?? '').trim() : '';
-    return {
-      args: { companion: { ready: out.has(ready), announced } },
-      ready: out.has(ready),
-      announced,
-      stop: async () => {
-        abort.abort();
-        await Promise.race([running, new Promise((r) => setTimeout(r, 5000))]);
-        await env.destroy();
-      },
-    };
   }
 
   private compiled: CompiledCanaries | undefined;

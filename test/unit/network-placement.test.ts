@@ -10,7 +10,9 @@ import { FAST_POLICY } from '../helpers/fake-run.js';
 
 /** Runs the requested program for real on this host (optionally in a network namespace of its own) until aborted. */
 function realProgram(request: Pick<ExecRequest, 'argv' | 'signal'>, ownNetns: boolean, started: ChildProcess[]): Promise<ExecResult> {
-  const [file = 'python3', ...rest] = request.argv;
+  // The system interpreter, never a PATH shim (pyenv's spawns hundreds of processes first on a busy machine).
+  const [first = 'python3', ...rest] = request.argv;
+  const file = first === 'python3' ? '/usr/bin/python3' : first;
   // Nothing here makes a network call: the program only sleeps.
   const child = ownNetns ? spawn('unshare', ['--net', '--', file, ...rest], { stdio: 'ignore' }) : spawn(file, rest, { stdio: 'ignore' });
   started.push(child);
