@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync, readlinkSync } from 'node:fs';
 import type { Environment } from '../backends/contract.js';
-import { exeBasename } from '../lab/proc-files.js';
+import { exeBasename, procLink, procText } from '../lab/proc-files.js';
 import { PAYLOAD_INTERPRETER } from './host-observers.js';
 
 /** Where the processes of a box sat, as the host read their network namespaces. */
@@ -14,25 +13,14 @@ export interface Placement {
   inHost: number[];
 }
 
-const readNs = (pid: number | 'self'): string | undefined => {
-  try {
-    return readlinkSync(`/proc/${pid}/ns/net`);
-  } catch {
-    return undefined;
-  }
-};
+const readNs = (pid: number | 'self'): string | undefined => procLink(`/proc/${pid}/ns/net`);
 
 /**
  * The program itself, once it runs: its executable is the interpreter and its command line carries the marker. A
  * launcher (nsenter, unshare) carries the marker too, in the host's namespace until the moment it enters the box's.
  */
-const isProgram = (pid: number, marker: string): boolean => {
-  try {
-    return PAYLOAD_INTERPRETER.test(exeBasename(readlinkSync(`/proc/${pid}/exe`))) && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker);
-  } catch {
-    return false;
-  }
-};
+const isProgram = (pid: number, marker: string): boolean =>
+  PAYLOAD_INTERPRETER.test(exeBasename(procLink(`/proc/${pid}/exe`) ?? '')) && (procText(`/proc/${pid}/cmdline`)?.includes(marker) ?? false);
 
 /**
  * Runs a program that only sleeps (no network call) in `env` and reads, from the host, the network namespace of the

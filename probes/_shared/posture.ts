@@ -2,7 +2,7 @@ import { unlessAttempted } from '../../harness/judge.js';
 import { outside, type Evidence } from '../../harness/model/evidence.js';
 import type { Judgement, Observation, ProbeContext } from '../../harness/model/probe.js';
 import { postureOf, type ProcessIdentity, type ProcessPosture } from '../../lab/host-process.js';
-import { identityEvidence, kernelCarried, ownProgram, unseen } from './identity.js';
+import { identityEvidence, kernelCarried, ownProgram, tiedToExecution, unseen } from './identity.js';
 
 /** One process of the box's own program with what the host read of it. */
 export interface Postured {
@@ -45,7 +45,7 @@ export function judgePosture(obs: Observation, ctx: ProbeContext, what: string, 
   }
   // At least one sample must be this very execution's payload (its argv carries the nonce), not some other program of
   // the box; on a user-space kernel the nonce was found in the address space's memory instead.
-  if (!carried && !postured.some((p) => p.posture.cmdline.includes(ctx.nonce))) {
+  if (!carried && !tiedToExecution(procs, ctx.nonce)) {
     return { verdict: 'inconclusive', reason: `no process whose posture the host read carries this execution's nonce in its command line, so it is not shown to be the payload: ${what} could not be judged`, evidence: base };
   }
   const evidence: Evidence[] = [];
