@@ -29,6 +29,7 @@ import { artifactHashes, compareReplay, runCorrectionLoop, type ExecuteVariant, 
 import { noResultsReason, notApplicableTask } from './task/no-results.js';
 import { taskIdentity, taskNotRun } from './not-run.js';
 import type { SecurityResult, TaskResult } from './model/scorecard.js';
+import { acquireHostWatch } from './host-watch-lock.js';
 import { DEFAULT_GRACE_MS, execWithDeadline, harnessDeadlineMs, payloadFiles, type ExecHow, type ExecSetting } from './exec-payload.js';
 import { readDaemonEvents, type RunContext } from './run-context.js';
 
@@ -126,7 +127,7 @@ export class Runner {
       reporter?.onProbeStart?.({ id: probe.id, kind: probe.kind });
       return settle(index, probeLoad(probe), this.runOne(probe));
     };
-    const items = probes.map((p) => ({ expectedMs: expectedMs(p, this.opts.policy), load: probeLoad(p), ...(isNetworkProbe(p) ? { exclusive: 'network', alone: true } : {}) }));
+    const items = probes.map((p) => ({ expectedMs: expectedMs(p, this.opts.policy), load: probeLoad(p), ...(isNetworkProbe(p) ? { exclusive: 'network', alone: true } : p.kind === 'security' && p.watchHost ? { exclusive: 'host-watch' } : {}) }));
     const slots = slotsFor(this.opts.concurrency, undefined, this.opts.backend.capabilities(this.opts.policy).lightBoxes === true);
     await runScheduled(items, slots, runAt, () => fatal !== undefined);
     if (fatal) throw fatal.err;
@@ -304,6 +305,8 @@ export class Runner {
     let obs: Observation | undefined;
     const contactsBefore = run.hostDecoys.contacts().length;
     const survivor = probe.watchSurvivor ? survivorName(ctx.nonce, probe.kernelCarriers === 'marked-program') : undefined;
+    // Held until the box is gone: another run's disk-fill would count as this box's drop in free disk.
+    const releaseHost = probe.kind === 'security' && probe.watchHost ? await acquireHostWatch(run.runId) : undefined;
     const createdAt = performance.now();
     const createdWallMs = Date.now();
     try {
@@ -349,9 +352,13 @@ export class Runner {
         });
       }
     } finally {
-      if (env) {
-        const left = await env.destroy();
-        if (obs) obs.leftovers = left.items;
+      try {
+        if (env) {
+          const left = await env.destroy();
+          if (obs) obs.leftovers = left.items;
+        }
+      } finally {
+        await releaseHost?.();
       }
     }
     const contacts = run.hostDecoys.contacts().slice(contactsBefore).filter((c) => c.firstBytes.includes(ctx.nonce));
