@@ -153,6 +153,7 @@ export class Runner {
         processPid: run.hostDecoys.processPid,
         socketPath: run.hostDecoys.socketPath,
         agentSocketPath: run.hostDecoys.agentSocketPath,
+        agentSocketInode: run.hostDecoys.agentSocketInode,
         ...(run.hostDecoys.abstractName !== undefined ? { abstractName: run.hostDecoys.abstractName } : {}),
         ...(run.hostDecoys.abstractUnavailable !== undefined ? { abstractUnavailable: run.hostDecoys.abstractUnavailable } : {}),
         keyDescriptions: run.hostDecoys.keys.map((k) => k.description),

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, rm } from 'node:fs/promises';
+import { chmod, lstat, mkdir, rm } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { CANARY_PREFIX, newCanary } from './canaries.js';
@@ -24,6 +24,8 @@ export interface HostDecoys {
   socketPath: string;
   /** An SSH-agent-shaped socket where such sockets live (a /tmp-like dir: ssh-XXXX/agent.N), accepting any uid. */
   agentSocketPath: string;
+  /** Its inode: a refusal seen in the box at the host path counts only at this socket. */
+  agentSocketInode: number;
   agentCanary: string;
   /** An abstract socket name (no leading NUL) in the lab's network namespace; absent without a lab. */
   abstractName?: string;
@@ -364,6 +366,7 @@ export async function startHostDecoys(opts: {
     const agent = recordContacts('agent-socket', contacts, agentAnswer(agentCanary));
     servers.push(agent);
     await listenUnix(agent, agentSocketPath);
+    const agentSocketInode = (await lstat(agentSocketPath)).ino;
 
     let abstractName: string | undefined;
     let abstractCanary: string | undefined;
@@ -387,6 +390,7 @@ export async function startHostDecoys(opts: {
       processCanary,
       socketPath,
       agentSocketPath,
+      agentSocketInode,
       agentCanary,
       ...(abstractName !== undefined && abstractCanary !== undefined ? { abstractName, abstractCanary } : {}),
       ...(abstractUnavailable !== undefined ? { abstractUnavailable } : {}),

@@ -41,6 +41,7 @@ export interface ProbeContext {
     processPid: number;
     socketPath: string;
     agentSocketPath?: string;
+    agentSocketInode?: number;
     abstractName?: string;
     abstractUnavailable?: string;
     /** Descriptions of the decoy keys; empty when the host's keyring refused them (`keyringUnavailable`). */

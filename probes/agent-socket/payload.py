@@ -176,11 +176,15 @@ results = {}
 # The host user's agent at its host path: whether the box sees it there, and what asking it gave.
 host_path = args.get("hostAgentSocket") or ""
 host_seen = "not asked"
+host_inode = None
 for path in unique[:MAX_ASKED]:
     outcome, reply = ask_agent(path)
     if host_path and path == host_path:
         try:
-            host_seen = ("socket there, " if stat.S_ISSOCK(os.stat(path).st_mode) else "not a socket there, ") + outcome
+            st = os.stat(path)
+            host_seen = ("socket there, " if stat.S_ISSOCK(st.st_mode) else "not a socket there, ") + outcome
+            # The harness compares it with the decoy's own inode: a refusal counts only at the decoy itself.
+            host_inode = st.st_ino
         except OSError as e:
             host_seen = "not there: " + sc.refusal(e)
     tokens = sorted(set(m.decode() for m in TOKEN.findall(reply)))
@@ -190,5 +194,5 @@ for path in unique[:MAX_ASKED]:
     results[name] = outcome
 if server is not None:
     server.close()
-sc.report({"agents": results, "hostPath": host_seen, "walk": {"entries": entries, "complete": complete and len(unique) <= MAX_ASKED}})
+sc.report({"agents": results, "hostPath": host_seen, "hostPathInode": host_inode, "walk": {"entries": entries, "complete": complete and len(unique) <= MAX_ASKED}})
 sc.done(args)

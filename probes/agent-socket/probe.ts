@@ -1,14 +1,14 @@
 import { CANARY_PREFIX } from '../../lab/canaries.js';
 import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
 import { outside } from '../../harness/model/evidence.js';
-import type { Judgement, Observation, SecurityProbe } from '../../harness/model/probe.js';
+import type { Judgement, Observation, ProbeContext, SecurityProbe } from '../../harness/model/probe.js';
 import { decoyContactEvidence, reportedField } from '../_shared/exposure-judges.js';
 
 /**
  * Crossed when the agent decoy logged this execution's nonce or its identity's canary came out; held only after
  * the box's own agent answered the same routine and the walk for agent sockets covered its whole scope.
  */
-export function judgeAgentSocket(obs: Observation): Judgement {
+export function judgeAgentSocket(obs: Observation, ctx: Pick<ProbeContext, 'hostDecoys'>): Judgement {
   const contacts = decoyContactEvidence(obs, ['agent-socket']);
   const leaked = canaryCrossing(obs);
   if (contacts.length > 0 || leaked) {
@@ -24,7 +24,11 @@ export function judgeAgentSocket(obs: Observation): Judgement {
   // A Unix socket is reached by its inode: refused at its host path, where the box sees it, it is refused at any path
   // the box might also see it at (short of a path-based LSM rule), so an incomplete walk does not matter then.
   const refusedAtHostPath = typeof hostPath === 'string' && hostPath.startsWith('socket there, ') && !hostPath.startsWith('socket there, connected');
-  if (refusedAtHostPath) {
+  // Only at the decoy's own inode: another socket the box keeps at that path says nothing of the decoy.
+  const decoyInode = ctx.hostDecoys.agentSocketInode;
+  if (refusedAtHostPath && (decoyInode === undefined || reportedField(obs, 'hostPathInode') !== decoyInode)) {
+    evidence.push(outside('decoy-inode', `the socket at the host path in the box has inode ${String(reportedField(obs, 'hostPathInode'))}; the decoy's is ${decoyInode ?? 'unknown'}`, "host lstat of the decoy; the box's inode is the payload's report"));
+  } else if (refusedAtHostPath) {
     return { verdict: 'held', reason: `the box sees the host user's agent socket at its host path, and reaching it failed (${hostPath.slice('socket there, '.length, 120)}); no contact reached the decoy`, evidence };
   }
   if (reportedField(obs, 'walk', 'complete') !== true) {

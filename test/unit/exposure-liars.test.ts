@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { fakeMarkers, fakeProof, forgedMarkers, type FakeExecInput, type FakeScript } from '../../backends/fake/fake-backend.js';
 import type { ExecObservation } from '../../harness/model/observation.js';
+import type { Observation } from '../../harness/model/probe.js';
 import { ThreatMappingSchema } from '../../harness/model/probe.js';
 import { judgeAbstractSocket } from '../../probes/abstract-socket/probe.js';
 import { judgeAgentSocket } from '../../probes/agent-socket/probe.js';
@@ -20,6 +21,9 @@ type ProcessIdentity = NonNullable<ExecObservation['hostProcesses']>[number];
 const N = { nonce: 'n0nce1' };
 const control = (files: FakeExecInput['files']): string => Buffer.from(files.get('sandcheck-control') ?? '').toString().trim();
 const report = (o: Record<string, unknown>): string => `SANDCHECK-REPORT ${JSON.stringify(o)}\n`;
+/** The agent decoy's inode on the host. */
+const DECOY_INODE = 4242;
+const agent = (obs: Observation) => judgeAgentSocket(obs, { hostDecoys: { processPid: 1, socketPath: '/decoy/docker.sock', agentSocketInode: DECOY_INODE } });
 
 /** What each payload prints on a hardened box where everything worked. */
 function honestHeld({ args, files }: FakeExecInput): string {
@@ -142,21 +146,25 @@ describe('exposure probes: the payload ran, but its own control did not act', ()
 
   it('socket probes: a contact logged by the decoy crosses; silence is held only after the box reached its own socket', () => {
     const done = { attempted: true, finished: true };
-    expect(judgeAgentSocket(fakeObservation({}, { ...done, decoyContacts: { 'agent-socket': 1 } })).verdict).toBe('crossed');
-    expect(judgeAgentSocket(fakeObservation({}, { ...done, positiveControl: { where: 'file', seen: false } })).verdict).toBe('inconclusive');
+    expect(agent(fakeObservation({}, { ...done, decoyContacts: { 'agent-socket': 1 } })).verdict).toBe('crossed');
+    expect(agent(fakeObservation({}, { ...done, positiveControl: { where: 'file', seen: false } })).verdict).toBe('inconclusive');
     // The own agent answered, but the walk was cut short (a crowded mount) or its coverage is not reported: not held.
     const walked = (complete: boolean | undefined) => capture(report(complete === undefined ? {} : { walk: { complete } }));
     const controlSeen = { ...done, positiveControl: { where: 'file' as const, seen: true } };
-    expect(judgeAgentSocket(fakeObservation({ stdout: walked(true) }, controlSeen)).verdict).toBe('held');
-    expect(judgeAgentSocket(fakeObservation({ stdout: walked(false) }, controlSeen)).verdict).toBe('inconclusive');
-    expect(judgeAgentSocket(fakeObservation({ stdout: walked(undefined) }, controlSeen)).verdict).toBe('inconclusive');
+    expect(agent(fakeObservation({ stdout: walked(true) }, controlSeen)).verdict).toBe('held');
+    expect(agent(fakeObservation({ stdout: walked(false) }, controlSeen)).verdict).toBe('inconclusive');
+    expect(agent(fakeObservation({ stdout: walked(undefined) }, controlSeen)).verdict).toBe('inconclusive');
     // A walk cut short by a crowded host /tmp, but the decoy seen at its host path and refused there (runsc do): held.
-    const atHost = (hostPath: string) => capture(report({ hostPath, walk: { complete: false } }));
-    const refused = judgeAgentSocket(fakeObservation({ stdout: atHost('socket there, Connection refused (ECONNREFUSED)') }, controlSeen));
+    const atHost = (hostPath: string, hostPathInode: number | null = DECOY_INODE) => capture(report({ hostPath, hostPathInode, walk: { complete: false } }));
+    const refused = agent(fakeObservation({ stdout: atHost('socket there, Connection refused (ECONNREFUSED)') }, controlSeen));
     expect(`${refused.verdict}: ${refused.reason}`).toMatch(/^held: the box sees the host user's agent socket at its host path, and reaching it failed \(Connection refused/);
+    // Refused at another socket the box keeps at that path (another inode, or none reported): says nothing of the decoy.
+    const elsewhere = agent(fakeObservation({ stdout: atHost('socket there, Connection refused (ECONNREFUSED)', 99) }, controlSeen));
+    expect(`${elsewhere.verdict}: ${elsewhere.evidence.find((e) => e.witness === 'decoy-inode')?.detail ?? ''}`).toMatch(/^inconclusive: .*inode 99; the decoy's is 4242/);
+    expect(agent(fakeObservation({ stdout: atHost('socket there, Connection refused (ECONNREFUSED)', null) }, controlSeen)).verdict).toBe('inconclusive');
     // Connected there with no contact at the decoy (not the decoy's socket), or not seen there: the walk must be complete.
-    expect(judgeAgentSocket(fakeObservation({ stdout: atHost('socket there, connected, identities answer 5 bytes') }, controlSeen)).verdict).toBe('inconclusive');
-    expect(judgeAgentSocket(fakeObservation({ stdout: atHost('not there: No such file or directory (ENOENT)') }, controlSeen)).verdict).toBe('inconclusive');
+    expect(agent(fakeObservation({ stdout: atHost('socket there, connected, identities answer 5 bytes') }, controlSeen)).verdict).toBe('inconclusive');
+    expect(agent(fakeObservation({ stdout: atHost('not there: No such file or directory (ENOENT)') }, controlSeen)).verdict).toBe('inconclusive');
     expect(judgeAbstractSocket(fakeObservation({}, { ...done, decoyContacts: { 'abstract-socket': 2 } })).verdict).toBe('crossed');
     expect(judgeAbstractSocket(fakeObservation({}, done)).verdict).toBe('inconclusive');
     expect(judgeAbstractSocket(fakeObservation({ stdout: capture('control socket answered: token-socket-control\n') }, done)).verdict).toBe('held');
