@@ -13,6 +13,9 @@ function inputBytes(ctx: ProbeContext, technique: string): Buffer {
   return Buffer.from(`sandcheck read-only input ${technique} ${ctx.nonce}\n`.repeat(64));
 }
 
+/** A writable input the payload appends its challenge answer to: the download API must show that change. */
+export const WRITE_CONTROL = 'rw-control.txt';
+
 const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 
 export const readOnlyInput: SecurityProbe = {
@@ -26,9 +29,9 @@ export const readOnlyInput: SecurityProbe = {
   remediation: 'Put inputs in root-owned (or otherwise box-foreign) files on a read-only mount or bind each one read-only; a mode of 0444 alone stops no root box and no owner of the directory.',
   attack: ['T1565.001', 'T1222.002'],
   cwe: ['CWE-732'],
-  files: (ctx) => READ_ONLY_TECHNIQUES.map((t) => ({ path: pathOf(t), content: inputBytes(ctx, t), readOnly: true })),
-  args: () => ({ inputs: Object.fromEntries(READ_ONLY_TECHNIQUES.map((t) => [t, pathOf(t)])) }),
-  artifacts: READ_ONLY_TECHNIQUES.map(pathOf),
+  files: (ctx) => [...READ_ONLY_TECHNIQUES.map((t) => ({ path: pathOf(t), content: inputBytes(ctx, t), readOnly: true })), { path: WRITE_CONTROL, content: inputBytes(ctx, 'control') }],
+  args: () => ({ inputs: Object.fromEntries(READ_ONLY_TECHNIQUES.map((t) => [t, pathOf(t)])), writeControl: WRITE_CONTROL }),
+  artifacts: [...READ_ONLY_TECHNIQUES.map(pathOf), WRITE_CONTROL],
   judge: (obs, ctx) => {
     const notRun = unlessAttempted(obs, true);
     if (notRun) return notRun;
@@ -50,6 +53,14 @@ export const readOnlyInput: SecurityProbe = {
       payloadReport(obs.exec),
     ];
     if (changed.length > 0) return { verdict: 'crossed', reason: `read-only inputs were changed by the box: ${changed.slice(0, 4).join('; ')}`, evidence };
+    // Unchanged bytes are proof only if the download API shows what the box did: the writable control carries the answer.
+    const control = obs.artifacts.find((a) => a.path === WRITE_CONTROL);
+    const wrote = `${obs.token('write-control')}\n`;
+    const controlSeen = control?.kind === 'file' && control.content !== undefined && Buffer.from(control.content).toString('utf8') === `${inputBytes(ctx, 'control').toString('utf8')}${wrote}`;
+    evidence.splice(1, 0, outside('write-control', controlSeen ? `the writable control ${WRITE_CONTROL} came back with the payload's answer appended` : `the writable control ${WRITE_CONTROL} came back without the payload's answer (${control?.kind ?? 'not listed'}${control?.size !== undefined ? `, ${control.size} bytes` : ''})`, 'download API'));
+    if (!controlSeen) {
+      return { verdict: 'inconclusive', reason: `the download API did not show the payload's write to a writable input (${WRITE_CONTROL}): unchanged read-only inputs read through it prove nothing`, evidence };
+    }
     return { verdict: 'held', reason: `every read-only input (${READ_ONLY_TECHNIQUES.length}, one per technique: ${READ_ONLY_TECHNIQUES.join(', ')}) was byte-identical after the box tried to change it`, evidence };
   },
 };

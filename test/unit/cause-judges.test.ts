@@ -14,7 +14,7 @@ import { cpuQuota } from '../../probes/cpu-quota/probe.js';
 import { diskFill, FILL_FILE } from '../../probes/disk-fill/probe.js';
 import { identitySetuid } from '../../probes/identity-setuid/probe.js';
 import { attachPosture } from '../../lab/host-process.js';
-import { readOnlyInput } from '../../probes/read-only-input/probe.js';
+import { readOnlyInput, WRITE_CONTROL } from '../../probes/read-only-input/probe.js';
 
 const MiB = 2 ** 20;
 const ctxWith = (policy: Policy): ProbeContext => ({
@@ -81,10 +81,15 @@ describe('cpu-quota: CPU time from the cgroup against cpus × elapsed', () => {
 });
 
 describe('read-only-input: the bytes of every input, from outside', () => {
-  const inputs = (ctxArg: ProbeContext): GotFile[] => (readOnlyInput.files?.(ctxArg) ?? []).map((f) => ({ path: f.path, kind: 'file', size: f.content.byteLength, content: f.content }));
+  // What the box leaves on a hardened backend: the read-only inputs as put, the writable control with the answer appended.
+  const inputs = (ctxArg: ProbeContext): GotFile[] =>
+    (readOnlyInput.files?.(ctxArg) ?? []).map((f) => {
+      const content = f.path === WRITE_CONTROL ? Buffer.concat([f.content, Buffer.from('token-write-control\n')]) : f.content;
+      return { path: f.path, kind: 'file', size: content.byteLength, content };
+    });
   it('held when all are byte-identical; crossed when one changed, vanished or became a link; inconclusive without the finish answer', () => {
     const all = inputs(ctx);
-    expect(all).toHaveLength(7);
+    expect(all).toHaveLength(8);
     expect(readOnlyInput.judge(obs({}, { artifacts: all }), ctx).verdict).toBe('held');
     const changed = all.map((f, i) => (i === 0 ? { ...f, content: Buffer.from('changed') } : f));
     expect(readOnlyInput.judge(obs({}, { artifacts: changed }), ctx).verdict).toBe('crossed');
@@ -92,6 +97,14 @@ describe('read-only-input: the bytes of every input, from outside', () => {
     const linked = all.map((f, i): GotFile => (i === 1 ? { path: f.path, kind: 'symlink', size: 0, linkTarget: '/proc/self/status' } : f));
     expect(readOnlyInput.judge(obs({}, { artifacts: linked }), ctx).verdict).toBe('crossed');
     expect(readOnlyInput.judge(obs({}, { artifacts: all, finished: false }), ctx).verdict).toBe('inconclusive');
+  });
+
+  it("a download API that hands back the uploaded copies (the box's writes unseen) earns no held", () => {
+    const uploaded = (readOnlyInput.files?.(ctx) ?? []).map((f): GotFile => ({ path: f.path, kind: 'file', size: f.content.byteLength, content: f.content }));
+    const j = readOnlyInput.judge(obs({}, { artifacts: uploaded }), ctx);
+    expect(`${j.verdict}: ${j.reason}`).toMatch(/^inconclusive: the download API did not show the payload's write to a writable input/);
+    const noControl = inputs(ctx).filter((f) => f.path !== WRITE_CONTROL);
+    expect(readOnlyInput.judge(obs({}, { artifacts: noControl }), ctx).verdict).toBe('inconclusive');
   });
 });
 
