@@ -1,0 +1,110 @@
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { Environment } from '../backends/contract.js';
+import { scanDecoyEvents, scanEach } from '../lab/canary-scan.js';
+import { findProcessesWithCmdline, killPids } from '../lab/process-scan.js';
+import { execWithDeadline, payloadFiles, type ExecHow, type ExecSetting } from './exec-payload.js';
+import { runExportStage, type ExporterChoice } from './export-stage.js';
+import { watchHeartbeat } from './host-observers.js';
+import { acquireHostWatch } from './host-watch-lock.js';
+import { carriersAfterDestroy, survivorName } from './kernel-carriers.js';
+import { hitWhere, readWorkspaceFiles } from './left-in-box.js';
+import type { Policy } from './model/policy.js';
+import type { Observation, ProbeContext, ProbeSpec } from './model/probe.js';
+import { watchForProcess } from './process-watch.js';
+import { readDaemonEvents, type RunContext } from './run-context.js';
+
+/** What one execution needs from its runner. */
+export interface OnceSetting {
+  run: RunContext;
+  policy: Policy;
+  exporter: ExporterChoice;
+  setting: ExecSetting;
+  createEnvironment(): Promise<Environment>;
+}
+
+/** One fresh environment: create, put, exec under the harness deadline, get, destroy, then look for what survived. */
+export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: ProbeContext, how: ExecHow): Promise<Observation> {
+  const { policy, run } = once;
+  let env: Environment | undefined;
+  let obs: Observation | undefined;
+  const contactsBefore = run.hostDecoys.contacts().length;
+  const survivor = probe.watchSurvivor ? survivorName(ctx.nonce, probe.kernelCarriers === 'marked-program') : undefined;
+  // Held until the box is gone: another run's disk-fill would count as this box's drop in free disk.
+  const releaseHost = probe.kind === 'security' && probe.watchHost ? await acquireHostWatch(run.runId) : undefined;
+  const createdAt = performance.now();
+  const createdWallMs = Date.now();
+  try {
+    env = await once.createEnvironment();
+    const prepared = await payloadFiles(probe, ctx, how.files);
+    await env.putFiles(prepared.files);
+    const execFrom = Date.now();
+    const watch = survivor ? watchForProcess(survivor, { release: probe.releaseWhenSeen === 'marked' }) : undefined;
+    const exec = await execWithDeadline(once.setting, env, probe, ctx, how, createdAt, prepared).finally(() => watch?.stop());
+    const seenAlive = watch ? await watch.stop() : undefined;
+    const wanted = typeof probe.artifacts === 'function' ? probe.artifacts(ctx) : probe.artifacts;
+    const artifacts = wanted ? await env.getFiles(wanted, { maxBytesPerFile: policy.exports.maxFileMb * 1024 * 1024 }) : [];
+    const canaries = once.setting.canaries;
+    const leftInBox = [
+      ...artifacts.flatMap((f) => (f.content ? [{ where: `artifact:${f.path}`, bytes: f.content }] : [])),
+      ...(env.hostWorkspace ? await readWorkspaceFiles(env.hostWorkspace, new Set(prepared.files.map((f) => f.path))) : []),
+    ];
+    const artifactHits = scanEach(leftInBox, canaries).map((h) => ({ label: h.label, where: hitWhere(h.where, h) }));
+    const decoyHits = run.labTraffic ? scanDecoyEvents((await run.labTraffic(execFrom - 50)).events, run.canaries.all) : [];
+    obs = {
+      exec: exec.observation,
+      attempted: exec.attempted,
+      finished: exec.finished,
+      token: prepared.proof.token,
+      ...(seenAlive !== undefined ? { survivorSeenAlive: seenAlive } : {}),
+      ...(exec.positiveControl ? { positiveControl: exec.positiveControl } : {}),
+      canaryHits: [...exec.canaryHits, ...artifactHits, ...decoyHits.map((h) => ({ label: h.label, where: hitWhere(h.where, h) }))],
+      artifacts,
+      leftovers: [],
+      survivors: [],
+      socketContacts: 0,
+    };
+    if (wanted && wanted.length > 0) {
+      obs.export = await runExportStage({
+        files: artifacts,
+        policy,
+        exportRoot: join(run.scratchDir, `export-${ctx.nonce}`),
+        choice: once.exporter,
+        canaries: run.canaries.all.map((c) => c.value),
+        confineTo: run.scratchDir,
+        // The naive exporter may read only inside the run's scratch directory (its safety net).
+        ...(env.hostWorkspace?.startsWith(`${run.scratchDir}/`) ? { hostWorkspace: env.hostWorkspace } : {}),
+      });
+    }
+  } finally {
+    try {
+      if (env) {
+        const left = await env.destroy();
+        if (obs) obs.leftovers = left.items;
+      }
+    } finally {
+      await releaseHost?.();
+    }
+  }
+  const contacts = run.hostDecoys.contacts().slice(contactsBefore).filter((c) => c.firstBytes.includes(ctx.nonce));
+  obs.socketContacts = contacts.filter((c) => c.decoy === 'daemon-socket').length;
+  obs.decoyContacts = {};
+  for (const c of contacts) obs.decoyContacts[c.decoy] = (obs.decoyContacts[c.decoy] ?? 0) + 1;
+  if (run.watchDaemons.length > 0) {
+    // Each watched daemon's own log of this execution (a box's call names the nonce); read only.
+    const until = Date.now();
+    obs.daemonEvents = await Promise.all(run.watchDaemons.map(async (daemon) => ({ daemon, ...(await readDaemonEvents(daemon, createdWallMs - 1000, until, ctx.nonce)) })));
+  }
+  obs.heartbeat = await watchHeartbeat(join(ctx.hostProbeDir, 'heartbeat'));
+  // Only a payload told to leave a survivor names one (survivorName): the others skip the /proc scan.
+  const survivors = survivor ? await findProcessesWithCmdline(survivor) : [];
+  killPids(survivors.map((p) => p.pid));
+  obs.survivors = survivors.map((p) => `process ${p.pid} (${p.command}) still ran after destroy; killed by the harness`);
+  const usk = survivor ? obs.exec.userSpaceKernel : undefined;
+  const after = usk ? await carriersAfterDestroy(usk) : undefined;
+  if (after) {
+    obs.carriersAfterDestroy = after;
+    killPids(after.filter((c) => c.running).map((c) => c.pid));
+  }
+  return obs;
+}
