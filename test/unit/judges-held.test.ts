@@ -132,7 +132,12 @@ describe('resource and identity judges from outside evidence', () => {
     expect(surviveTeardown.judge(obs({}, { finished: true, survivors: ['process 9 still ran'] }), ctx).verdict).toBe('crossed');
     expect(surviveTeardown.judge(obs({}, { finished: true, heartbeat: { afterDestroyBytes: 10, laterBytes: 40 } }), ctx).verdict).toBe('crossed');
     const second = (text: string) => obs({ stdout: capture(text) }, { finished: true });
-    expect(residue.judge(obs({}, { finished: true, followUp: second('found token-residue-control in /tmp') }), ctx).verdict).toBe('held');
+    const first = (text = 'left marker in /tmp\ncannot write home: Read-only file system\n') => obs({ stdout: capture(text) }, { finished: true });
+    expect(residue.judge(first(), { ...ctx }).verdict).toBe('inconclusive');
+    expect(residue.judge({ ...first(), followUp: second('found token-residue-control in /tmp') }, ctx).verdict).toBe('held');
+    // Phase 1 left nothing anywhere, or phase 2 could not see where phase 1 left its marker: nothing shown.
+    expect(residue.judge({ ...first('cannot write /tmp: Read-only file system\n'), followUp: second('found token-residue-control in /tmp') }, ctx).reason).toMatch(/phase 1 left no marker anywhere/);
+    expect(residue.judge({ ...first('left marker in /tmp\nleft marker in /dev/shm\n'), followUp: second('found token-residue-control in /tmp') }, ctx).reason).toMatch(/not found in \/dev\/shm/);
     // Phase 2 did not find even its own marker: its search cannot see.
     expect(residue.judge(obs({}, { finished: true, followUp: second('nothing') }), ctx).verdict).toBe('inconclusive');
     expect(residue.judge(obs({}, { finished: true, followUp: second('found residue-abc123 in /tmp') }), ctx).verdict).toBe('crossed');
