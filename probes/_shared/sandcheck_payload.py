@@ -352,12 +352,30 @@ def route_attempts(label, host, port, data, absolute=None, direct=True, extra_pr
             print("%s via %s %s://%s:%d absolute URI: %s %s" % (label, var, scheme, phost, pport, outcome, status_of(reply)))
 
 
+def wait_for_proxies(ceiling=5.0):
+    """Waits (at most `ceiling` seconds) until every proxy the box was given accepts a connection: a sandbox may start
+    the bridge to its proxy beside the program (srt does), and an attempt made before it listens shows nothing."""
+    for var, _scheme, host, port, _auth in proxies_from_env():
+        start = time.monotonic()
+        while True:
+            try:
+                socket.create_connection((host, port), timeout=1).close()
+                print("proxy %s %s:%d accepts after %d ms" % (var, host, port, (time.monotonic() - start) * 1000))
+                break
+            except OSError as e:
+                if time.monotonic() - start >= ceiling:
+                    print("proxy %s %s:%d still refuses after %d ms: %s" % (var, host, port, ceiling * 1000, e))
+                    break
+                time.sleep(0.05)
+
+
 def allowlist_control(args):
     """The positive control of the allowlist probes: a marked request to the allowed destination, directly and through every proxy."""
     control = args.get("control")
     if not control:
         print("control: the allowlist names no destination a lab canary answers")
         return
+    wait_for_proxies()
     host = control.get("name") or control["address"]
     path = "/%s-control" % args["marker"]
     route_attempts("control", control["address"], control["port"], http_get_bytes(host, path), direct=True)
