@@ -31,7 +31,7 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
   const contactsBefore = run.hostDecoys.contacts().length;
   const survivor = probe.watchSurvivor ? survivorName(ctx.nonce, probe.kernelCarriers === 'marked-program') : undefined;
   // Held until the box is gone: another run's disk-fill would count as this box's drop in free disk.
-  const releaseHost = probe.kind === 'security' && probe.watchHost ? await acquireHostWatch(run.runId) : undefined;
+  const releaseHost = probe.kind === 'security' && probe.watchHost ? await acquireHostWatch(run.runId, once.setting.signal ? { signal: once.setting.signal } : {}) : undefined;
   const createdAt = performance.now();
   const createdWallMs = Date.now();
   try {
