@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { acquireHostWatch } from '../../harness/host-watch-lock.js';
 import { packageRoot } from '../../harness/paths.js';
+import { findProcessesWithCmdline } from '../../lab/process-scan.js';
 
 const dir = await mkdtemp(join(tmpdir(), 'sc-hostwatch-'));
 afterAll(() => rm(dir, { recursive: true, force: true }));
@@ -47,7 +47,7 @@ describe('the host-watch lock: one host-measuring probe on the machine at a time
     setTimeout(() => abort.abort(), 200);
     await expect(waiting).rejects.toMatchObject({ code: 'HARNESS', message: expect.stringMatching(/interrupted while it waited for the host-watch lock/) });
     expect(Date.now() - started).toBeLessThan(5_000);
-    expect(processesNamed('sandcheck-host-watch-rtestH')).toEqual([]);
+    expect(await findProcessesWithCmdline('sandcheck-host-watch-rtestH')).toEqual([]);
     // The holder was untouched, and the lock is still its own until it lets go.
     await expect(acquireHostWatch('rtestI', { path, waitSeconds: 1 })).rejects.toMatchObject({ message: expect.stringMatching(/another sandcheck run held/) });
     await release();
@@ -57,16 +57,3 @@ describe('the host-watch lock: one host-measuring probe on the machine at a time
   });
 });
 
-/** Pids whose command line names `marker` (flock and its sh child carry it). */
-function processesNamed(marker: string): number[] {
-  return readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .filter((d) => {
-      try {
-        return readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(marker);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
