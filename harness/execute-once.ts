@@ -6,6 +6,7 @@ import { findProcessesWithCmdline, killPids } from '../lab/process-scan.js';
 import { execWithDeadline, payloadFiles, type ExecHow, type ExecSetting } from './exec-payload.js';
 import { runExportStage, type ExporterChoice } from './export-stage.js';
 import { watchHeartbeat } from './host-observers.js';
+import { readHostFiles } from './host-read.js';
 import { acquireHostWatch } from './host-watch-lock.js';
 import { carriersAfterDestroy, survivorName } from './kernel-carriers.js';
 import { hitWhere, readWorkspaceFiles } from './left-in-box.js';
@@ -38,12 +39,15 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
     env = await once.createEnvironment();
     const prepared = await payloadFiles(probe, ctx, how.files);
     await env.putFiles(prepared.files);
+    const hostReadPaths = env.hostWorkspace ? probe.hostRead : undefined;
+    const hostBefore = hostReadPaths && env.hostWorkspace ? await readHostFiles(env.hostWorkspace, hostReadPaths) : undefined;
     const execFrom = Date.now();
     const watch = survivor ? watchForProcess(survivor, { release: probe.releaseWhenSeen === 'marked' }) : undefined;
     const exec = await execWithDeadline(once.setting, env, probe, ctx, how, createdAt, prepared).finally(() => watch?.stop());
     const seenAlive = watch ? await watch.stop() : undefined;
     const wanted = typeof probe.artifacts === 'function' ? probe.artifacts(ctx) : probe.artifacts;
     const artifacts = wanted ? await env.getFiles(wanted, { maxBytesPerFile: policy.exports.maxFileMb * 1024 * 1024 }) : [];
+    const hostAfter = hostReadPaths && env.hostWorkspace ? await readHostFiles(env.hostWorkspace, hostReadPaths) : undefined;
     const canaries = once.setting.canaries;
     const leftInBox = [
       ...artifacts.flatMap((f) => (f.content ? [{ where: `artifact:${f.path}`, bytes: f.content }] : [])),
@@ -58,6 +62,7 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
       token: prepared.proof.token,
       ...(seenAlive !== undefined ? { survivorSeenAlive: seenAlive } : {}),
       ...(exec.positiveControl ? { positiveControl: exec.positiveControl } : {}),
+      ...(hostBefore && hostAfter ? { hostRead: { before: hostBefore, after: hostAfter } } : {}),
       canaryHits: [...exec.canaryHits, ...artifactHits, ...decoyHits.map((h) => ({ label: h.label, where: hitWhere(h.where, h) }))],
       artifacts,
       leftovers: [],

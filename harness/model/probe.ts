@@ -3,6 +3,7 @@ import type { GotFile, PolicyItem, PutFile } from '../../backends/contract.js';
 import type { CanarySet } from '../../lab/canaries.js';
 import type { LabTraffic } from '../../lab/lab-session.js';
 import type { ExportOutcome } from '../export-stage.js';
+import type { HostFileState } from '../host-read.js';
 import type { Evidence } from './evidence.js';
 import type { ExecObservation } from './observation.js';
 import type { Policy } from './policy.js';
@@ -106,6 +107,8 @@ export interface Observation {
   companionAnnounced?: string;
   /** The export stage: the exporter's decision on the artifacts and what it did to the host. */
   export?: ExportOutcome;
+  /** The probe's hostRead files, read by the harness on the host right after the put and again after the exec. */
+  hostRead?: { before: HostFileState[]; after: HostFileState[] };
 }
 
 export interface Judgement {
@@ -174,6 +177,11 @@ interface ProbeCommon {
   watchSurvivor?: boolean;
   /** Watch the host's health while it runs (resource probes). */
   watchHost?: boolean;
+  /**
+   * Workspace files the harness also reads itself, before the exec and after it, where the backend keeps the
+   * workspace on the host (Environment.hostWorkspace): outside evidence that needs no download API.
+   */
+  hostRead?: readonly string[];
   /** The program runs until the wall limit stops it: the harness waits the whole limit (schedule and shards). */
   runsToWall?: boolean;
   /**

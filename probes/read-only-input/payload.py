@@ -85,9 +85,18 @@ if control:
         outcomes[control] = "done"
     except OSError as e:
         outcomes[control] = "refused: %s" % (e.strerror or e)
+# Device and inode of each input as the box sees it, before any attempt: where the harness reads the workspace on
+# the host itself, these bind that host read to the very files the box tried to change.
+inodes = {}
+for path in args["inputs"].values():
+    try:
+        st = os.lstat(path)
+        inodes[path] = [st.st_dev, st.st_ino]
+    except OSError as e:
+        inodes[path] = "error: %s" % (e.strerror or e)
 for technique, path in sorted(args["inputs"].items()):
     fn = TECHNIQUES.get(technique)
     if fn is not None:
         attempt(path, fn)
-sc.report({"attempts": outcomes})
+sc.report({"attempts": outcomes, "inodes": inodes})
 sc.done(args)

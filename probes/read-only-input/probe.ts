@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
 import { outside } from '../../harness/model/evidence.js';
-import type { ProbeContext, SecurityProbe } from '../../harness/model/probe.js';
+import type { Observation, ProbeContext, SecurityProbe } from '../../harness/model/probe.js';
+import { reportedField } from '../_shared/exposure-judges.js';
 
 /** One input file per technique the payload tries on it (see payload.py). */
 export const READ_ONLY_TECHNIQUES = ['write', 'truncate', 'chmod', 'rename', 'unlink', 'replace', 'symlink'] as const;
@@ -32,6 +33,7 @@ export const readOnlyInput: SecurityProbe = {
   files: (ctx) => [...READ_ONLY_TECHNIQUES.map((t) => ({ path: pathOf(t), content: inputBytes(ctx, t), readOnly: true })), { path: WRITE_CONTROL, content: inputBytes(ctx, 'control') }],
   args: () => ({ inputs: Object.fromEntries(READ_ONLY_TECHNIQUES.map((t) => [t, pathOf(t)])), writeControl: WRITE_CONTROL }),
   artifacts: [...READ_ONLY_TECHNIQUES.map(pathOf), WRITE_CONTROL],
+  hostRead: READ_ONLY_TECHNIQUES.map(pathOf),
   judge: (obs, ctx) => {
     const notRun = unlessAttempted(obs, true);
     if (notRun) return notRun;
@@ -47,8 +49,11 @@ export const readOnlyInput: SecurityProbe = {
       else if (sha256(got.content) !== want) changed.push(`${path} (${t}): bytes changed (${got.size} bytes, sha256 ${sha256(got.content).slice(0, 12)}…, put ${want.slice(0, 12)}…)`);
       else checked.push(path);
     }
+    const host = hostReadOf(obs, ctx);
+    if (host) changed.push(...host.changed);
     const evidence = [
       outside('input-hashes', `${checked.length} of ${READ_ONLY_TECHNIQUES.length} read-only inputs byte-identical after the exec (sha256 via the download API)${changed.length > 0 ? `; changed: ${changed.join('; ')}` : ''}`, 'download API'),
+      ...(host ? [outside('host-read', host.detail, 'host lstat and read of the workspace')] : []),
       exitEvidence(obs.exec),
       payloadReport(obs.exec),
     ];
@@ -58,9 +63,50 @@ export const readOnlyInput: SecurityProbe = {
     const wrote = `${obs.token('write-control')}\n`;
     const controlSeen = control?.kind === 'file' && control.content !== undefined && Buffer.from(control.content).toString('utf8') === `${inputBytes(ctx, 'control').toString('utf8')}${wrote}`;
     evidence.splice(1, 0, outside('write-control', controlSeen ? `the writable control ${WRITE_CONTROL} came back with the payload's answer appended` : `the writable control ${WRITE_CONTROL} came back without the payload's answer (${control?.kind ?? 'not listed'}${control?.size !== undefined ? `, ${control.size} bytes` : ''})`, 'download API'));
+    // Without the control, the host's own read proves it, once the box named the very files the host read.
+    if (!controlSeen && host?.bound) {
+      return { verdict: 'held', reason: `every read-only input (${READ_ONLY_TECHNIQUES.length}, one per technique) was byte-identical on the host after the box tried to change it, read by the harness itself (the box saw those very files: same device and inode)`, evidence };
+    }
     if (!controlSeen) {
       return { verdict: 'inconclusive', reason: `the download API did not show the payload's write to a writable input (${WRITE_CONTROL}): unchanged read-only inputs read through it prove nothing`, evidence };
     }
     return { verdict: 'held', reason: `every read-only input (${READ_ONLY_TECHNIQUES.length}, one per technique: ${READ_ONLY_TECHNIQUES.join(', ')}) was byte-identical after the box tried to change it`, evidence };
   },
 };
+
+/**
+ * The harness's own before and after reads of the inputs on the host. `changed`: what differs from what was put or
+ * from the file that was there before; `bound`: every input was the file put, and the payload's lstat before its
+ * attempts named that file's device and inode (a box working on copies could not).
+ */
+function hostReadOf(obs: Observation, ctx: ProbeContext): { changed: string[]; bound: boolean; detail: string } | undefined {
+  const read = obs.hostRead;
+  if (!read) return undefined;
+  const inodes = reportedField(obs, 'inodes');
+  const changed: string[] = [];
+  let putAsMade = true;
+  let named = true;
+  for (const t of READ_ONLY_TECHNIQUES) {
+    const path = pathOf(t);
+    const before = read.before.find((f) => f.path === path);
+    const after = read.after.find((f) => f.path === path);
+    const want = sha256(inputBytes(ctx, t));
+    if (before?.kind !== 'file' || before.sha256 !== want) {
+      putAsMade = false;
+      continue;
+    }
+    if (!after || after.kind === 'missing') changed.push(`${path} (${t}): gone on the host`);
+    else if (after.kind !== 'file') changed.push(`${path} (${t}): ${after.note ?? 'not a regular file'} on the host`);
+    else if (after.sha256 !== want) changed.push(`${path} (${t}): bytes changed on the host (${after.size} bytes)`);
+    else if (after.ino !== before.ino || after.dev !== before.dev) changed.push(`${path} (${t}): replaced on the host (inode ${before.ino} → ${after.ino})`);
+    const seen = typeof inodes === 'object' && inodes !== null ? (inodes as Record<string, unknown>)[path] : undefined;
+    if (!Array.isArray(seen) || seen[0] !== before.dev || seen[1] !== before.ino) named = false;
+  }
+  const binding = !putAsMade
+    ? 'the host workspace did not hold every input as put (the backend keeps them elsewhere): this read binds nothing'
+    : named
+      ? "the box's lstat named the same device and inode for each"
+      : "the box's lstat did not name the host's device and inode for every input: the box may work on copies";
+  const detail = `read on the host before and after the exec: ${changed.length === 0 ? 'every read-only input unchanged' : `changed: ${changed.join('; ')}`}; ${binding}`;
+  return { changed, bound: putAsMade && named, detail };
+}

@@ -141,12 +141,11 @@ const EXPECTED: Record<string, Expectation> = {
       'keyring-decoy': /read a host decoy key from the kernel keyring/,
     },
     // socket() itself is refused by seccomp (see codex-sandbox-workspace): recorded as a refusal, the network probes hold.
-    held: ['secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'survive-teardown', 'escape-raw-socket', ...NETWORK.filter((id) => id !== 'lateral-movement'), ...OUTPUT],
+    // read-only-input: nothing is writable, its control included; the harness reads the inputs on the host itself.
+    held: ['secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'survive-teardown', 'escape-raw-socket', 'read-only-input', ...NETWORK.filter((id) => id !== 'lateral-movement'), ...OUTPUT],
     // Export probes cannot write their hostile artifacts: their own rule makes that inconclusive, never held.
     inconclusive: {
       ...Object.fromEntries([...EXPORTS, 'export-special-files'].map((id) => [id, /did not finish its attempt/])),
-      // Nothing in the workspace is writable, the write control included: no change could have shown.
-      'read-only-input': /the download API did not show the payload's write to a writable input/,
       'lateral-movement': /never announced its listener/,
       ...SOCKET_CONTROL_REFUSED,
     },

@@ -15,6 +15,8 @@ import { diskFill, FILL_FILE } from '../../probes/disk-fill/probe.js';
 import { identitySetuid } from '../../probes/identity-setuid/probe.js';
 import { attachPosture } from '../../lab/host-process.js';
 import { readOnlyInput, WRITE_CONTROL } from '../../probes/read-only-input/probe.js';
+import type { HostFileState } from '../../harness/host-read.js';
+import { createHash } from 'node:crypto';
 
 const MiB = 2 ** 20;
 const ctxWith = (policy: Policy): ProbeContext => ({
@@ -105,6 +107,47 @@ describe('read-only-input: the bytes of every input, from outside', () => {
     expect(`${j.verdict}: ${j.reason}`).toMatch(/^inconclusive: the download API did not show the payload's write to a writable input/);
     const noControl = inputs(ctx).filter((f) => f.path !== WRITE_CONTROL);
     expect(readOnlyInput.judge(obs({}, { artifacts: noControl }), ctx).verdict).toBe('inconclusive');
+  });
+
+  describe('where the harness reads the workspace on the host itself (no writable control needed)', () => {
+    const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
+    // Nothing writable in the box: the API hands back the inputs as put and the control unchanged.
+    const asPut = (readOnlyInput.files?.(ctx) ?? []).map((f): GotFile => ({ path: f.path, kind: 'file', size: f.content.byteLength, content: f.content }));
+    const onHost = (): HostFileState[] =>
+      (readOnlyInput.files?.(ctx) ?? []).filter((f) => f.readOnly).map((f, i) => ({ path: f.path, kind: 'file', dev: 2049, ino: 9000 + i, size: f.content.byteLength, sha256: sha(f.content) }));
+    const boxSaw = (files: HostFileState[]): string => `SANDCHECK-REPORT ${JSON.stringify({ inodes: Object.fromEntries(files.map((f) => [f.path, [f.dev, f.ino]])) })}\n`;
+    const judge = (before: HostFileState[], after: HostFileState[], report: string) => readOnlyInput.judge(obs({ stdout: capture(report) }, { artifacts: asPut, hostRead: { before, after } }), ctx);
+
+    it('held: unchanged on the host, and the box named the very files the host read', () => {
+      const j = judge(onHost(), onHost(), boxSaw(onHost()));
+      expect(`${j.verdict}: ${j.reason}`).toMatch(/^held: .*read by the harness itself \(the box saw those very files: same device and inode\)/);
+      expect(j.evidence.some((e) => e.source === 'outside' && e.witness === 'host-read' && /every read-only input unchanged/.test(e.detail))).toBe(true);
+    });
+
+    it('a host read the box is not bound to earns no held: other inodes (copies), no report, a put not as made', () => {
+      const copies = onHost().map((f) => ({ ...f, ino: (f.ino ?? 0) + 1 }));
+      expect(judge(onHost(), onHost(), boxSaw(copies)).verdict).toBe('inconclusive');
+      expect(judge(onHost(), onHost(), '').verdict).toBe('inconclusive');
+      const otherDevice = onHost().map((f) => ({ ...f, dev: 64 }));
+      expect(judge(onHost(), onHost(), boxSaw(otherDevice)).verdict).toBe('inconclusive');
+      const wrongPut = onHost().map((f, i) => (i === 0 ? { ...f, sha256: 'x' } : f));
+      expect(judge(wrongPut, wrongPut, boxSaw(wrongPut)).verdict).toBe('inconclusive');
+    });
+
+    it('crossed when the host read shows a change the download API hid: bytes, a link, gone, replaced', () => {
+      const base = onHost();
+      const cases: [HostFileState[], RegExp][] = [
+        [base.map((f, i) => (i === 0 ? { ...f, sha256: 'y', size: 5 } : f)), /bytes changed on the host/],
+        [base.map((f, i) => (i === 1 ? { path: f.path, kind: 'other', note: 'a symbolic link' } : f)), /a symbolic link on the host/],
+        [base.map((f, i) => (i === 2 ? { path: f.path, kind: 'missing' } : f)), /gone on the host/],
+        [base.map((f, i) => (i === 3 ? { ...f, ino: 1 } : f)), /replaced on the host/],
+      ];
+      for (const [after, why] of cases) {
+        const j = judge(base, after, boxSaw(base));
+        expect(`${j.verdict}: ${j.reason}`).toMatch(why);
+        expect(j.verdict).toBe('crossed');
+      }
+    });
   });
 });
 
