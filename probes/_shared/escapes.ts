@@ -81,8 +81,12 @@ export interface EscapeSpec {
   outsideCrossing?(obs: Observation): Judgement | undefined;
   /** A successful decisive step where no outside witness exists (kernel modules): crossed on inside evidence, by rule. */
   insideCrossing?: boolean;
-  /** `ok` on a decisive step is no crossing by itself (a packet sent into a box's own network), outside evidence decides. */
-  okIsNotACrossing?: boolean;
+  /**
+   * `ok` on a decisive step is no crossing by itself (a packet sent into a box's own network): this positive control
+   * explains the silence of the outside witness (`stoppedBy`: the path dropped it, or the box has no route to the lab),
+   * or says why the silence proves nothing (inconclusive).
+   */
+  okUnseen?(obs: Observation, steps: readonly EscapeStep[]): { explained: true; evidence: Evidence[]; stoppedBy: string } | { explained: false; reason: string };
   /** `held` also needs the host to have seen the box's own program without this capability (outside posture). */
   posture?: { bit: number; name: string; nonce: string };
   /** Outside evidence that rules out blindness (the lab witness's health); returns a reason to be inconclusive. */
@@ -118,8 +122,12 @@ export function judgeEscape(obs: Observation, spec: EscapeSpec): Judgement {
     return { verdict: 'inconclusive', reason: `the payload never reached ${spec.decisive.join(' / ')} (${last || 'no step reported'}): nothing shows the box's control stopped it`, evidence: context };
   }
   const succeeded = decisive.filter((s) => s.outcome === 'ok');
-  if (succeeded.length > 0 && !spec.okIsNotACrossing) {
+  const sent = succeeded.length > 0 ? spec.okUnseen?.(obs, steps) : undefined;
+  if (succeeded.length > 0 && !sent) {
     return { verdict: 'inconclusive', reason: `${succeeded.map(describeStep).join('; ')} succeeded, yet no decoy value came out: the probe missed its target, so this proves nothing`, evidence: context };
+  }
+  if (sent && !sent.explained) {
+    return { verdict: 'inconclusive', reason: `${succeeded.map(describeStep).join('; ')}, and the lab saw none of it, but ${sent.reason}: the silence proves nothing`, evidence: context };
   }
   const unexplained = decisive.filter((s) => s.outcome !== 'ok' && !spec.refusals.has(s.outcome));
   if (unexplained.length > 0) {
@@ -139,6 +147,13 @@ export function judgeEscape(obs: Observation, spec: EscapeSpec): Judgement {
     if (holding.length > 0) {
       return { verdict: 'inconclusive', reason: `the host saw the box's program holding ${spec.posture.name} (CapEff ${holding[0]?.capEff}), yet the attempt was refused: something other than the probe's control stopped it`, evidence: [...posture, ...context] };
     }
+  }
+  if (sent?.explained) {
+    return {
+      verdict: 'held',
+      reason: `${spec.what}: ${succeeded.map(describeStep).join('; ')}, yet none reached the lab: ${sent.stoppedBy}${decisive.length > succeeded.length ? `; refused: ${decisive.filter((d) => d.outcome !== 'ok').map(describeStep).join('; ')}` : ''}`,
+      evidence: [...sent.evidence, ...(spec.quiet?.(obs) ?? []), ...posture, ...context],
+    };
   }
   return {
     verdict: 'held',

@@ -49,4 +49,16 @@ try:
         p.close()
 except (OSError, AttributeError) as e:
     sc.escape_step("packet", sc.errname(e) if isinstance(e, OSError) else "no-af-packet")
+# The positive control: one unforged datagram from this execution's control port. A forged one sent but never seen
+# means the path stopped it only if the witness saw this one.
+try:
+    c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        c.bind(("0.0.0.0", int(args["controlPort"])))
+        c.sendto(("sandcheck control %s" % args["nonce"]).encode(), (dst, dport))
+        sc.escape_step("control", "ok", "sent")
+    finally:
+        c.close()
+except OSError as e:
+    sc.escape_step("control", sc.errname(e))
 sc.done(args)

@@ -3,16 +3,36 @@ import { exitEvidence } from '../../harness/judge.js';
 import { outside } from '../../harness/model/evidence.js';
 import type { Judgement, Observation, SecurityProbe } from '../../harness/model/probe.js';
 import { witnessBlindness } from '../../lab/witness-health.js';
-import { judgeEscape } from '../_shared/escapes.js';
+import { judgeEscape, type EscapeSpec, type EscapeStep } from '../_shared/escapes.js';
 
 const TARGET = { address: '203.0.113.10', port: 9 };
 
 /** This execution's forged sources: documentation addresses no lab interface has, chosen from the nonce. */
-export function forgedSources(nonce: string): { raw: { src: string; port: number }; packet: { src: string; port: number } } {
+export function forgedSources(nonce: string): { raw: { src: string; port: number }; packet: { src: string; port: number }; controlPort: number } {
   const h = createHash('sha256').update(`forged:${nonce}`).digest();
   const host = 20 + ((h[0] ?? 0) % 200);
   const port = 20_000 + (h.readUInt16BE(1) % 20_000);
-  return { raw: { src: `198.51.100.${host}`, port }, packet: { src: `198.51.100.${host + 1}`, port: port + 1 } };
+  return { raw: { src: `198.51.100.${host}`, port }, packet: { src: `198.51.100.${host + 1}`, port: port + 1 }, controlPort: port + 2 };
+}
+
+/** The box's own unforged datagram refused for want of a route: the box has no path to the lab at all. */
+const NO_ROUTE = new Set(['ENETUNREACH', 'EHOSTUNREACH', 'ENETDOWN']);
+
+/**
+ * A forged datagram sent (`ok`) that the lab never saw was stopped on its way only if the box's own unforged
+ * datagram, from this execution's control port, reached the witness (the path dropped forged sources), or was itself
+ * refused for want of a route (a packet on the box's own loopback that goes nowhere). Otherwise the box's packets
+ * may go where the witness cannot see.
+ */
+function controlSeen(obs: Observation, nonce: string, steps: readonly EscapeStep[]): ReturnType<NonNullable<EscapeSpec['okUnseen']>> {
+  const port = forgedSources(nonce).controlPort;
+  const hit = (obs.network?.packets ?? []).find((p) => p.proto === 'udp' && p.dst === TARGET.address && p.dstPort === TARGET.port && p.srcPort === port);
+  if (hit) return { explained: true, evidence: [outside('packet-witness', `control: ${hit.raw.slice(0, 200)}`, `lab ${hit.iface ?? 'any'}`)], stoppedBy: `the unforged control datagram (from ${hit.src}) reached the lab, so the path dropped forged sources` };
+  const control = steps.find((s) => s.step === 'control');
+  if (control && NO_ROUTE.has(control.outcome)) {
+    return { explained: true, evidence: [], stoppedBy: `the box has no route to the lab (its unforged control datagram: ${control.outcome})` };
+  }
+  return { explained: false, reason: `the lab saw no unforged control datagram from this execution (udp port ${port} → ${TARGET.address}:${TARGET.port}; the payload says ${control?.outcome ?? 'nothing'}), so the box's packets may never reach its witness` };
 }
 
 /** A packet the lab's witness recorded with this execution's forged source address and port. */
@@ -47,7 +67,7 @@ export const escapeRawSocket: SecurityProbe = {
   cwe: ['CWE-250', 'CWE-290'],
   args: (ctx) => {
     const f = forgedSources(ctx.nonce);
-    return { target: TARGET.address, port: TARGET.port, rawSrc: f.raw.src, rawPort: f.raw.port, packetSrc: f.packet.src, packetPort: f.packet.port };
+    return { target: TARGET.address, port: TARGET.port, rawSrc: f.raw.src, rawPort: f.raw.port, packetSrc: f.packet.src, packetPort: f.packet.port, controlPort: f.controlPort };
   },
   judge: (obs, ctx) =>
     judgeEscape(obs, {
@@ -55,7 +75,7 @@ export const escapeRawSocket: SecurityProbe = {
       decisive: ['raw-ip', 'packet'],
       refusals: REFUSALS,
       control: 'no CAP_NET_RAW or no route to the lab',
-      okIsNotACrossing: true,
+      okUnseen: (o, steps) => controlSeen(o, ctx.nonce, steps),
       outsideCrossing: (o) => forgedSeen(o, ctx.nonce),
       blind: (o) => (o.network ? witnessBlindness(o.network.witness) : 'no lab traffic was recorded for this probe'),
       quiet: (o) => [

@@ -132,8 +132,22 @@ describe('escape-raw-socket: the packet witness decides', () => {
     expect(j.evidence.some((e) => e.source === 'outside' && e.witness === 'packet-witness')).toBe(true);
   });
 
-  it('sent but never seen by a seeing witness is held (the box\'s own network); a blind witness or no lab is inconclusive', () => {
-    expect(escapeRawSocket.judge(ran(sent, { network: { events: [], packets: [packet('198.51.100.7', 1)], witness: seeing } }), ctx).verdict).toBe('held');
+  it('sent but never seen is held only when the unforged control datagram reached the witness; a blind witness or no lab is inconclusive', () => {
+    const control = packet('10.0.0.2', f.controlPort);
+    const held = escapeRawSocket.judge(ran(sent, { network: { events: [], packets: [control], witness: seeing } }), ctx);
+    expect(`${held.verdict}: ${held.reason}`).toMatch(/^held: .*none reached the lab: the unforged control datagram \(from 10\.0\.0\.2\) reached the lab, so the path dropped forged sources/);
+    // The lie: a box whose packets go somewhere the lab never sees. Sent, unseen, and no control seen either.
+    const unseen = escapeRawSocket.judge(ran(sent, { network: { events: [], packets: [packet('198.51.100.7', 1)], witness: seeing } }), ctx);
+    expect(`${unseen.verdict}: ${unseen.reason}`).toMatch(/^inconclusive: .*the lab saw no unforged control datagram from this execution/);
+    // The control from another port (not this execution's) does not count.
+    expect(escapeRawSocket.judge(ran(sent, { network: { events: [], packets: [packet('10.0.0.2', f.controlPort + 1)], witness: seeing } }), ctx).verdict).toBe('inconclusive');
+    // A packet on the box's own loopback, where the box has no route out (its control refused for it): held.
+    const noRoute = escapeRawSocket.judge(ran(step('raw-ip', 'ENETUNREACH') + step('packet', 'ok', 'sent on lo') + step('control', 'ENETUNREACH'), { network: { events: [], packets: [], witness: seeing } }), ctx);
+    expect(`${noRoute.verdict}: ${noRoute.reason}`).toMatch(/^held: .*the box has no route to the lab \(its unforged control datagram: ENETUNREACH\)/);
+    // A control that was sent (ok) but never seen explains nothing.
+    expect(escapeRawSocket.judge(ran(sent + step('control', 'ok', 'sent'), { network: { events: [], packets: [], witness: seeing } }), ctx).verdict).toBe('inconclusive');
+    // Refused raw sockets need no control: the box's control stopped the attack itself.
+    expect(escapeRawSocket.judge(ran(step('raw-ip', 'EPERM') + step('packet', 'EPERM'), { network: { events: [], packets: [], witness: seeing } }), ctx).verdict).toBe('held');
     expect(escapeRawSocket.judge(ran(sent, { network: { events: [], packets: [], witness: { ...seeing, proofOfLife: false } } }), ctx).verdict).toBe('inconclusive');
     expect(escapeRawSocket.judge(ran(sent), ctx).verdict).toBe('inconclusive');
     expect(escapeRawSocket.judge(ran(step('raw-ip', 'EINVAL'), { network: { events: [], packets: [], witness: seeing } }), ctx).verdict).toBe('inconclusive');
