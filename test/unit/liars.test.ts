@@ -1,9 +1,14 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fakeMarkers, forgedMarkers, type FakeExecInput, type FakeOutcome, type FakeScript } from '../../backends/fake/fake-backend.js';
 import { securitySuite } from '../../suites/security.js';
 import { CI_POLICY } from '../../harness/model/policy.js';
 import { kernelIdentity } from '../../probes/kernel-identity/probe.js';
 import { secretDecoyEnv } from '../../probes/secret-decoy-env/probe.js';
+import { secretDecoyFile } from '../../probes/secret-decoy-file/probe.js';
 import { CONTROL_ENV } from '../../harness/proof.js';
 import { FAST_POLICY, runFake } from '../helpers/fake-run.js';
 
@@ -105,4 +110,32 @@ describe('a box that masks secrets on their way out earns no held', () => {
     const masking = await runFake([secretDecoyEnv], (input) => ({ stdout: out(input, true), exitCode: 0 }));
     expect(`${masking.security[0]?.verdict}: ${masking.security[0]?.reason}`).toMatch(/^inconclusive: the payload read 1 decoy-shaped value\(s\) that did not come out intact/);
   });
+});
+
+describe('a box that masks or drops the decoy file lines on their way out earns no held (the real payload, real decoys)', () => {
+  // The fake box runs the real secret-decoy-file payload against the run's real decoy directory, then passes its
+  // output on through a filter, as a log masker would.
+  const runReal = (filter: (stdout: string) => string): FakeScript => (input) => {
+    const dir = mkdtempSync(join(tmpdir(), 'sc-liar-'));
+    try {
+      for (const [path, bytes] of input.files) writeFileSync(join(dir, path), bytes);
+      const stdout = execFileSync('/usr/bin/python3', input.request.argv.slice(1), { cwd: dir, env: { PATH: '/usr/bin:/bin', HOME: dir, ...input.request.env }, encoding: 'utf8', timeout: 30_000 });
+      return { stdout: filter(stdout), exitCode: 0 };
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+  const verdictOf = async (filter: (stdout: string) => string): Promise<string> => {
+    const { security } = await runFake([secretDecoyFile], runReal(filter));
+    return `${security[0]?.verdict}: ${security[0]?.reason}`;
+  };
+  const decoyValue = /SCNRY(?!POS|CTRL)[A-Za-z0-9]+/g;
+
+  it('unfiltered: crossed (the payload reads the decoys); every value masked or every value line dropped: inconclusive', async () => {
+    expect(await verdictOf((s) => s)).toMatch(/^crossed: /);
+    // A masker that knows the values (as CI logs mask registered secrets), leaving the in-box control alone.
+    expect(await verdictOf((s) => s.replace(decoyValue, '***'))).toMatch(/^inconclusive: the payload read \d+ decoy-shaped value\(s\) that did not come out intact/);
+    // A filter that drops every line holding a decoy value: the announced counts give it away (the 1: the control's).
+    expect(await verdictOf((s) => s.split('\n').filter((l) => !/SCNRY(?!POS|CTRL)/.test(l) || l.startsWith('read decoy (in-box')).join('\n'))).toMatch(/^inconclusive: the payload announced \d+ decoy value line\(s\) and 1 came out/);
+  }, 60_000);
 });
