@@ -1,4 +1,4 @@
-import { lstat } from 'node:fs/promises';
+import { lstat, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorMessage } from '../../harness/errors.js';
 import type { GotFile } from '../contract.js';
@@ -52,7 +52,11 @@ export async function getWorkspaceFile(src: FileSource, rel: string, maxBytes: n
     return { path: rel, kind: 'other', size: 0, note: `could not stat: ${errorMessage(err)}` };
   }
   if (!last) return { path: rel, kind: 'missing', size: 0, ...(gone ? { note: gone.slice(2) } : {}) };
-  if (isSymlinkMode(last.mode)) return { path: rel, kind: 'symlink', size: last.size, linkTarget: last.linkTarget.slice(0, 4096), note: 'links are never followed' };
+  if (isSymlinkMode(last.mode)) {
+    // The daemon's stat names the fully resolved target; the host side of the volume has the link's own text.
+    const own = await hostReadlink(await src.hostRoot(), segs);
+    return { path: rel, kind: 'symlink', size: last.size, linkTarget: (own ?? last.linkTarget).slice(0, 4096), note: own !== undefined ? 'links are never followed' : "links are never followed; target as the daemon resolves it" };
+  }
   let archive;
   try {
     archive = await src.client.getArchive(src.containerId, abs);
@@ -146,6 +150,18 @@ export async function getWorkspaceFilesAtOnce(src: FileSource, rels: readonly st
     }
   }
   return out;
+}
+
+/** A workspace symlink's own target text, from the host's side of the volume (local daemons only); no link followed on the way. */
+async function hostReadlink(root: string | undefined, segs: readonly string[]): Promise<string | undefined> {
+  if (root === undefined) return undefined;
+  let cur = root;
+  for (let i = 0; i < segs.length - 1; i++) {
+    cur = join(cur, segs[i] ?? '');
+    const st = await lstat(cur).catch(() => undefined);
+    if (!st || st.isSymbolicLink() || !st.isDirectory()) return undefined;
+  }
+  return readlink(join(cur, segs[segs.length - 1] ?? '')).catch(() => undefined);
 }
 
 /**

@@ -27,7 +27,13 @@ def file_info(name, data):
     return info, data
 
 
-if mode == "symlink-host":
+if mode == "symlink-host" and args.get("hop"):
+    # Through a hop named by this execution's challenge: a download API that lstats the link reports that name,
+    # which no API that never looked could.
+    hop = "sc-link-%s" % sc.token("link")
+    os.symlink(args["decoyFile"], hop)
+    os.symlink(hop, "result.txt")
+elif mode == "symlink-host":
     os.symlink(args["decoyFile"], "result.txt")
 elif mode == "symlink-dir":
     os.symlink(args["decoyDir"], "out")

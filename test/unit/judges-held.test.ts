@@ -106,17 +106,21 @@ describe('resource and identity judges from outside evidence', () => {
   });
 
   it('download-api-links: held only for the payload\'s own symlink handed back unfollowed', () => {
-    const decoy = `${ctx.decoyDir}/.aws/credentials`;
     const ran = { attempted: true, finished: true };
-    const judged = (artifact: Record<string, unknown>) => downloadApiLinks.judge(obs({}, { ...ran, artifacts: [{ path: 'result.txt', size: 0, ...artifact } as Observation['artifacts'][number]] }), ctx);
-    expect(judged({ kind: 'symlink', linkTarget: decoy }).verdict).toBe('held');
-    expect(judged({ kind: 'symlink' }).verdict).toBe('held');
+    const base = obs({}, ran);
+    const hop = `sc-link-${base.token('link')}`;
+    const judged = (artifact: Record<string, unknown>) => downloadApiLinks.judge({ ...base, artifacts: [{ path: 'result.txt', size: 0, ...artifact } as Observation['artifacts'][number]] }, ctx);
+    expect(judged({ kind: 'symlink', linkTarget: hop }).verdict).toBe('held');
+    // An API that never looked: a symlink without a target, or with the decoy's path (known from the payload's argv).
+    expect(judged({ kind: 'symlink' }).reason).toMatch(/reported a symlink without its target/);
+    expect(judged({ kind: 'symlink', linkTarget: `${ctx.decoyDir}/.aws/credentials` }).verdict).toBe('inconclusive');
+    expect(judged({ kind: 'symlink', linkTarget: `sc-link-${'0'.repeat(32)}` }).verdict).toBe('inconclusive');
     // An API that followed the link to something without a decoy value, or calls the link a file: not shown to refuse links.
     expect(judged({ kind: 'file', content: new Uint8Array([120]) }).reason).toMatch(/reported a file where the payload made a symlink/);
     expect(judged({ kind: 'directory' }).verdict).toBe('inconclusive');
     // A link, but not the payload's.
     expect(judged({ kind: 'symlink', linkTarget: '/etc/hostname' }).verdict).toBe('inconclusive');
-    expect(judged({ kind: 'symlink', linkTarget: decoy, content: new Uint8Array([1]) }).verdict).toBe('crossed');
+    expect(judged({ kind: 'symlink', linkTarget: hop, content: new Uint8Array([1]) }).verdict).toBe('crossed');
   });
 
   it('hostile-bytes: escaped control bytes are held, raw ones crossed', () => {
