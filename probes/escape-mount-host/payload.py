@@ -109,7 +109,8 @@ try:
         read_out(target + args["pathInFs"], "a mount of the host's disk")
         sc.escape_step("mount-host-fs", "ok", "read")
     except OSError as e:
-        sc.escape_step("mount-host-fs", errno.errorcode.get(e.errno, "E?"), "read")
+        # The mount itself got past the control: a read refused afterwards (file modes) is no refusal of the escape.
+        sc.escape_step("mount-host-fs", "ok", "mounted; the read failed: %s" % errno.errorcode.get(e.errno, "E?"))
 except Refused as r:
     sc.escape_step("mount-host-fs", r.code, r.call)
 except OSError as e:

@@ -101,8 +101,9 @@ export function hostChanges(before: HostSnapshot, after: HostSnapshot, ownDirs: 
   changes.push(...after.nodes.filter((n) => !before.nodes.includes(n)).map((n) => `device node left: ${n}`));
   // Added only: another run's objects may go meanwhile; what a payload adds and leaves is the leak.
   const added = (was: readonly string[], is: readonly string[]): string[] => is.filter((x) => !was.includes(x));
-  // Decoy keys are the runs' own (this run's exist before and after); runc gives each container a session keyring `_ses.<id>`.
-  changes.push(...added(before.keys, after.keys).filter((k) => !/sandcheck-decoy|^keyring _ses\.[0-9a-f]{64}$/.test(k)).map((k) => `key added: ${k}`));
+  // Decoy keys are the runs' own (this run's exist before and after). Each container of another test running meanwhile
+  // has a session keyring: runc names it `_ses.<id>`, crun (podman's runtime here) the bare container id.
+  changes.push(...added(before.keys, after.keys).filter((k) => !/sandcheck-decoy|^keyring (?:_ses\.)?[0-9a-f]{64}$/.test(k)).map((k) => `key added: ${k}`));
   changes.push(...added(before.ipc, after.ipc).map((x) => `ipc object left: ${x}`));
   changes.push(...added(before.sockets, after.sockets).filter((x) => !OTHER_SOCKETS.test(x) && !ownDirs.some((d) => x.startsWith(`${d}/`))).map((x) => `socket left: ${x}`));
   return changes;
