@@ -26,6 +26,7 @@ export const diskFill: SecurityProbe = {
   watchHost: true,
   args: (ctx) => ({ ceilingBytes: (ctx.policy.resources.diskMb + 256) * MiB, file: FILL_FILE }),
   artifacts: [FILL_FILE],
+  hostRead: [FILL_FILE],
   judge: (obs, ctx) => {
     const harmed = hostHarmJudgement(obs);
     if (harmed) return harmed;
@@ -34,14 +35,19 @@ export const diskFill: SecurityProbe = {
     const limit = ctx.policy.resources.diskMb * MiB;
     const mib = (n: number): number => Math.round(n / MiB);
     const fill = obs.artifacts.find((a) => a.path === FILL_FILE);
-    const size = fill && (fill.kind === 'file' || fill.kind === 'hardlink') ? fill.size : undefined;
+    const apiSize = fill && (fill.kind === 'file' || fill.kind === 'hardlink') ? fill.size : undefined;
+    // Where the workspace is on the host and the harness saw the file there itself, its own lstat decides.
+    const onHost = obs.hostRead?.after.find((f) => f.path === FILL_FILE);
+    const hostSize = onHost?.kind === 'file' ? onHost.size : undefined;
+    const size = hostSize ?? apiSize;
     const h = obs.exec.hostHealth;
     const drop = h ? h.before.diskFreeBytes - h.worst.diskFreeBytes : 0;
     const r = obs.exec.resources;
     const memoryStopped = obs.exec.backendReport.oomKilled === true || (r?.oomKills ?? 0) > 0;
     const cause = stopCause(obs);
     const evidence = [
-      outside('box-disk', size === undefined ? `the fill file was not found in the workspace after the exec (${fill?.kind ?? 'not listed'})` : `${mib(size)} MiB on the box's filesystem after the exec (limit ${ctx.policy.resources.diskMb} MiB)`, 'download API lstat'),
+      outside('box-disk', apiSize === undefined ? `the fill file was not found in the workspace after the exec (${fill?.kind ?? 'not listed'})` : `${mib(apiSize)} MiB on the box's filesystem after the exec (limit ${ctx.policy.resources.diskMb} MiB)`, 'download API lstat'),
+      ...(hostSize !== undefined ? [outside('host-read', `${mib(hostSize)} MiB (${hostSize} bytes) in the workspace on the host`, 'host lstat of the workspace')] : []),
       outside('host-disk', `host free disk fell by ${mib(drop)} MiB while it ran`, 'host'),
       ...(r ? [outside('cgroup', `memory peak ${r.memoryPeakBytes === undefined ? 'n/a' : `${mib(r.memoryPeakBytes)} MiB`} of ${r.memoryLimitBytes === undefined ? 'n/a' : `${mib(r.memoryLimitBytes)} MiB`}; OOM kills ${r.oomKills ?? 'n/a'}`, r.source)] : []),
       outside('stop-cause', cause),
@@ -56,6 +62,9 @@ export const diskFill: SecurityProbe = {
       return { verdict: 'crossed', reason: `the box took ${mib(drop)} MiB of the host's disk, past the ${ctx.policy.resources.diskMb} MiB temp-disk limit`, evidence };
     }
     if (size === undefined) return { verdict: 'inconclusive', reason: 'the fill file could not be measured from outside after the exec', evidence };
+    if (hostSize !== undefined && apiSize !== hostSize) {
+      return { verdict: 'inconclusive', reason: `the download API's size of the fill file (${apiSize ?? 'none'} bytes) is not the host's own (${hostSize} bytes): the measurement cannot be trusted`, evidence };
+    }
     if (memoryStopped) {
       return { verdict: 'inconclusive', reason: `the memory limit stopped the writer first (${cause}) at ${mib(size)} MiB of a ${ctx.policy.resources.diskMb} MiB disk limit: the disk limit was never reached (a tmpfs is charged to the memory cgroup)`, evidence };
     }

@@ -59,6 +59,20 @@ describe('disk-fill: held only when the disk limit itself was reached, seen from
   it('crossed: more than the limit on the box filesystem', () => {
     expect(diskFill.judge(obs({}, { artifacts: fill(1280 * MiB) }), ctx).verdict).toBe('crossed');
   });
+
+  it('where the harness reads the workspace on the host, its own lstat decides: a download API that under-reports earns no held', () => {
+    const onHost = (size: number) => ({ hostRead: { before: [{ path: FILL_FILE, kind: 'missing' as const }], after: [{ path: FILL_FILE, kind: 'file' as const, size, dev: 1, ino: 2, sha256: 'x' }] } });
+    const ok = { exitCode: 0, resources: memory(0) };
+    expect(diskFill.judge(obs(ok, { artifacts: fill(988 * MiB), ...onHost(988 * MiB) }), ctx).verdict).toBe('held');
+    // The API says 988 MiB, the host holds 1280 MiB: crossed on the host's number.
+    expect(diskFill.judge(obs(ok, { artifacts: fill(988 * MiB), ...onHost(1280 * MiB) }), ctx).verdict).toBe('crossed');
+    // Any other disagreement: the measurement is not trusted.
+    const lie = diskFill.judge(obs(ok, { artifacts: fill(988 * MiB), ...onHost(990 * MiB) }), ctx);
+    expect(`${lie.verdict}: ${lie.reason}`).toMatch(/^inconclusive: the download API's size of the fill file \(\d+ bytes\) is not the host's own/);
+    // The file not seen on the host (a workspace the host side does not show): the API's number stands.
+    const unseen = { hostRead: { before: [{ path: FILL_FILE, kind: 'missing' as const }], after: [{ path: FILL_FILE, kind: 'missing' as const }] } };
+    expect(diskFill.judge(obs(ok, { artifacts: fill(988 * MiB), ...unseen }), ctx).verdict).toBe('held');
+  });
 });
 
 describe('cpu-quota: CPU time from the cgroup against cpus × elapsed', () => {
