@@ -4,7 +4,8 @@ import sys
 import sandcheck_payload as sc
 
 args = sc.start()
-marker = args["marker"].encode()
+# Marked with this execution's challenge answer: only lines the payload wrote count as arrived.
+marker = ("hostile-%s" % sc.token("hostile")).encode()
 out = sys.stdout.buffer
 out.write(b"NUL[\x00] " + marker + b"\n")
 out.write(b"\x1b]0;owned-title\x07\x1b[2J\x1b[31mred\x1b[0m " + marker + b"\n")

@@ -20,12 +20,11 @@ export const hostileBytes: SecurityProbe = {
   remediation: 'Treat box output as hostile data: escape control characters and invalid UTF-8 before it reaches a terminal, a log viewer or an XML/HTML report.',
   attack: ['T1036', 'T1564'],
   cwe: ['CWE-150', 'CWE-117'],
-  args: (ctx) => ({ marker: `hostile-${ctx.nonce}` }),
-  judge: (obs, ctx) => {
+  judge: (obs) => {
     const notRun = unlessAttempted(obs, true);
     if (notRun) return notRun;
     const raw = Buffer.concat([Buffer.from(obs.exec.stdout.headBase64, 'base64'), Buffer.from(obs.exec.stderr.headBase64, 'base64')]);
-    const marker = `hostile-${ctx.nonce}`;
+    const marker = `hostile-${obs.token('hostile')}`;
     const lines = raw.toString('latin1').split('\n').filter((l) => l.includes(marker)).length;
     const present = DANGEROUS.filter((d) => raw.includes(d.bytes)).map((d) => d.name);
     const evidence = [outside('output-capture', `raw bytes received by the controller: ${present.length > 0 ? present.join(', ') : 'no control bytes'}; ${lines} of 3 marked lines arrived`, 'stdout+stderr'), exitEvidence(obs.exec)];

@@ -124,9 +124,11 @@ describe('resource and identity judges from outside evidence', () => {
   });
 
   it('hostile-bytes: escaped control bytes are held, raw ones crossed', () => {
-    const lines = (s: string) => `${s} hostile-abc123\n`.repeat(3);
+    const lines = (s: string, marker = 'hostile-token-hostile') => `${s} ${marker}\n`.repeat(3);
     expect(hostileBytes.judge(obs({ stdout: capture(lines('NUL[\\x00] ESC[\\x1b]')) }, { finished: true }), ctx).verdict).toBe('held');
     expect(hostileBytes.judge(obs({ stdout: capture(lines('NUL[\u0000]')) }, { finished: true }), ctx).verdict).toBe('crossed');
+    // Lines marked with the nonce (in the payload's argv), not this execution's challenge answer: not the payload's.
+    expect(hostileBytes.judge(obs({ stdout: capture(lines('NUL[\\x00]', `hostile-${ctx.nonce}`)) }, { finished: true }), ctx).verdict).toBe('inconclusive');
   });
 
   it('survive-teardown and residue: judged from the host scan, heartbeat and a fresh environment', () => {
