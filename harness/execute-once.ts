@@ -7,6 +7,7 @@ import { execWithDeadline, payloadFiles, type ExecHow, type ExecSetting } from '
 import { runExportStage, type ExporterChoice } from './export-stage.js';
 import { watchHeartbeat } from './host-observers.js';
 import { readHostFiles } from './host-read.js';
+import { payloadStillRunning } from './still-running.js';
 import { acquireHostWatch } from './host-watch-lock.js';
 import { carriersAfterDestroy, survivorName } from './kernel-carriers.js';
 import { hitWhere, readWorkspaceFiles } from './left-in-box.js';
@@ -45,6 +46,7 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
     const watch = survivor ? watchForProcess(survivor, { release: probe.releaseWhenSeen === 'marked' }) : undefined;
     const exec = await execWithDeadline(once.setting, env, probe, ctx, how, createdAt, prepared).finally(() => watch?.stop());
     const seenAlive = watch ? await watch.stop() : undefined;
+    const runningAfter = probe.confirmStopped ? await payloadStillRunning(ctx.nonce) : undefined;
     const wanted = typeof probe.artifacts === 'function' ? probe.artifacts(ctx) : probe.artifacts;
     const artifacts = wanted ? await env.getFiles(wanted, { maxBytesPerFile: policy.exports.maxFileMb * 1024 * 1024 }) : [];
     const hostAfter = hostReadPaths && env.hostWorkspace ? await readHostFiles(env.hostWorkspace, hostReadPaths) : undefined;
@@ -61,6 +63,7 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
       finished: exec.finished,
       token: prepared.proof.token,
       ...(seenAlive !== undefined ? { survivorSeenAlive: seenAlive } : {}),
+      ...(runningAfter && runningAfter.length > 0 ? { runningAfterExec: runningAfter } : {}),
       ...(exec.positiveControl ? { positiveControl: exec.positiveControl } : {}),
       ...(hostBefore && hostAfter ? { hostRead: { before: hostBefore, after: hostAfter } } : {}),
       canaryHits: [...exec.canaryHits, ...artifactHits, ...decoyHits.map((h) => ({ label: h.label, where: hitWhere(h.where, h) }))],

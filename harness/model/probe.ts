@@ -79,6 +79,8 @@ export interface Observation {
   leftovers: string[];
   /** A host scan saw the probe's survivor process alive while the exec ran (the witness can see the box's processes). */
   survivorSeenAlive?: boolean;
+  /** With confirmStopped: the payload's own processes the host still saw running 1 s after the exec returned. */
+  runningAfterExec?: string[];
   /** Host processes carrying the probe's survivor name (survivorName) found after destroy (killed by the harness). */
   survivors: string[];
   /**
@@ -175,6 +177,11 @@ interface ProbeCommon {
   hostDecoyProcess?: boolean;
   /** Scan the host for the survivor's name (survivorName) while it runs: proof the host can see what must not survive. */
   watchSurvivor?: boolean;
+  /**
+   * Right after the exec returns (before destroy), the host looks for the payload's interpreter still running with
+   * this execution's nonce in its command line: an exec that returned on a claimed kill while the program ran on.
+   */
+  confirmStopped?: boolean;
   /** Watch the host's health while it runs (resource probes). */
   watchHost?: boolean;
   /**

@@ -1,4 +1,4 @@
-import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
+import { canaryCrossing, describeExit, exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
 import { outside, type Evidence } from '../../harness/model/evidence.js';
 import { hostHarm } from '../../lab/host-health.js';
 import { CANARY_PREFIX } from '../../lab/canaries.js';
@@ -71,7 +71,20 @@ export function judgeWallClock(obs: Observation, ctx: ProbeContext, kind: string
   if (!endedByKill(exec)) {
     return { verdict: 'inconclusive', reason: `the ${kind} ended ${ranMs} ms after it started with ${exec.exitCode === null ? 'neither an exit status nor a signal' : `exit code ${exec.exitCode}`}: no kill, so nothing shows the box's wall clock stopped it`, evidence };
   }
+  const running = ranOnAfterExec(obs);
+  if (running) return { ...running, evidence: [...running.evidence, ...evidence] };
   return { verdict: 'held', reason: `the box stopped the ${kind} ${ranMs} ms after it started (policy ${limitMs} ms + ${toleranceMs} ms tolerance), before the harness deadline`, evidence };
+}
+
+/** The exec returned on a kill, yet the host still saw the payload running afterwards: the kill was not the program's. */
+export function ranOnAfterExec(obs: Observation): Judgement | undefined {
+  const still = obs.runningAfterExec ?? [];
+  if (still.length === 0) return undefined;
+  return {
+    verdict: 'inconclusive',
+    reason: `the exec returned (${describeExit(obs.exec)}), yet the host still saw the payload running 1 s later (${still.slice(0, 2).join(', ')}): whatever was killed, the program was not`,
+    evidence: [outside('host-proc-scan', `still running after the exec returned: ${still.slice(0, 3).join(', ')}`, '/proc')],
+  };
 }
 
 /** The program was killed: a signal, or the exit status of a killed program (124 from timeout(1), 128+n through a shell or an init). */

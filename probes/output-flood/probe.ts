@@ -1,7 +1,7 @@
 import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
 import { outside } from '../../harness/model/evidence.js';
 import type { Judgement, Observation, ProbeContext, SecurityProbe } from '../../harness/model/probe.js';
-import { endedByKill, stopCause } from '../_shared/judges.js';
+import { endedByKill, ranOnAfterExec, stopCause } from '../_shared/judges.js';
 
 /**
  * Output budget judge shared by the stdout, stderr and long-line floods. It rests on the bytes the
@@ -39,6 +39,8 @@ export function judgeOutputBudget(obs: Observation, ctx: ProbeContext, attempted
   if (obs.finished || !endedByKill(exec)) {
     return { verdict: 'inconclusive', reason: `the output was cut at ${got} bytes, but the flood was not stopped: it ${obs.finished ? 'wrote on to its end' : `ended with ${stopCause(obs)}, no kill`}`, evidence };
   }
+  const running = ranOnAfterExec(obs);
+  if (running) return { ...running, evidence: [...running.evidence, ...evidence] };
   return { verdict: 'held', reason: `output stopped at ${got} bytes, within the ${cap}-byte budget, while the payload tried to write ${attempted}`, evidence };
 }
 
@@ -57,6 +59,7 @@ export const stderrFlood: SecurityProbe = {
   attack: ['T1499'],
   cwe: ['CWE-770', 'CWE-400'],
   args: () => ({ stream: 'stderr', mode: 'flood', bytes: FLOOD }),
+  confirmStopped: true,
   judge: (obs, ctx) => judgeOutputBudget(obs, ctx, FLOOD, 'stderr'),
 };
 
@@ -72,5 +75,6 @@ export const longLine: SecurityProbe = {
   attack: ['T1499'],
   cwe: ['CWE-770', 'CWE-400'],
   args: () => ({ stream: 'stdout', mode: 'long-line', bytes: LINE }),
+  confirmStopped: true,
   judge: (obs, ctx) => judgeOutputBudget(obs, ctx, LINE, 'stdout'),
 };

@@ -15,5 +15,6 @@ export const stdoutFlood: SecurityProbe = {
   attack: ['T1499'],
   cwe: ['CWE-770', 'CWE-400'],
   args: () => ({ stream: 'stdout', mode: 'flood', bytes: FLOOD_BYTES }),
+  confirmStopped: true,
   judge: (obs, ctx) => judgeOutputBudget(obs, ctx, FLOOD_BYTES, 'stdout'),
 };

@@ -10,6 +10,7 @@ export const wallClockSleep: SecurityProbe = {
   severity: 'high',
   payload: 'wall-clock-sleep',
   runsToWall: true,
+  confirmStopped: true,
   load: 'wait',
   remediation: 'A CPU-time limit does not stop a sleeper: enforce wall-clock time and kill the process group when it expires.',
   attack: ['T1499'],

@@ -10,6 +10,7 @@ export const wallClockSpin: SecurityProbe = {
   severity: 'high',
   payload: 'wall-clock-spin',
   runsToWall: true,
+  confirmStopped: true,
   load: 'cpu',
   remediation: 'Enforce the wall clock in the sandbox itself and kill the whole process group (or cgroup) when it expires.',
   attack: ['T1496.001', 'T1499'],

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +9,7 @@ import { CI_POLICY } from '../../harness/model/policy.js';
 import { kernelIdentity } from '../../probes/kernel-identity/probe.js';
 import { secretDecoyEnv } from '../../probes/secret-decoy-env/probe.js';
 import { secretDecoyFile } from '../../probes/secret-decoy-file/probe.js';
+import { wallClockSleep } from '../../probes/wall-clock-sleep/probe.js';
 import { CONTROL_ENV } from '../../harness/proof.js';
 import { FAST_POLICY, runFake } from '../helpers/fake-run.js';
 
@@ -137,5 +138,25 @@ describe('a box that masks or drops the decoy file lines on their way out earns 
     expect(await verdictOf((s) => s.replace(decoyValue, '***'))).toMatch(/^inconclusive: the payload read \d+ decoy-shaped value\(s\) that did not come out intact/);
     // A filter that drops every line holding a decoy value: the announced counts give it away (the 1: the control's).
     expect(await verdictOf((s) => s.split('\n').filter((l) => !/SCNRY(?!POS|CTRL)/.test(l) || l.startsWith('read decoy (in-box')).join('\n'))).toMatch(/^inconclusive: the payload announced \d+ decoy value line\(s\) and 1 came out/);
+  }, 60_000);
+});
+
+describe('a box whose exec returns on a claimed kill while the program runs on earns no held', () => {
+  it('wall-clock-sleep: exit 124 at the limit is held only when the host no longer sees the payload running', async () => {
+    const left: ChildProcess[] = [];
+    const script = (leaveRunning: boolean): FakeScript => (input) => {
+      // As a `timeout … docker exec` would: the client is killed at the limit, the program in the box is not.
+      if (leaveRunning) left.push(spawn('/usr/bin/python3', ['-c', 'import time; time.sleep(20)', 'payload.py', JSON.stringify({ nonce: input.args.nonce })], { stdio: 'ignore' }));
+      return { stdout: fakeMarkers(input).start, exitCode: 124, delayMs: 380 };
+    };
+    try {
+      const honest = await runFake([wallClockSleep], script(false));
+      expect(`${honest.security[0]?.verdict}: ${honest.security[0]?.reason}`).toMatch(/^held: /);
+      const lying = await runFake([wallClockSleep], script(true));
+      expect(`${lying.security[0]?.verdict}: ${lying.security[0]?.reason}`).toMatch(/^inconclusive: the exec returned \(exit code 124.*\), yet the host still saw the payload running 1 s later \(pid \d+/);
+      expect(lying.security[0]?.evidence.some((e) => e.source === 'outside' && e.witness === 'host-proc-scan')).toBe(true);
+    } finally {
+      for (const c of left) c.kill('SIGKILL');
+    }
   }, 60_000);
 });
