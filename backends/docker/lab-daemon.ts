@@ -387,6 +387,11 @@ async function cleanupDir(L: Layout, leftovers: string[] | undefined): Promise<v
     return;
   }
   try {
+    // The ownership record goes last: a run killed mid-removal leaves a directory its sweep still recognises.
+    for (const name of await readdir(L.dir).catch(() => [] as string[])) {
+      const path = join(L.dir, name);
+      if (path !== L.owner) await rm(path, { recursive: true, force: true });
+    }
     await rm(L.dir, { recursive: true, force: true });
   } catch (err) {
     leftovers?.push(`the lab daemon directory could not be removed: ${errorMessage(err)}`);
