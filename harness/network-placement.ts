@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import { stat } from 'node:fs/promises';
 import type { Environment } from '../backends/contract.js';
 import { exeBasename, procLink, procText } from '../lab/proc-files.js';
 import { PAYLOAD_INTERPRETER } from './host-observers.js';
+import { namespaceLinks } from './netns-links.js';
 
 /** Where the processes of a box sat, as the host read their network namespaces. */
 export interface Placement {
@@ -11,6 +13,18 @@ export interface Placement {
   seen: number;
   namespaces: string[];
   inHost: number[];
+  /** Each namespace of the box that is neither the host's nor the lab's, with its links as the host read them. */
+  others: OtherNamespace[];
+}
+
+/** A box namespace of its own: contained when every link leads only into the lab (or nowhere). */
+export interface OtherNamespace {
+  ns: string;
+  contained: string[];
+  /** Links that may lead elsewhere; non-empty means the namespace may reach a network that is not the lab. */
+  open: string[];
+  /** Why the host could not read its links (then it counts as open). */
+  unread?: string;
 }
 
 const readNs = (pid: number | 'self'): string | undefined => procLink(`/proc/${pid}/ns/net`);
@@ -28,8 +42,9 @@ const isProgram = (pid: number, marker: string): boolean =>
  * its boxes where a probe's packets meet the lab's decoys and not the real network. Undefined where the backend names
  * no host processes or none carried the marker (a remote box): the host cannot tell.
  */
-export async function boxPlacement(env: Environment, timeoutMs = 8000): Promise<Placement | undefined> {
+export async function boxPlacement(env: Environment, labNetnsPath: string | undefined, timeoutMs = 8000): Promise<Placement | undefined> {
   const hostNs = readNs('self');
+  const labNs = labNetnsPath === undefined ? undefined : await stat(labNetnsPath).then((s) => `net:[${s.ino}]`, () => undefined);
   if (!env.hostPids || hostNs === undefined) return undefined;
   const marker = `sandcheck-placement-${randomBytes(6).toString('hex')}`;
   const abort = new AbortController();
@@ -47,7 +62,16 @@ export async function boxPlacement(env: Environment, timeoutMs = 8000): Promise<
         const ns = readNs(pid);
         return ns === undefined ? [] : [{ pid, ns }];
       });
-      if (seen.length > 0) return { hostNs, seen: seen.length, namespaces: [...new Set(seen.map((s) => s.ns))], inHost: seen.filter((s) => s.ns === hostNs).map((s) => s.pid) };
+      if (seen.length > 0) {
+        const namespaces = [...new Set(seen.map((s) => s.ns))];
+        const others: OtherNamespace[] = [];
+        // Read while the program still sleeps in it: a namespace is only reachable through a process in it.
+        for (const ns of namespaces.filter((n) => n !== hostNs && n !== labNs)) {
+          const pid = seen.find((s) => s.ns === ns)?.pid ?? 0;
+          others.push(await otherNamespace(ns, pid, labNetnsPath));
+        }
+        return { hostNs, seen: seen.length, namespaces, inHost: seen.filter((s) => s.ns === hostNs).map((s) => s.pid), others };
+      }
       await new Promise((r) => setTimeout(r, 50));
     }
     return undefined;
@@ -57,12 +81,31 @@ export async function boxPlacement(env: Environment, timeoutMs = 8000): Promise<
   }
 }
 
+async function otherNamespace(ns: string, pid: number, labNetnsPath: string | undefined): Promise<OtherNamespace> {
+  if (labNetnsPath === undefined) return { ns, contained: [], open: [], unread: 'the run has no lab to compare with' };
+  try {
+    return { ns, ...(await namespaceLinks(pid, labNetnsPath)) };
+  } catch (err) {
+    return { ns, contained: [], open: [], unread: `nsenter/ip could not read its links: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}` };
+  }
+}
+
+const isOpen = (o: OtherNamespace): boolean => o.open.length > 0 || o.unread !== undefined;
+
 /** Why network probes must not run on a box placed so, or undefined. */
 export function placementRefusal(p: Placement | undefined): string | undefined {
-  if (!p || p.inHost.length === 0) return undefined;
+  if (!p) return undefined;
+  const open = p.others.find(isOpen);
+  if (p.inHost.length === 0 && open) {
+    const what = open.unread ?? `it has ${open.open.join('; ')}`;
+    return `not run, for safety: the box's program ran in a network namespace of its own (${open.ns}) that may lead to a network other than the run's lab: ${what}. A network probe there could reach the real network instead of the lab's decoys, and its silence would prove nothing; run the boxes inside ctx.lab.netnsPath, or in a namespace whose only links are lo or veths whose other end is in the lab`;
+  }
+  if (p.inHost.length === 0) return undefined;
   return `not run, for safety: the backend was given the run's lab, but ${p.inHost.length} of its box's ${p.seen} process(es) (pid ${p.inHost.slice(0, 3).join(', ')}) ran in the host's own network namespace (${p.hostNs}), where a network probe would reach the real network (a cloud's metadata service) instead of the lab's decoys; run the boxes inside ctx.lab.netnsPath (nsenter --net=…)`;
 }
 
 /** The check's outside evidence, for every network probe it let run. */
-export const placementLine = (p: Placement): string =>
-  `before the run's first network probe, the host read a box's program in ${p.namespaces.join(', ')} (${p.seen} process(es)), not in the host's own ${p.hostNs}`;
+export const placementLine = (p: Placement): string => {
+  const links = p.others.map((o) => `${o.ns} has only ${o.contained.join(', ') || 'no links'}`).join('; ');
+  return `before the run's first network probe, the host read a box's program in ${p.namespaces.join(', ')} (${p.seen} process(es)), not in the host's own ${p.hostNs}${links ? `; ${links}` : ' (the lab\'s)'}`;
+};

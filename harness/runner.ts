@@ -275,7 +275,7 @@ export class Runner {
       const env = await this.createEnvironment().catch(() => undefined);
       if (!env) return undefined;
       try {
-        return await boxPlacement(env);
+        return await boxPlacement(env, this.opts.run.lab?.netnsPath);
       } finally {
         await env.destroy().catch(() => undefined);
       }
