@@ -152,31 +152,27 @@ export async function getWorkspaceFilesAtOnce(src: FileSource, rels: readonly st
   return out;
 }
 
-/** A workspace symlink's own target text, from the host's side of the volume (local daemons only); no link followed on the way. */
-async function hostReadlink(root: string | undefined, segs: readonly string[]): Promise<string | undefined> {
-  if (root === undefined) return undefined;
+/** The host path of a workspace entry on the volume (local daemons only): each parent component lstat'ed, no link followed. */
+async function hostEntryPath(root: string | undefined, segs: readonly string[]): Promise<string | undefined> {
+  if (root === undefined || segs.length === 0) return undefined;
   let cur = root;
-  for (let i = 0; i < segs.length - 1; i++) {
-    cur = join(cur, segs[i] ?? '');
+  for (const seg of segs.slice(0, -1)) {
+    cur = join(cur, seg);
     const st = await lstat(cur).catch(() => undefined);
     if (!st || st.isSymbolicLink() || !st.isDirectory()) return undefined;
   }
-  return readlink(join(cur, segs[segs.length - 1] ?? '')).catch(() => undefined);
+  return join(cur, segs[segs.length - 1] ?? '');
 }
 
-/**
- * The link count of a workspace file, from the host's side of the volume (local daemons only): each
- * component is lstat'ed and a symlink anywhere gives up. Only a number is read, never content.
- */
+/** A workspace symlink's own target text, from the host's side of the volume; no link followed on the way. */
+async function hostReadlink(root: string | undefined, segs: readonly string[]): Promise<string | undefined> {
+  const at = await hostEntryPath(root, segs);
+  return at === undefined ? undefined : readlink(at).catch(() => undefined);
+}
+
+/** The link count of a workspace file, from the host's side of the volume; a symlink anywhere gives up. Only a number is read, never content. */
 async function hostNlink(root: string | undefined, segs: readonly string[]): Promise<number | undefined> {
-  if (root === undefined) return undefined;
-  let cur = root;
-  for (let i = 0; i < segs.length; i++) {
-    cur = join(cur, segs[i] ?? '');
-    const st = await lstat(cur).catch(() => undefined);
-    if (!st || st.isSymbolicLink()) return undefined;
-    if (i < segs.length - 1 && !st.isDirectory()) return undefined;
-    if (i === segs.length - 1) return st.isFile() ? st.nlink : undefined;
-  }
-  return undefined;
+  const at = await hostEntryPath(root, segs);
+  const st = at === undefined ? undefined : await lstat(at).catch(() => undefined);
+  return st?.isFile() ? st.nlink : undefined;
 }

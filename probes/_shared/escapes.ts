@@ -11,7 +11,7 @@
 import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
 import { inside, outside, type Evidence } from '../../harness/model/evidence.js';
 import type { Judgement, Observation } from '../../harness/model/probe.js';
-import type { ProcessIdentity } from '../../lab/host-process.js';
+import { postureOf, type ProcessIdentity } from '../../lab/host-process.js';
 import { describeIdentity, tiedToExecution, untied } from './identity.js';
 
 /** The marker of a step line: only code that read this execution's challenge can print `<marker> <token>`. */
@@ -87,6 +87,12 @@ export interface EscapeSpec {
    * or says why the silence proves nothing (inconclusive).
    */
   okUnseen?(obs: Observation, steps: readonly EscapeStep[]): { explained: true; evidence: Evidence[]; stoppedBy: string } | { explained: false; reason: string };
+  /**
+   * The right cause, from outside: where the host saw this execution's program (its command line carries the nonce)
+   * holding the power the control removes (`power` describes it, else undefined), a refusal in `refusals` has some
+   * other cause, or the report is not the payload's: not held. A program the host cannot see withholds nothing here.
+   */
+  powerSeen?: { nonce: string; refusals: ReadonlySet<string>; power(p: ProcessIdentity): string | undefined };
   /** `held` also needs the host to have seen the box's own program without this capability (outside posture). */
   posture?: { bit: number; name: string; nonce: string };
   /** Outside evidence that rules out blindness (the lab witness's health); returns a reason to be inconclusive. */
@@ -95,7 +101,25 @@ export interface EscapeSpec {
   quiet?(obs: Observation): Evidence[];
 }
 
-const hasCap = (p: ProcessIdentity, bit: number): boolean => p.hostUserNamespace && /^[0-9a-f]+$/i.test(p.capEff) && (BigInt(`0x${p.capEff}`) >> BigInt(bit)) % 2n === 1n;
+/** Inconclusive where the host saw this execution's program holding the power while the payload reported it refused. */
+function powerContradiction(obs: Observation, seen: NonNullable<EscapeSpec['powerSeen']>, decisive: readonly EscapeStep[]): Judgement | undefined {
+  const refused = decisive.filter((s) => seen.refusals.has(s.outcome));
+  if (refused.length === 0) return undefined;
+  for (const p of obs.exec.hostProcesses ?? []) {
+    if (!(postureOf(p)?.cmdline.includes(seen.nonce) ?? false)) continue;
+    const power = seen.power(p);
+    if (power === undefined) continue;
+    return {
+      verdict: 'inconclusive',
+      reason: `the host saw the box's program ${power}, yet the payload reported ${refused.slice(0, 3).map(describeStep).join('; ')}: something other than the probe's control refused it, or the report is not the payload's`,
+      evidence: [outside('host-proc-status', describeIdentity(p), `/proc/${p.pid}/status`)],
+    };
+  }
+  return undefined;
+}
+
+/** CapEff bit `bit` held over the host's user namespace. */
+export const hasCap = (p: ProcessIdentity, bit: number): boolean => p.hostUserNamespace && /^[0-9a-f]+$/i.test(p.capEff) && (BigInt(`0x${p.capEff}`) >> BigInt(bit)) % 2n === 1n;
 
 export function judgeEscape(obs: Observation, spec: EscapeSpec): Judgement {
   const steps = escapeSteps(obs);
@@ -133,6 +157,8 @@ export function judgeEscape(obs: Observation, spec: EscapeSpec): Judgement {
   if (unexplained.length > 0) {
     return { verdict: 'inconclusive', reason: `refused for a reason the control (${spec.control}) does not explain: ${unexplained.slice(0, 4).map(describeStep).join('; ')}`, evidence: context };
   }
+  const contradiction = spec.powerSeen ? powerContradiction(obs, spec.powerSeen, decisive) : undefined;
+  if (contradiction) return { ...contradiction, reason: `${spec.what}: ${contradiction.reason} (${spec.control})`, evidence: [...contradiction.evidence, ...context] };
   const posture: Evidence[] = [];
   if (spec.posture) {
     const procs = obs.exec.hostProcesses ?? [];

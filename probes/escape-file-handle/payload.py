@@ -75,4 +75,6 @@ for path in mount_points():
             break
     finally:
         os.close(mfd)
+# Holds still (capped) until the host sampler has seen the program itself: its capabilities decide the cause.
+sc.hold(min(float(args.get("holdSeconds", 2)), 10.0))
 sc.done(args)

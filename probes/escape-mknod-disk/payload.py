@@ -91,4 +91,6 @@ for place in places:
             os.unlink(node)
         except OSError:
             pass
+# Holds still (capped) until the host sampler has seen the program itself: its capabilities decide the cause.
+sc.hold(min(float(args.get("holdSeconds", 2)), 10.0))
 sc.done(args)

@@ -1,10 +1,27 @@
 import { CANARY_PREFIX } from '../../lab/canaries.js';
 import type { SecurityProbe } from '../../harness/model/probe.js';
-import { judgeEscape } from '../_shared/escapes.js';
+import { hasCap, judgeEscape } from '../_shared/escapes.js';
+import { postureOf, type ProcessIdentity } from '../../lab/host-process.js';
 import { decoyTarget, fsLocation, hostCannotOpen, onBlockDevice, physicalOffsetOf } from '../_shared/escapes-host.js';
 
 /** EPERM: no CAP_MKNOD, or the device cgroup refuses the disk; EACCES: a nodev mount; EROFS: nowhere writable; ENOSYS: refused by the box's kernel. */
 const REFUSALS = new Set(['EPERM', 'EACCES', 'EROFS', 'ENOSYS', 'ENXIO', 'ENODEV']);
+const CAP_MKNOD = 27;
+
+/** A v1 devices.list rule (`b 8:* m`, `a *:* rwm`) that lets the box make a node of block device major:minor. */
+export const allowsMknod = (rules: readonly string[], major: number, minor: number): string | undefined =>
+  rules.find((r) => {
+    const m = /^([abc]) (\*|\d+):(\*|\d+) (\S+)$/.exec(r);
+    return m !== null && m[1] !== 'c' && (m[2] === '*' || Number(m[2]) === major) && (m[3] === '*' || Number(m[3]) === minor) && (m[4] ?? '').includes('m');
+  });
+
+/** EPERM has no cause the control names where the program holds CAP_MKNOD with no filter and its device cgroup allows the disk. */
+function mknodPower(p: ProcessIdentity, major: number, minor: number): string | undefined {
+  const cg = postureOf(p)?.deviceCgroup;
+  const rule = cg ? allowsMknod(cg.rules, major, minor) : undefined;
+  if (!hasCap(p, CAP_MKNOD) || p.seccomp !== 0 || rule === undefined) return undefined;
+  return `holding CAP_MKNOD over the host (CapEff ${p.capEff}) with no seccomp filter, its device cgroup ${cg?.path} allowing the disk ${major}:${minor} (${rule})`;
+}
 
 export const escapeMknodDisk: SecurityProbe = {
   kind: 'security',
@@ -18,6 +35,8 @@ export const escapeMknodDisk: SecurityProbe = {
   attack: ['T1611', 'T1006'],
   cwe: ['CWE-250', 'CWE-732'],
   positiveControl: 'file',
+  sampleProcesses: true,
+  releaseWhenSeen: 'sampled',
   hostPrecondition: (ctx) => {
     const { path } = decoyTarget(ctx);
     const loc = fsLocation(path);
@@ -31,13 +50,16 @@ export const escapeMknodDisk: SecurityProbe = {
     const { path } = decoyTarget(ctx);
     const loc = fsLocation(path);
     const place = physicalOffsetOf(path);
-    return { major: loc?.major ?? 0, minor: loc?.minor ?? 0, offset: 'error' in place ? 0 : place.offset, canaryPrefix: CANARY_PREFIX };
+    return { major: loc?.major ?? 0, minor: loc?.minor ?? 0, offset: 'error' in place ? 0 : place.offset, canaryPrefix: CANARY_PREFIX, holdSeconds: 2 };
   },
-  judge: (obs) =>
-    judgeEscape(obs, {
+  judge: (obs, ctx) => {
+    const loc = fsLocation(decoyTarget(ctx).path);
+    return judgeEscape(obs, {
       what: "make a node of the host's disk and read a host decoy from it",
       decisive: ['mknod-read'],
       refusals: REFUSALS,
       control: 'no CAP_MKNOD, a device cgroup without the disk, or nodev mounts',
-    }),
+      powerSeen: { nonce: ctx.nonce, refusals: new Set(['EPERM']), power: (p) => mknodPower(p, loc?.major ?? -1, loc?.minor ?? -1) },
+    });
+  },
 };

@@ -18,6 +18,8 @@ interface Edit {
   devBindDev?: boolean;
   /** A host directory (not nodev) bound with devices allowed at /devok: somewhere a made node can be opened. */
   devBindDir?: boolean;
+  /** A lying box: its output passes a filter that drops the decoy's lines and turns each `ok` step into `EPERM`. */
+  liar?: boolean;
 }
 
 export const ESCAPE_VARIANTS = {
@@ -31,6 +33,8 @@ export const ESCAPE_VARIANTS = {
   mknod: { name: 'bwrap-root-mknod', cap: 'CAP_MKNOD', devBindDir: true },
   /** CAP_NET_RAW in the lab's network (the namespace bwrap is started in). */
   netRawLab: { name: 'bwrap-root-net-raw-lab', cap: 'CAP_NET_RAW', share: ['net'] },
+  /** CAP_DAC_READ_SEARCH, with output rewritten to show every open refused and no decoy. */
+  dacReadSearchLiar: { name: 'bwrap-root-dac-read-search-liar', cap: 'CAP_DAC_READ_SEARCH', liar: true },
   /** CAP_SYS_MODULE alone. */
   sysModule: { name: 'bwrap-root-sys-module', cap: 'CAP_SYS_MODULE' },
 } as const satisfies Record<string, Edit>;
@@ -71,7 +75,9 @@ export function variantArgv(argv: readonly string[], edit: Edit, devDir?: string
     }
     out.push(a);
   }
-  return out;
+  if (!edit.liar) return out;
+  const rewrite = `"$@" | sed -u -e '/found via a file handle/d' -e 's/"outcome": "ok"/"outcome": "EPERM"/'`;
+  return ['/bin/sh', '-c', rewrite, 'sandcheck-liar', ...out];
 }
 
 /** Writes the variant's YAML (the example's claims kept: what a team would still believe) and returns its path. */

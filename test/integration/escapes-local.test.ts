@@ -123,6 +123,14 @@ describe.skipIf(SKIP !== undefined)(`capability escapes on local boxes${SKIP ? `
     ['mknod', 'escape-mknod-disk', 'loop'],
     ['netRawLab', 'escape-raw-socket', 'usual'],
   ];
+  it('a box that rewrites its output (the decoy line dropped, ok turned into EPERM) earns no held where the host saw it holding the power', async () => {
+    if (!usual) throw new Error('no run');
+    const backend = await createCommandBackend({ configFile: await writeEscapeVariant(variantDir, ESCAPE_VARIANTS.dacReadSearchLiar) });
+    const r = (await runProbes(usual, backend, CI_POLICY, escapeProbes.filter((p) => p.id === 'escape-file-handle'))).get('escape-file-handle');
+    expect(r?.verdict, explainResult(r)).toBe('inconclusive');
+    expect(r?.reason).toMatch(/holding CAP_DAC_READ_SEARCH over the host \(CapEff [0-9a-f]+\) with no seccomp filter, yet the payload reported open_by_handle_at .*: EPERM/);
+  }, 180_000);
+
   for (const [variant, id, where] of cases) {
     it(`${ESCAPE_VARIANTS[variant].name} crosses ${id} and no other escape`, async () => {
       const run = where === 'usual' ? usual : onLoop;

@@ -45,9 +45,9 @@ const ran = (lines: string, rest: Partial<Observation> = {}): Observation =>
 const root: ProcessIdentity = { pid: 42, command: 'python3', realUid: 0, effectiveUid: 0, capEff: '000001ffffffffff', noNewPrivs: 0, seccomp: 0, peakRssBytes: null, hostUserNamespace: true };
 const noCaps: ProcessIdentity = { ...root, realUid: 65529, effectiveUid: 65529, capEff: '0000000000000000', noNewPrivs: 1, seccomp: 2 };
 /** The sample as the host read it with its posture: `cmdline` ties it to an execution (the payload's argv carries the nonce). */
-const withCmdline = (id: ProcessIdentity, cmdline = `python3 payload.py ${ctx.nonce}`): ProcessIdentity => {
+const withCmdline = (id: ProcessIdentity, cmdline = `python3 payload.py ${ctx.nonce}`, deviceCgroup?: { path: string; rules: string[] }): ProcessIdentity => {
   const copy = { ...id };
-  attachPosture(copy, { pid: copy.pid, cmdline, sharedNamespaces: {}, capBnd: '0', capAmb: '0', mounts: [], mountsTruncated: false, devNodes: [], devEntriesSeen: 0 });
+  attachPosture(copy, { pid: copy.pid, cmdline, sharedNamespaces: {}, capBnd: '0', capAmb: '0', mounts: [], mountsTruncated: false, devNodes: [], devEntriesSeen: 0, ...(deviceCgroup ? { deviceCgroup } : {}) });
   return copy;
 };
 
@@ -117,6 +117,62 @@ describe('escape-kernel-module: inside evidence may cross, never hold', () => {
     expect(j.reason).toMatch(/inside evidence only/);
     expect(escapeKernelModule.judge(ran(step('init_module', 'ENOEXEC', undefined, 'forged')), ctx).verdict).toBe('inconclusive');
     expect(escapeKernelModule.judge({ ...ran(step('init_module', 'ENOEXEC')), attempted: false }, ctx).verdict).toBe('inconclusive');
+  });
+});
+
+describe('escape-file-handle and escape-mknod-disk: a refusal while the host saw the power is no held', () => {
+  /** The refusal as printed, with the host's samples of the program. */
+  const seenWith = (lines: string, ...procs: ProcessIdentity[]): Observation => ran(lines, { exec: { ...ran(lines).exec, hostProcesses: procs } });
+
+  it('file-handle: EPERM while the host saw CAP_DAC_READ_SEARCH over the host and no seccomp filter is inconclusive', () => {
+    const eperm = step('open_by_handle_at', 'EPERM', '/usr');
+    const j = escapeFileHandle.judge(seenWith(eperm, withCmdline(root)), ctx);
+    expect(j.verdict).toBe('inconclusive');
+    expect(j.reason).toMatch(/holding CAP_DAC_READ_SEARCH over the host \(CapEff 000001ffffffffff\) with no seccomp filter, yet the payload reported open_by_handle_at \/usr: EPERM/);
+    expect(j.evidence.some((e) => e.source === 'outside' && e.witness === 'host-proc-status')).toBe(true);
+    // A filter explains EPERM; so do a user namespace of the box's own and a program without the capability.
+    expect(escapeFileHandle.judge(seenWith(eperm, withCmdline({ ...root, seccomp: 2 })), ctx).verdict).toBe('held');
+    expect(escapeFileHandle.judge(seenWith(eperm, withCmdline({ ...root, hostUserNamespace: false })), ctx).verdict).toBe('held');
+    expect(escapeFileHandle.judge(seenWith(eperm, withCmdline(noCaps)), ctx).verdict).toBe('held');
+    // ESTALE (no descriptor on the host filesystem) does not depend on the capability.
+    expect(escapeFileHandle.judge(seenWith(step('open_by_handle_at', 'ESTALE', '/'), withCmdline(root)), ctx).verdict).toBe('held');
+    // A sample that is not this execution's payload decides nothing; a program the host cannot see withholds nothing.
+    expect(escapeFileHandle.judge(seenWith(eperm, withCmdline(root, 'python3 /opt/agent.py')), ctx).verdict).toBe('held');
+    expect(escapeFileHandle.judge(seenWith(eperm), ctx).verdict).toBe('held');
+  });
+
+  it('mknod: EPERM while the host saw CAP_MKNOD, no filter and a device cgroup allowing the disk is inconclusive', async () => {
+    const { mkdtemp, mkdir, writeFile, rm } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { dirname, join } = await import('node:path');
+    const { decoyTarget, fsLocation } = await import('../../probes/_shared/escapes-host.js');
+    const decoyDir = await mkdtemp(join(tmpdir(), 'sandcheck-mknod-judge-'));
+    try {
+      const here = { ...ctx, decoyDir };
+      const target = decoyTarget(here).path;
+      await mkdir(dirname(target), { recursive: true });
+      await writeFile(target, 'x');
+      const loc = fsLocation(target);
+      expect(loc).toBeDefined();
+      const eperm = step('mknod-read', 'EPERM', 'mknod in /work');
+      const cg = (rules: string[]) => ({ path: '/sandcheck-test', rules });
+      for (const rules of [['a *:* rwm'], [`b ${loc?.major}:* m`], ['c 1:3 rwm', `b ${loc?.major}:${loc?.minor} rm`]]) {
+        const j = escapeMknodDisk.judge(seenWith(eperm, withCmdline(root, undefined, cg(rules))), here);
+        expect(j.verdict, rules.join(' | ')).toBe('inconclusive');
+        expect(j.reason).toMatch(/holding CAP_MKNOD over the host .* its device cgroup \/sandcheck-test allowing the disk/);
+      }
+      // The device cgroup refusing the disk (or only reading it), a filter, no capability, an unreadable cgroup: held.
+      for (const rules of [['c 1:3 rwm'], [`b ${loc?.major}:${loc?.minor} rw`], [`b ${(loc?.major ?? 0) + 1}:* m`]]) {
+        expect(escapeMknodDisk.judge(seenWith(eperm, withCmdline(root, undefined, cg(rules))), here).verdict, rules.join(' | ')).toBe('held');
+      }
+      expect(escapeMknodDisk.judge(seenWith(eperm, withCmdline({ ...root, seccomp: 2 }, undefined, cg(['a *:* rwm']))), here).verdict).toBe('held');
+      expect(escapeMknodDisk.judge(seenWith(eperm, withCmdline(noCaps, undefined, cg(['a *:* rwm']))), here).verdict).toBe('held');
+      expect(escapeMknodDisk.judge(seenWith(eperm, withCmdline(root)), here).verdict).toBe('held');
+      // EROFS (nowhere writable) does not depend on the capability.
+      expect(escapeMknodDisk.judge(seenWith(step('mknod-read', 'EROFS', 'mknod in /work'), withCmdline(root, undefined, cg(['a *:* rwm']))), here).verdict).toBe('held');
+    } finally {
+      await rm(decoyDir, { recursive: true, force: true });
+    }
   });
 });
 
