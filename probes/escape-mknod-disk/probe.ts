@@ -8,19 +8,25 @@ import { decoyTarget, fsLocation, hostCannotOpen, onBlockDevice, physicalOffsetO
 const REFUSALS = new Set(['EPERM', 'EACCES', 'EROFS', 'ENOSYS', 'ENXIO', 'ENODEV']);
 const CAP_MKNOD = 27;
 
-/** A v1 devices.list rule (`b 8:* m`, `a *:* rwm`) that lets the box make a node of block device major:minor. */
-export const allowsMknod = (rules: readonly string[], major: number, minor: number): string | undefined =>
-  rules.find((r) => {
+/** The v1 devices.list rules (`b 8:* m`, `a *:* rwm`) that give block device major:minor each access in `access`, or undefined. */
+export function allowsDisk(rules: readonly string[], major: number, minor: number, access: string): string[] | undefined {
+  const matching = rules.filter((r) => {
     const m = /^([abc]) (\*|\d+):(\*|\d+) (\S+)$/.exec(r);
-    return m !== null && m[1] !== 'c' && (m[2] === '*' || Number(m[2]) === major) && (m[3] === '*' || Number(m[3]) === minor) && (m[4] ?? '').includes('m');
+    return m !== null && m[1] !== 'c' && (m[2] === '*' || Number(m[2]) === major) && (m[3] === '*' || Number(m[3]) === minor);
   });
+  const each = [...access].map((a) => matching.find((r) => (r.split(' ')[2] ?? '').includes(a)));
+  return each.every((r) => r !== undefined) ? [...new Set(each as string[])] : undefined;
+}
 
-/** EPERM has no cause the control names where the program holds CAP_MKNOD with no filter and its device cgroup allows the disk. */
+/**
+ * EPERM has no cause the control names where the program holds CAP_MKNOD with no filter and its device cgroup lets it
+ * both make (m) and open (r) the disk's node: a cgroup allowing only one of them explains the refusal of the other.
+ */
 function mknodPower(p: ProcessIdentity, major: number, minor: number): string | undefined {
   const cg = postureOf(p)?.deviceCgroup;
-  const rule = cg ? allowsMknod(cg.rules, major, minor) : undefined;
-  if (!hasCap(p, CAP_MKNOD) || p.seccomp !== 0 || rule === undefined) return undefined;
-  return `holding CAP_MKNOD over the host (CapEff ${p.capEff}) with no seccomp filter, its device cgroup ${cg?.path} allowing the disk ${major}:${minor} (${rule})`;
+  const rules = cg ? allowsDisk(cg.rules, major, minor, 'mr') : undefined;
+  if (!hasCap(p, CAP_MKNOD) || p.seccomp !== 0 || rules === undefined) return undefined;
+  return `holding CAP_MKNOD over the host (CapEff ${p.capEff}) with no seccomp filter, its device cgroup ${cg?.path} allowing the disk ${major}:${minor} to be made and read (${rules.join(' | ')})`;
 }
 
 export const escapeMknodDisk: SecurityProbe = {

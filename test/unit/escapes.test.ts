@@ -156,13 +156,14 @@ describe('escape-file-handle and escape-mknod-disk: a refusal while the host saw
       expect(loc).toBeDefined();
       const eperm = step('mknod-read', 'EPERM', 'mknod in /work');
       const cg = (rules: string[]) => ({ path: '/sandcheck-test', rules });
-      for (const rules of [['a *:* rwm'], [`b ${loc?.major}:* m`], ['c 1:3 rwm', `b ${loc?.major}:${loc?.minor} rm`]]) {
+      for (const rules of [['a *:* rwm'], [`b ${loc?.major}:* mr`], ['c 1:3 rwm', `b ${loc?.major}:${loc?.minor} rm`], [`b ${loc?.major}:* m`, `b ${loc?.major}:${loc?.minor} r`]]) {
         const j = escapeMknodDisk.judge(seenWith(eperm, withCmdline(root, undefined, cg(rules))), here);
         expect(j.verdict, rules.join(' | ')).toBe('inconclusive');
         expect(j.reason).toMatch(/holding CAP_MKNOD over the host .* its device cgroup \/sandcheck-test allowing the disk/);
       }
-      // The device cgroup refusing the disk (or only reading it), a filter, no capability, an unreadable cgroup: held.
-      for (const rules of [['c 1:3 rwm'], [`b ${loc?.major}:${loc?.minor} rw`], [`b ${(loc?.major ?? 0) + 1}:* m`]]) {
+      // The device cgroup refusing the disk, or only one of making and reading it (Docker's default `b *:* m`: the
+      // node is made, its open refused), a filter, no capability, an unreadable cgroup: held.
+      for (const rules of [['c 1:3 rwm'], [`b ${loc?.major}:${loc?.minor} rw`], [`b ${(loc?.major ?? 0) + 1}:* mr`], ['b *:* m', 'c *:* m']]) {
         expect(escapeMknodDisk.judge(seenWith(eperm, withCmdline(root, undefined, cg(rules))), here).verdict, rules.join(' | ')).toBe('held');
       }
       expect(escapeMknodDisk.judge(seenWith(eperm, withCmdline({ ...root, seccomp: 2 }, undefined, cg(['a *:* rwm']))), here).verdict).toBe('held');
