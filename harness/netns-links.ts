@@ -40,19 +40,14 @@ export async function namespaceLinks(pid: number, labNetnsPath: string): Promise
   const ids = IpNsIds.parse(JSON.parse((await nsExec(pid, ['netns', 'list-id'])) || '[]'));
   const labIno = (await stat(labNetnsPath)).ino;
   // By inode, not by name: a second name for some namespace must not pass for the lab.
-  const isLab = async (nsid: number): Promise<string | undefined> => {
-    const name = ids.find((i) => i.nsid === nsid)?.name;
-    if (name === undefined || name.includes('/')) return undefined;
-    const ino = await stat(`/run/netns/${name}`).then((s) => s.ino, () => undefined);
-    return ino === labIno ? name : undefined;
-  };
+  const isLab = async (name: string | undefined): Promise<boolean> =>
+    name !== undefined && !name.includes('/') && (await stat(`/run/netns/${name}`).then((s) => s.ino === labIno, () => false));
   const out: NamespaceLinks = { contained: [], open: [] };
   for (const link of links) {
     const kind = link.linkinfo?.info_kind ?? link.link_type ?? 'unknown';
     if (link.link_netnsid !== undefined) {
-      const lab = await isLab(link.link_netnsid);
       const other = ids.find((i) => i.nsid === link.link_netnsid)?.name;
-      if (lab) out.contained.push(`${link.ifname} (${kind}, other end in the lab ${lab})`);
+      if (await isLab(other)) out.contained.push(`${link.ifname} (${kind}, other end in the lab ${other})`);
       else out.open.push(`${link.ifname} (${kind}, other end in nsid ${link.link_netnsid}, ${other === undefined ? 'unnamed' : `named ${other}`}, not the lab)`);
     } else if (link.link_type === 'loopback' || LOCAL_KINDS.has(kind)) out.contained.push(`${link.ifname} (${kind})`);
     else out.open.push(`${link.ifname} (${kind}, no other end in a namespace: it may carry traffic anywhere)`);

@@ -13,6 +13,7 @@ import { inside, outside, type Evidence } from '../../harness/model/evidence.js'
 import type { Judgement, Observation } from '../../harness/model/probe.js';
 import { postureOf, type ProcessIdentity } from '../../lab/host-process.js';
 import { describeIdentity, tiedToExecution, untied } from './identity.js';
+import { hasCapability } from './posture.js';
 
 /** The marker of a step line: only code that read this execution's challenge can print `<marker> <token>`. */
 export const STEP_MARKER = 'SANDCHECK-ESCAPE';
@@ -119,7 +120,7 @@ function powerContradiction(obs: Observation, seen: NonNullable<EscapeSpec['powe
 }
 
 /** CapEff bit `bit` held over the host's user namespace. */
-export const hasCap = (p: ProcessIdentity, bit: number): boolean => p.hostUserNamespace && /^[0-9a-f]+$/i.test(p.capEff) && (BigInt(`0x${p.capEff}`) >> BigInt(bit)) % 2n === 1n;
+export const hasCap = (p: ProcessIdentity, bit: number): boolean => p.hostUserNamespace && hasCapability(p.capEff, bit);
 
 export function judgeEscape(obs: Observation, spec: EscapeSpec): Judgement {
   const steps = escapeSteps(obs);
