@@ -1,12 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
-import type { Environment, ExecResult, PutFile } from '../backends/contract.js';
+import type { Environment, ExecResult, PutFile, ResourceReport } from '../backends/contract.js';
 import { BoundedCapture } from '../lab/bounded-capture.js';
 import type { CompiledCanaries } from '../lab/canary-forms.js';
 import { scanJoined, scanSplitAcross } from '../lab/canary-scan.js';
 import { startHostHealth } from '../lab/host-health.js';
 import { SandcheckError, errorMessage } from './errors.js';
-import { startProcessSampler } from './host-observers.js';
+import { startProcessSampler, type HostCgroupRead } from './host-observers.js';
 import { programMark } from './kernel-carriers.js';
 import { hitWhere } from './left-in-box.js';
 import type { ExecObservation, KilledBy } from './model/observation.js';
@@ -85,6 +85,8 @@ export interface ExecSetting {
   canaryList: RunContext['canaries']['all'];
   scratchDir: string;
   signal?: AbortSignal;
+  /** The backend's counters are an outside adapter's claim (backends/own-counters.ts): the host reads the box's cgroups itself. */
+  adapterCounters?: boolean;
 }
 
 /**
@@ -119,9 +121,12 @@ export async function execWithDeadline(setting: ExecSetting, env: Environment, p
   const onInterrupt = (): void => kill('harness-interrupt');
   setting.signal?.addEventListener('abort', onInterrupt, { once: true });
   if (setting.signal?.aborted) onInterrupt();
-  const args = { nonce: ctx.nonce, probe: probe.id, ...(probe.args?.(ctx) ?? {}), ...how.extraArgs };
+  // An outside adapter's box whose host pids the harness can see: its cgroups are read by the host, the payload
+  // holding still (at most 2 s) until the host has placed this execution's program in them.
+  const ownCgroupRead = probe.readsCgroup === true && setting.adapterCounters === true && env.hostPids !== undefined;
+  const args = { nonce: ctx.nonce, probe: probe.id, ...(probe.args?.(ctx) ?? {}), ...how.extraArgs, ...(ownCgroupRead ? { holdUntilSeen: 2 } : {}) };
   const program = probe.sampleProgram ?? (probe.interpreter ? new RegExp(`^${(probe.interpreter.split('/').pop() ?? '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) : undefined);
-  const sampler = probe.sampleProcesses && env.hostPids ? startProcessSampler(env, { ...(probe.kernelCarriers ? { nonce: ctx.nonce, ...(probe.kernelCarriers === 'marked-program' ? { mark: programMark(ctx.nonce) } : {}) } : {}), ...(program ? { program } : {}), ...(probe.rootPaths ? { rootPaths: probe.rootPaths } : {}), ...(probe.releaseWhenSeen === 'sampled' ? { release: ctx.nonce } : {}) }) : undefined;
+  const sampler = (probe.sampleProcesses === true || ownCgroupRead) && env.hostPids ? startProcessSampler(env, { ...(ownCgroupRead ? { cgroup: true, release: ctx.nonce } : {}), ...(probe.kernelCarriers ? { nonce: ctx.nonce, ...(probe.kernelCarriers === 'marked-program' ? { mark: programMark(ctx.nonce) } : {}) } : {}), ...(program ? { program } : {}), ...(probe.rootPaths ? { rootPaths: probe.rootPaths } : {}), ...(probe.releaseWhenSeen === 'sampled' ? { release: ctx.nonce } : {}) }) : undefined;
   const health = probe.watchHost ? await startHostHealth(setting.scratchDir) : undefined;
   const t0 = performance.now();
   let result: ExecResult;
@@ -146,6 +151,7 @@ export async function execWithDeadline(setting: ExecSetting, env: Environment, p
   const wallMs = performance.now() - t0;
   const hostProcesses = sampler ? await sampler.stop() : undefined;
   const hostHealth = health ? await health.stop() : undefined;
+  const resources = setting.adapterCounters ? hostCgroupReport(hostProcesses?.cgroup) : result.resources;
   // Every form (encoded, reversed, split over lines or across the two channels) in every byte of both streams.
   const canaryHits = [
     ...stdout.canaryHits().map((h) => ({ label: h.label, where: hitWhere('stdout', h) })),
@@ -164,7 +170,8 @@ export async function execWithDeadline(setting: ExecSetting, env: Environment, p
     backendReport: { timedOut: result.timedOut, oomKilled: result.oomKilled, outputTruncated: result.outputTruncated },
     stdout: stdout.summary(),
     stderr: stderr.summary(),
-    ...(result.resources ? { resources: result.resources } : {}),
+    ...(resources ? { resources } : {}),
+    ...(setting.adapterCounters && result.resources ? { adapterResources: result.resources } : {}),
     ...(hostProcesses ? { hostProcesses: hostProcesses.processes, hostProcessCountMax: hostProcesses.maxConcurrent } : {}),
     ...(hostProcesses?.userSpaceKernel ? { userSpaceKernel: hostProcesses.userSpaceKernel } : {}),
     ...(hostHealth ? { hostHealth } : {}),
@@ -176,6 +183,12 @@ export async function execWithDeadline(setting: ExecSetting, env: Environment, p
     ...(control ? { positiveControl: { where: control.where, seen: stdout.has(control.value) || stderr.has(control.value) } } : {}),
     canaryHits,
   };
+}
+
+/** The host's own read of the box program's cgroups as the counters judges use; undefined when it could read none. */
+function hostCgroupReport(read: HostCgroupRead | undefined): ResourceReport | undefined {
+  if (!read || Object.keys(read.counters).length === 0) return undefined;
+  return { source: `host: the cgroups of the box's program (pid ${read.pid}: ${read.where}), read by sandcheck`, ...read.counters };
 }
 
 /** Resolves never; rejects if a backend keeps running long after the harness told it to stop. */

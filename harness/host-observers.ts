@@ -6,6 +6,8 @@ import { attachPosture, postureOf, readHostView, readProcessIdentity, readProces
 import { KernelCarrierTracker } from './kernel-carriers.js';
 import type { UserSpaceKernel } from './model/observation.js';
 import { attachRootView, readRootView, rootViewOf } from '../lab/root-view.js';
+import { describeBoxCgroup, joinCounters, readBoxCgroup, readBoxCounters, type BoxCgroup } from '../lab/box-cgroup.js';
+import type { CgroupCounters } from '../backends/shared/cgroup-counters.js';
 
 /** The box's own program: the payload's interpreter, by the executable the kernel names (never by its self-chosen comm). */
 export const PAYLOAD_INTERPRETER = /^python3(\.\d+)*$/;
@@ -31,6 +33,15 @@ export interface SamplerOptions {
   nonce?: string;
   /** With `nonce`: the mark of a program the payload runs, to find that program's address space too. */
   mark?: string;
+  /** Read the cgroup counters of the first process of the box's program on every tick (lab/box-cgroup.ts). */
+  cgroup?: boolean;
+}
+
+/** The counters of the box program's own cgroups, read by the host while it ran and once after. */
+export interface HostCgroupRead {
+  pid: number;
+  where: string;
+  counters: CgroupCounters;
 }
 
 /** How many processes of the box's program get their root looked at (each costs one lstat per path component). */
@@ -50,7 +61,7 @@ const sameIdentity = (a: ProcessIdentity, b: ProcessIdentity): boolean =>
 export function startProcessSampler(
   env: Environment,
   options: SamplerOptions | number = {},
-): { stop(): Promise<{ processes: ProcessIdentity[]; maxConcurrent: number; userSpaceKernel?: UserSpaceKernel }> } {
+): { stop(): Promise<{ processes: ProcessIdentity[]; maxConcurrent: number; userSpaceKernel?: UserSpaceKernel; cgroup?: HostCgroupRead }> } {
   const opts: SamplerOptions = typeof options === 'number' ? { intervalMs: options } : options;
   const program = opts.program ?? PAYLOAD_INTERPRETER;
   const maxProcesses = opts.maxProcesses ?? 64;
@@ -68,6 +79,30 @@ export function startProcessSampler(
   let hostView: HostView | undefined;
   let rootViews = 0;
   const carriers = opts.nonce === undefined ? undefined : new KernelCarrierTracker(opts.nonce, opts.mark);
+  /** The cgroups of the first process of the box's own program the host could place, and their counters so far. */
+  let cg: { pid: number; at: BoxCgroup; counters: CgroupCounters } | undefined;
+  const cgroupTried = new Set<number>();
+  /** A process of the payload's interpreter whose command line (as its posture read it) names this execution. */
+  const thisExecution = (pid: number): boolean => {
+    const first = seen.get(pid)?.[0];
+    if (!interpreter.has(pid) || first === undefined) return false;
+    return opts.release === undefined || (postureOf(first)?.cmdline.includes(opts.release) ?? false);
+  };
+  const readCgroup = async (pids: readonly number[]): Promise<void> => {
+    if (!opts.cgroup) return;
+    if (!cg) {
+      for (const pid of pids) {
+        if (!thisExecution(pid) || cgroupTried.has(pid)) continue;
+        cgroupTried.add(pid);
+        const at = readBoxCgroup(pid);
+        if (at) {
+          cg = { pid, at, counters: {} };
+          break;
+        }
+      }
+    }
+    if (cg) cg.counters = joinCounters(cg.counters, await readBoxCounters(cg.at));
+  };
   /**
    * A process of the payload's interpreter whose first entry names this execution in its posture and, when the probe
    * asked for paths, in a root view too: without one (the budget spent on other processes of the program, or not
@@ -76,6 +111,8 @@ export function startProcessSampler(
   const releasable = (pid: number, nonce: string): boolean => {
     const first = seen.get(pid)?.[0];
     if (first === undefined || !interpreter.has(pid) || !(postureOf(first)?.cmdline.includes(nonce) ?? false)) return false;
+    // With cgroup reads asked for: once this process's cgroups were looked up (read, or found to be the harness's own).
+    if (opts.cgroup && !cgroupTried.has(pid)) return false;
     return !opts.rootPaths?.length || (rootViewOf(first)?.cmdline.includes(nonce) ?? false);
   };
   const release = (pid: number): void => {
@@ -165,6 +202,7 @@ export function startProcessSampler(
           kept++;
         }
       }
+      await readCgroup(pids);
       // Only while no process of the box's program was seen: then the host sees the program itself.
       if (carriers && seen.size === 0) await carriers.tick(pids, own);
       const nonce = opts.release;
@@ -181,7 +219,10 @@ export function startProcessSampler(
       while (busy) await new Promise((r) => setTimeout(r, 10));
       const processes = [...seen.values()].flat();
       const userSpaceKernel = processes.length === 0 ? carriers?.result : undefined;
-      return { processes, maxConcurrent, ...(userSpaceKernel ? { userSpaceKernel } : {}) };
+      // Once more after the program ended (an OOM kill is counted as it dies), while the backend has not yet removed them.
+      if (cg) cg.counters = joinCounters(cg.counters, await readBoxCounters(cg.at));
+      const cgroup = cg ? { pid: cg.pid, where: describeBoxCgroup(cg.at), counters: cg.counters } : undefined;
+      return { processes, maxConcurrent, ...(userSpaceKernel ? { userSpaceKernel } : {}), ...(cgroup ? { cgroup } : {}) };
     },
   };
 }

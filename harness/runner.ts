@@ -3,6 +3,7 @@ import { cp, mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Backend, Capabilities, Environment } from '../backends/contract.js';
+import { countersReadBySandcheck } from '../backends/own-counters.js';
 import { SandcheckError, errorMessage } from './errors.js';
 import type { AnyResult, RunReporter } from './events.js';
 import { outside } from './model/evidence.js';
@@ -259,7 +260,8 @@ export class Runner {
 
   private execSetting(): ExecSetting {
     const { policy, run, signal } = this.opts;
-    return { policy, graceMs: this.graceMs, canaries: this.compiledCanaries(), canaryList: run.canaries.all, scratchDir: run.scratchDir, ...(signal ? { signal } : {}) };
+    const adapterCounters = !countersReadBySandcheck(this.opts.backend);
+    return { policy, graceMs: this.graceMs, canaries: this.compiledCanaries(), canaryList: run.canaries.all, scratchDir: run.scratchDir, ...(signal ? { signal } : {}), ...(adapterCounters ? { adapterCounters } : {}) };
   }
 
   private placement: Promise<Placement | undefined> | undefined;

@@ -13,6 +13,7 @@ import { cgroupNameFor, SIBLING_PREFIXES, type CgroupDetection, type CgroupLimit
 import type { ResolvedBwrapOptions } from './options.js';
 import { boxSeccompFilter } from './seccomp.js';
 import { createEnvRoot, ensurePrivateDir, ownerRecord, removeEnvRoot, type Ownership, type SizedFs } from './workspace.js';
+import { markOwnCounters } from '../own-counters.js';
 
 export { ENV_MARKER };
 
@@ -79,6 +80,7 @@ export class BwrapBackend implements Backend {
   readonly description: string;
 
   constructor(readonly runtime: BwrapRuntime) {
+    markOwnCounters(this);
     const o = runtime.opts;
     const weakened = [
       o.envFix === 'none' ? 'envFix none' : '',

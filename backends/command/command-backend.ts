@@ -21,6 +21,7 @@ import { recordToolTemp, removeToolTemp } from './tool-temp.js';
 import { launch, runHelper, type LaunchOutcome, type Running } from './launch.js';
 import { expand, policyValues, type Values } from './template.js';
 import { CGROUP_NAMES } from '../shared/cgroup-names.js';
+import { markOwnCounters } from '../own-counters.js';
 
 export const ENV_MARKER = 'SANDCHECK_ENV';
 const MIB = 1024 * 1024;
@@ -53,6 +54,7 @@ export class CommandBackend implements Backend {
   private versionLine: string | undefined;
 
   constructor(protected readonly rt: CommandRuntime) {
+    markOwnCounters(this);
     this.name = rt.cfg.name;
     this.baseDescription = `command backend (${rt.cfg.shape}) from ${rt.file}${rt.cfg.description ? `: ${rt.cfg.description}` : ''}`;
   }

@@ -22,6 +22,7 @@ import { createDiskWorkspace, DEFAULT_DISK_STATE_DIR, diskImageSupport, removeDi
 import { capabilitiesFor, hostConfigFor, isGvisor, PROFILES, userOf, WORKSPACE, workspaceVolumeOptions, type Profile } from './profiles.js';
 
 import { ENV_MARKER, LABEL_ENV, LABEL_OWNER, LABEL_PROFILE, LABEL_RUN } from './labels.js';
+import { markOwnCounters } from '../own-counters.js';
 
 export { ENV_MARKER, LABEL_ENV, LABEL_OWNER, LABEL_PROFILE, LABEL_RUN };
 
@@ -96,6 +97,7 @@ export class DockerBackend implements Backend {
   private workspaceNote = '';
 
   constructor(readonly parts: DockerBackendParts) {
+    markOwnCounters(this);
     const own = parts.opts.container;
     this.profile = own ? { ...own, name: own.name ?? 'docker', description: own.description ?? 'your own container configuration' } : PROFILES[parts.opts.profile ?? 'docker-hardened'];
     this.gvisor = isGvisor(this.profile, parts.opts.gvisorRuntime);

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Policy } from '../../harness/model/policy.js';
 import type { Tristate } from '../../harness/model/observation.js';
 import { CHALLENGE_FILE, makeProof, type ExecProof } from '../../harness/proof.js';
+import { markOwnCounters } from '../own-counters.js';
 import { POLICY_ITEMS, type Backend, type BackendContext, type Capabilities, type Environment, type ExecRequest, type ExecResult, type GotFile, type PutFile, type ResourceReport } from '../contract.js';
 
 /** What a scripted execution does: output, outcome, and files it leaves behind. */
@@ -140,7 +141,11 @@ export class FakeBackend implements Backend {
     readonly script: FakeScript,
     private readonly caps: Capabilities = { isolation: 'sandbox', enforces: POLICY_ITEMS },
     private readonly hostPids?: () => number[],
-  ) {}
+    /** 'own': its counters stand for a built-in backend's; 'claimed': for an outside adapter's (backends/own-counters.ts). */
+    counters: 'own' | 'claimed' = 'own',
+  ) {
+    if (counters === 'own') markOwnCounters(this);
+  }
 
   capabilities(_policy: Policy): Capabilities {
     return this.caps;

@@ -22,6 +22,7 @@ import type {
   Leftovers,
   PutFile,
 } from '../contract.js';
+import { markOwnCounters } from '../own-counters.js';
 
 export const ENV_MARKER = 'SANDCHECK_ENV';
 const BASE_PATH = '/usr/local/bin:/usr/bin:/bin';
@@ -220,6 +221,7 @@ export class ProcessBackend implements Backend {
   private readonly network: ProcessNetworkMode;
 
   constructor(options: ProcessBackendOptions = {}) {
+    markOwnCounters(this);
     this.network = options.network ?? 'lab';
     this.name = this.network === 'lab' ? 'process' : `process-${this.network}`;
     this.description =

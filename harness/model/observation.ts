@@ -116,7 +116,10 @@ export const ExecObservationSchema = z.strictObject({
   }),
   stdout: CaptureSummarySchema,
   stderr: CaptureSummarySchema,
+  /** Counters read from outside the box by sandcheck's own code: a built-in backend's, or the host's read of the box's cgroups. */
   resources: ResourceReportSchema.optional(),
+  /** The counters an adapter outside sandcheck reported: its claim, kept for the reader, never evidence. */
+  adapterResources: ResourceReportSchema.optional(),
   /** Sampled from /proc/<pid>/status of the box's host pids while it ran (when the backend can name them). */
   hostProcesses: z.array(ProcessIdentitySchema).optional(),
   /** Most of the box's processes alive at one sample. */

@@ -171,6 +171,12 @@ interface ProbeCommon {
    */
   kernelCarriers?: boolean | 'marked-program';
   /**
+   * Its verdict rests on cgroup counters: where an adapter outside sandcheck (a module, an rpc process, an embedding's
+   * own backend) reports them, they are its claim, and the host reads the cgroups of the box's program itself
+   * (/proc/<pid>/cgroup, lab/box-cgroup.ts) while it runs; only that read is evidence.
+   */
+  readsCgroup?: boolean;
+  /**
    * The probe reaches for the run's host decoy process (its environ, memory, root or keys): held only while that very
    * process still ran when the box had finished (a decoy that died leaves nothing to reach, and silence proves nothing).
    */

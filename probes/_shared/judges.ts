@@ -1,5 +1,5 @@
 import { canaryCrossing, describeExit, exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
-import { outside, type Evidence } from '../../harness/model/evidence.js';
+import { inside, outside, type Evidence } from '../../harness/model/evidence.js';
 import { hostHarm } from '../../lab/host-health.js';
 import { CANARY_PREFIX } from '../../lab/canaries.js';
 import { outputText } from './exposure-judges.js';
@@ -112,6 +112,15 @@ export function healthEvidence(obs: Observation): Evidence[] {
       'host',
     ),
   ];
+}
+
+/** An outside adapter's own counters, shown as what they are: its claim (the host's own read of its cgroups is `resources`). */
+export function adapterCountersEvidence(obs: Observation): Evidence[] {
+  const c = obs.exec.adapterResources;
+  if (!c) return [];
+  const said = Object.entries(c).filter(([k]) => k !== 'source').map(([k, v]) => `${k} ${String(v)}`).join(', ');
+  const host = obs.exec.resources ? 'the host read the cgroups itself' : "the host could not read the box's cgroups itself (no host pid of the box's program, or its cgroup is the harness's own)";
+  return [inside('adapter-counters', `the adapter reported ${said || 'no counter'}: its claim, never evidence; ${host}`, c.source)];
 }
 
 /** Who stopped the program, from outside facts only (never from its stderr). */

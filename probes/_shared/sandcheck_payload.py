@@ -48,6 +48,10 @@ def start():
     token("done")  # computed before the attack, which may chdir, exhaust memory or close files
     sys.stdout.write("SANDCHECK-ATTEMPT %s\n" % token("attempt"))
     sys.stdout.flush()
+    # The host asked to see this process (its cgroups) before the attack starts: released as soon as it has.
+    wait = float(args.get("holdUntilSeen", 0) or 0)
+    if wait > 0:
+        hold(min(wait, 5.0))
     return args
 
 

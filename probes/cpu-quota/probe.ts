@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os';
 import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
 import { outside } from '../../harness/model/evidence.js';
 import type { SecurityProbe } from '../../harness/model/probe.js';
-import { stopCause } from '../_shared/judges.js';
+import { stopCause, adapterCountersEvidence } from '../_shared/judges.js';
 
 /** Slack over cpus × elapsed: the harness clock spans a little more than the run. */
 export const CPU_TOLERANCE = 0.1;
@@ -24,6 +24,7 @@ export const cpuQuota: SecurityProbe = {
   title: 'spin more processes than the CPU quota allows (bounded, fixed time)',
   category: 'resources',
   policyItem: 'resources.cpus',
+  readsCgroup: true,
   severity: 'medium',
   payload: 'cpu-quota',
   remediation: 'Give the box a CPU quota (cpu.max / cpu.cfs_quota_us, docker --cpus) sized to the policy; a nice level or cpuset alone does not bound the CPU time it takes.',
@@ -48,6 +49,7 @@ export const cpuQuota: SecurityProbe = {
       outside('stop-cause', stopCause(obs)),
       exitEvidence(obs.exec),
       payloadReport(obs.exec),
+      ...adapterCountersEvidence(obs),
     ];
     const shortfall = coresShortfall(cpus);
     if (shortfall !== undefined) return { verdict: 'not-applicable', reason: shortfall, evidence };

@@ -2,7 +2,7 @@ import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judg
 import { outside } from '../../harness/model/evidence.js';
 import type { SecurityProbe } from '../../harness/model/probe.js';
 import { outputText } from '../_shared/exposure-judges.js';
-import { healthEvidence, hostHarmJudgement, stopCause } from '../_shared/judges.js';
+import { healthEvidence, hostHarmJudgement, stopCause, adapterCountersEvidence } from '../_shared/judges.js';
 
 const MiB = 2 ** 20;
 /** In the workspace, so the harness can measure it from outside through the download API. */
@@ -24,6 +24,7 @@ export const diskFill: SecurityProbe = {
   attack: ['T1499'],
   cwe: ['CWE-770', 'CWE-400'],
   watchHost: true,
+  readsCgroup: true,
   args: (ctx) => ({ ceilingBytes: (ctx.policy.resources.diskMb + 256) * MiB, file: FILL_FILE }),
   artifacts: [FILL_FILE],
   hostRead: [FILL_FILE],
@@ -54,6 +55,7 @@ export const diskFill: SecurityProbe = {
       exitEvidence(obs.exec),
       ...healthEvidence(obs),
       payloadReport(obs.exec),
+      ...adapterCountersEvidence(obs),
     ];
     if (size !== undefined && size > limit) {
       return { verdict: 'crossed', reason: `the box held ${mib(size)} MiB on its temp disk, past the ${ctx.policy.resources.diskMb} MiB limit`, evidence };

@@ -1,7 +1,7 @@
 import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
 import { outside } from '../../harness/model/evidence.js';
 import type { SecurityProbe } from '../../harness/model/probe.js';
-import { healthEvidence, hostHarmJudgement, stopCause } from '../_shared/judges.js';
+import { healthEvidence, hostHarmJudgement, stopCause, adapterCountersEvidence } from '../_shared/judges.js';
 
 export const forkBomb: SecurityProbe = {
   kind: 'security',
@@ -15,6 +15,7 @@ export const forkBomb: SecurityProbe = {
   attack: ['T1499'],
   cwe: ['CWE-770', 'CWE-400'],
   sampleProcesses: true,
+  readsCgroup: true,
   load: 'cpu', // its forks and the host's sampling of them need the CPU: never beside more than the cores can run
   watchHost: true,
   args: (ctx) => ({ ceiling: Math.min(1024, ctx.policy.resources.processes * 2 + 16), holdSeconds: 1.5 }),
@@ -34,6 +35,7 @@ export const forkBomb: SecurityProbe = {
       exitEvidence(obs.exec),
       ...healthEvidence(obs),
       payloadReport(obs.exec),
+      ...adapterCountersEvidence(obs),
     ];
     if (peak > limit) return { verdict: 'crossed', reason: `${peak} processes ran at once, past the limit of ${limit}`, evidence };
     if (obs.exec.killedBy !== 'none') return { verdict: 'inconclusive', reason: `the harness had to stop it (${stopCause(obs)}) before the process limit showed`, evidence };

@@ -1,7 +1,7 @@
 import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
 import { outside } from '../../harness/model/evidence.js';
 import type { Observation, SecurityProbe } from '../../harness/model/probe.js';
-import { healthEvidence, hostHarmJudgement, stopCause } from '../_shared/judges.js';
+import { healthEvidence, hostHarmJudgement, stopCause, adapterCountersEvidence } from '../_shared/judges.js';
 
 const MiB = 2 ** 20;
 
@@ -26,6 +26,7 @@ export const memoryBomb: SecurityProbe = {
   attack: ['T1499'],
   cwe: ['CWE-770', 'CWE-400'],
   sampleProcesses: true,
+  readsCgroup: true,
   load: 'cpu', // it must reach the limit within the wall limit
   watchHost: true,
   args: (ctx) => ({ ceilingBytes: ctx.policy.resources.memoryMb * 4 * MiB }),
@@ -44,6 +45,7 @@ export const memoryBomb: SecurityProbe = {
       exitEvidence(obs.exec),
       ...healthEvidence(obs),
       payloadReport(obs.exec),
+      ...adapterCountersEvidence(obs),
     ];
     if (peak && peak.bytes > limit * 1.1) return { verdict: 'crossed', reason: `the box used ${Math.round(peak.bytes / MiB)} MiB, past the ${ctx.policy.resources.memoryMb} MiB limit (${cause})`, evidence };
     if (obs.finished) return { verdict: 'crossed', reason: `the payload allocated its whole ceiling (4× the limit) and finished (${cause})`, evidence };

@@ -48,6 +48,7 @@ export const resourceHeadroom: TaskCaseSpec = {
   runsToWall: true,
   expected: 'accept',
   sampleProcesses: true,
+  readsCgroup: true,
   args: (ctx) => ({ memoryBytes: holdMiB(ctx) * MiB, seconds: holdSeconds(ctx) }),
   artifacts: ['result.json'],
   predicate: headroomPredicate,

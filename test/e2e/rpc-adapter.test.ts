@@ -46,6 +46,12 @@ describe.skipIf(skip !== undefined)('rpc adapter protocol: the Python reference 
     expect(by('unenforced').sort()).toEqual(['disk-fill', 'posture-seccomp']);
     expect(by('held').length).toBeGreaterThanOrEqual(38);
     for (const id of ['secret-decoy-env', 'metadata-ipv4', 'memory-bomb', 'fork-bomb', 'wall-clock-spin', 'identity-uid', 'survive-teardown', 'residue']) expect(by('held')).toContain(id);
+    // The adapter's counters are its claim: memory and processes were judged on the host's own read of its cgroups.
+    for (const id of ['memory-bomb', 'fork-bomb']) {
+      const evidence = security.results.find((x) => x.id === id)?.evidence ?? [];
+      expect(evidence.find((e) => e.witness === 'cgroup')?.where, id).toMatch(/^host: the cgroups of the box's program \(pid \d+: .*sandcheck-rpcpy-.*\), read by sandcheck$/);
+      expect(evidence.find((e) => e.witness === 'adapter-counters')?.detail, id).toMatch(/its claim, never evidence; the host read the cgroups itself$/);
+    }
     expect(task.summary.unexpected + task.summary.error).toBe(0);
     expect(r.exitCode).toBe(1);
     expect(await adapterLeftovers()).toEqual([]);
