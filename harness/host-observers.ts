@@ -6,7 +6,7 @@ import { attachPosture, postureOf, readHostView, readProcessIdentity, readProces
 import { KernelCarrierTracker } from './kernel-carriers.js';
 import type { UserSpaceKernel } from './model/observation.js';
 import { attachRootView, readRootView, rootViewOf } from '../lab/root-view.js';
-import { describeBoxCgroup, joinCounters, readBoxCgroup, readBoxCounters, type BoxCgroup } from '../lab/box-cgroup.js';
+import { describeBoxCgroup, joinCounters, readBoxCgroup, readBoxCounters, sinceFirstRead, type BoxCgroup } from '../lab/box-cgroup.js';
 import type { CgroupCounters } from '../backends/shared/cgroup-counters.js';
 
 /** The box's own program: the payload's interpreter, by the executable the kernel names (never by its self-chosen comm). */
@@ -80,7 +80,7 @@ export function startProcessSampler(
   let rootViews = 0;
   const carriers = opts.nonce === undefined ? undefined : new KernelCarrierTracker(opts.nonce, opts.mark);
   /** The cgroups of the first process of the box's own program the host could place, and their counters so far. */
-  let cg: { pid: number; at: BoxCgroup; counters: CgroupCounters } | undefined;
+  let cg: { pid: number; at: BoxCgroup; first: CgroupCounters; counters: CgroupCounters } | undefined;
   const cgroupTried = new Set<number>();
   /** A process of the payload's interpreter whose command line (as its posture read it) names this execution. */
   const thisExecution = (pid: number): boolean => {
@@ -96,8 +96,10 @@ export function startProcessSampler(
         cgroupTried.add(pid);
         const at = readBoxCgroup(pid);
         if (at) {
-          cg = { pid, at, counters: {} };
-          break;
+          // The payload holds still until this look: the first read is from before its attack.
+          const first = await readBoxCounters(at);
+          cg = { pid, at, first, counters: first };
+          return;
         }
       }
     }
@@ -221,7 +223,7 @@ export function startProcessSampler(
       const userSpaceKernel = processes.length === 0 ? carriers?.result : undefined;
       // Once more after the program ended (an OOM kill is counted as it dies), while the backend has not yet removed them.
       if (cg) cg.counters = joinCounters(cg.counters, await readBoxCounters(cg.at));
-      const cgroup = cg ? { pid: cg.pid, where: describeBoxCgroup(cg.at), counters: cg.counters } : undefined;
+      const cgroup = cg ? { pid: cg.pid, where: describeBoxCgroup(cg.at), counters: sinceFirstRead(cg.counters, cg.first) } : undefined;
       return { processes, maxConcurrent, ...(userSpaceKernel ? { userSpaceKernel } : {}), ...(cgroup ? { cgroup } : {}) };
     },
   };

@@ -119,3 +119,19 @@ export function joinCounters(a: CgroupCounters, b: CgroupCounters): CgroupCounte
   }
   return out;
 }
+
+const EVENTS = ['memoryFailcnt', 'oomKills', 'pidsMaxEvents', 'cpuUsageNs', 'cpuThrottledPeriods'] as const;
+
+/**
+ * Event counters since a first read (taken while the payload held still, before its attack): what happened to this
+ * execution, not to an earlier one in the same cgroups. Peaks and limits cannot be reset from outside and stay as read.
+ */
+export function sinceFirstRead(now: CgroupCounters, first: CgroupCounters): CgroupCounters {
+  const out: CgroupCounters = { ...now };
+  for (const k of EVENTS) {
+    const n = now[k];
+    const b = first[k];
+    if (n !== undefined && b !== undefined) out[k] = Math.max(0, n - b);
+  }
+  return out;
+}

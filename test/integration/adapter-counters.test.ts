@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -28,7 +28,7 @@ class Adapter implements Backend {
   readonly name = 'outside-adapter';
   readonly description = 'a test adapter outside sandcheck';
   constructor(
-    readonly mode: 'cgroup' | 'rlimit',
+    readonly mode: 'cgroup' | 'rlimit' | 'stale-cgroup',
     readonly claim: (policy: Policy) => ResourceReport,
   ) {}
   capabilities() {
@@ -51,10 +51,16 @@ class AdapterEnv implements Environment {
     private readonly policy: Policy,
     ctx: BackendContext,
   ) {
-    this.cgroups = adapter.mode === 'cgroup' ? [join(V1, `sandcheck-${ctx.runId}-adapter${this.id}`), join(PIDS_V1, `sandcheck-${ctx.runId}-adapter${this.id}`)] : [];
+    const name = `sandcheck-${ctx.runId}-adapter${this.id}`;
+    this.cgroups = adapter.mode === 'cgroup' ? [join(V1, name), join(PIDS_V1, name)] : adapter.mode === 'stale-cgroup' ? [join(V1, name)] : [];
     for (const cg of this.cgroups) mkdirSync(cg);
     const [mem, pids] = this.cgroups;
-    if (mem) writeFileSync(join(mem, 'memory.limit_in_bytes'), String(policy.resources.memoryMb * MiB));
+    if (adapter.mode === 'stale-cgroup' && mem) {
+      // An earlier program was OOM-killed in these cgroups; the limit is then lifted, and the box runs under rlimits.
+      writeFileSync(join(mem, 'memory.limit_in_bytes'), String(16 * MiB));
+      spawnSync('/bin/sh', ['-c', `echo $$ > ${join(mem, 'cgroup.procs')}; exec /usr/bin/python3 -c "b = bytearray(64 << 20)"`]);
+      writeFileSync(join(mem, 'memory.limit_in_bytes'), '-1');
+    } else if (mem) writeFileSync(join(mem, 'memory.limit_in_bytes'), String(policy.resources.memoryMb * MiB));
     if (pids) writeFileSync(join(pids, 'pids.max'), String(policy.resources.processes));
   }
   async putFiles(files: readonly PutFile[]): Promise<void> {
@@ -73,7 +79,8 @@ class AdapterEnv implements Environment {
     const limit = this.policy.resources.memoryMb * MiB;
     const joinCgroups = this.cgroups.map((cg) => `echo $$ > ${join(cg, 'cgroup.procs')}`).join('; ');
     // rlimit mode: the address space stops the allocation near the limit, and nothing counts it from outside.
-    const script = this.adapter.mode === 'cgroup' ? `${joinCgroups}; exec "$@"` : `ulimit -v ${Math.floor((limit * 1.05) / 1024)}; ulimit -u ${this.policy.resources.processes + 64}; exec "$@"`;
+    const rlimits = `ulimit -v ${Math.floor((limit * 1.05) / 1024)}`;
+    const script = this.adapter.mode === 'cgroup' ? `${joinCgroups}; exec "$@"` : this.adapter.mode === 'stale-cgroup' ? `${joinCgroups}; ${rlimits}; exec "$@"` : `${rlimits}; exec "$@"`;
     const child = spawn('/bin/sh', ['-c', script, 'sh', '/usr/bin/python3', ...req.argv.slice(1)], { cwd: this.dir, env: { PATH: '/usr/bin:/bin', HOME: this.dir, ...req.env }, stdio: ['ignore', 'pipe', 'pipe'] });
     this.pid = child.pid;
     child.stdout.on('data', (c: Buffer) => req.stdout.write(c));
@@ -140,6 +147,13 @@ describe.skipIf(!usable)("an outside adapter's counters are its claim: the host 
     // The rule is what decides: the very same box, its counters taken as sandcheck's own, earns held.
     const trusted = await run(markOwnCounters(new Adapter('rlimit', claimsEverything)));
     expect(`${trusted['memory-bomb']?.verdict}: ${trusted['memory-bomb']?.reason}`).toMatch(/^held: /);
+  }, 120_000);
+
+  it('a box in cgroups that counted an earlier OOM kill, its limit lifted, under rlimits and claiming every limit acted: inconclusive (only what happened after the host first looked counts)', async () => {
+    const stale = await run(new Adapter('stale-cgroup', claimsEverything));
+    const mem = stale['memory-bomb'];
+    expect(`${mem?.verdict}: ${mem?.reason}`).toMatch(/^inconclusive: no OOM kill or refused allocation was counted from outside/);
+    expect(mem?.observation?.resources).toMatchObject({ source: expect.stringMatching(/^host: the cgroups of the box's program \(pid \d+: memory:\/sandcheck-radctr/), oomKills: 0 });
   }, 120_000);
 
   it('a box in real memory and pids cgroups that claims nothing: held on the host\'s own read of them', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { boxCgroupOf, cgroupMountsFrom, joinCounters, parseProcCgroup } from '../../lab/box-cgroup.js';
+import { boxCgroupOf, cgroupMountsFrom, joinCounters, parseProcCgroup, sinceFirstRead } from '../../lab/box-cgroup.js';
 
 // A hybrid host (cgroup v1 controllers and an empty cgroup2 tree), one line bound from a sub-cgroup, one tmpfs.
 const MOUNTINFO = [
@@ -50,6 +50,16 @@ describe('the host reads a box process\'s own cgroups', () => {
     expect(boxCgroupOf(procCgroup('/harness2', '/', '/'), procCgroup('/harness', '/', '/'), mounts)?.v1.has('memory')).toBe(true);
     // Every controller shared: nothing the host could call the box's.
     expect(boxCgroupOf(procCgroup('/h', '/h', '/h'), procCgroup('/h', '/h', '/h'), mounts)).toBeUndefined();
+  });
+
+  it('counts events since the first read (an earlier OOM kill is not this execution\'s); peaks and limits stay as read', () => {
+    expect(sinceFirstRead({ oomKills: 1, memoryFailcnt: 5, memoryPeakBytes: 90, cpuUsageNs: 300, pidsMaxEvents: 2 }, { oomKills: 1, memoryFailcnt: 2, memoryPeakBytes: 80, cpuUsageNs: 100 })).toEqual({
+      oomKills: 0,
+      memoryFailcnt: 3,
+      memoryPeakBytes: 90,
+      cpuUsageNs: 200,
+      pidsMaxEvents: 2,
+    });
   });
 
   it('joins reads: counters that only grow at their highest, limits as last read', () => {
