@@ -32,7 +32,9 @@ export type SandcheckErrorCode =
   // shards (--shard, sandcheck merge)
   | 'MERGE_REFUSED'
   // run --watch-daemon: not a socket, or no container daemon answers on it
-  | 'WATCH_DAEMON_INVALID';
+  | 'WATCH_DAEMON_INVALID'
+  // a network probe's box placed where it could reach a network other than the run's lab
+  | 'UNSAFE_NETWORK';
 
 /** Exit status of the CLI for each class of failure (see README "Exit codes"). */
 export const EXIT = {

@@ -23,6 +23,8 @@ export interface OnceSetting {
   exporter: ExporterChoice;
   setting: ExecSetting;
   createEnvironment(): Promise<Environment>;
+  /** Run in the fresh environment before anything is put there: throws to refuse it; returns a line of outside evidence. */
+  beforePayload?(env: Environment): Promise<string | undefined>;
 }
 
 /** One fresh environment: create, put, exec under the harness deadline, get, destroy, then look for what survived. */
@@ -38,6 +40,7 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
   const createdWallMs = Date.now();
   try {
     env = await once.createEnvironment();
+    const placement = await once.beforePayload?.(env);
     const prepared = await payloadFiles(probe, ctx, how.files);
     await env.putFiles(prepared.files);
     const hostReadPaths = env.hostWorkspace ? probe.hostRead : undefined;
@@ -71,6 +74,7 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
       leftovers: [],
       survivors: [],
       socketContacts: 0,
+      ...(placement !== undefined ? { placement } : {}),
     };
     if (wanted && wanted.length > 0) {
       obs.export = await runExportStage({

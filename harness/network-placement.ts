@@ -107,5 +107,5 @@ export function placementRefusal(p: Placement | undefined): string | undefined {
 /** The check's outside evidence, for every network probe it let run. */
 export const placementLine = (p: Placement): string => {
   const links = p.others.map((o) => `${o.ns} has only ${o.contained.join(', ') || 'no links'}`).join('; ');
-  return `before the run's first network probe, the host read a box's program in ${p.namespaces.join(', ')} (${p.seen} process(es)), not in the host's own ${p.hostNs}${links ? `; ${links}` : ' (the lab\'s)'}`;
+  return `before the payload, the host read this box's program (a sleeping marker) in ${p.namespaces.join(', ')} (${p.seen} process(es)), not in the host's own ${p.hostNs}${links ? `; ${links}` : ' (the lab\'s)'}`;
 };

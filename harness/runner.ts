@@ -10,7 +10,7 @@ import { outside } from './model/evidence.js';
 import type { ExecObservation } from './model/observation.js';
 import type { Policy } from './model/policy.js';
 import { startCompanion } from './companion.js';
-import { boxPlacement, placementLine, placementRefusal, type Placement } from './network-placement.js';
+import { boxPlacement, placementLine, placementRefusal } from './network-placement.js';
 import type { Judgement, Observation, ProbeContext, ProbeSpec, SecurityProbe, TaskCase } from './model/probe.js';
 import type { ExportOutcome, ExporterChoice } from './export-stage.js';
 import { describeStop, exportEvidence } from './evidence-lines.js';
@@ -170,9 +170,6 @@ export class Runner {
     if (this.opts.signal?.aborted) {
       return this.failed(probe, { code: 'INTERRUPTED', message: 'not run: the run was interrupted' }, 0);
     }
-    const placement = probe.kind === 'security' && probe.category === 'network' ? await this.networkPlacement() : undefined;
-    const unsafe = placementRefusal(placement);
-    if (unsafe !== undefined) return this.failed(probe, { code: 'UNSAFE_NETWORK', message: unsafe }, performance.now() - started);
     if (probe.kind === 'task') {
       const unfit = noResultsReason(probe, this.opts.backend.capabilities(this.opts.policy), ctx);
       return unfit === undefined ? this.runTask(probe, ctx, started) : notApplicableTask(probe, this.opts.policy, unfit);
@@ -204,7 +201,7 @@ export class Runner {
     if (obs.leftovers.length > 0) {
       judgement.evidence.push(...obs.leftovers.map((l) => outside('teardown', l, 'host')));
     }
-    if (placement) judgement.evidence.push(outside('host-netns', placementLine(placement), '/proc/<pid>/ns/net'));
+    if (obs.placement) judgement.evidence.push(outside('host-netns', obs.placement, '/proc/<pid>/ns/net'));
     return this.securityResult(probe, judgement, durationMs, obs.exec);
   }
 
@@ -264,25 +261,26 @@ export class Runner {
     return { policy, graceMs: this.graceMs, canaries: this.compiledCanaries(), canaryList: run.canaries.all, scratchDir: run.scratchDir, ...(signal ? { signal } : {}), ...(adapterCounters ? { adapterCounters } : {}) };
   }
 
-  private placement: Promise<Placement | undefined> | undefined;
+  /** Whether the host could see the program of the run's first network probe's box (undefined: none checked yet). */
+  private placementVisible: boolean | undefined;
 
   /**
-   * Once per run, before its first network probe: where the backend puts its boxes, read from the host
-   * (harness/network-placement.ts). A box in the host's own network namespace would send the probes to the real network.
+   * Before each network probe's payload, in that probe's own environment: where the backend put this box, read from
+   * the host (harness/network-placement.ts). A box in the host's own network namespace, or in one with a way out that
+   * is not the lab, would send the probe to the real network: UNSAFE_NETWORK, and the payload never runs there. Where
+   * the host could not see the first box's program (a user-space kernel, a remote box) it is not asked again; a later
+   * box it cannot see, where it saw the first, is refused too.
    */
-  private networkPlacement(): Promise<Placement | undefined> {
-    if (!this.opts.run.lab || this.opts.backend.capabilities(this.opts.policy).boxNetwork === 'remote') return Promise.resolve(undefined);
-    this.placement ??= (async () => {
-      // A box that cannot even be made here fails its probe on its own; the check then has nothing to say.
-      const env = await this.createEnvironment().catch(() => undefined);
-      if (!env) return undefined;
-      try {
-        return await boxPlacement(env, this.opts.run.lab?.netnsPath);
-      } finally {
-        await env.destroy().catch(() => undefined);
-      }
-    })();
-    return this.placement;
+  private async checkPlacement(env: Environment): Promise<string | undefined> {
+    if (!this.opts.run.lab || this.opts.backend.capabilities(this.opts.policy).boxNetwork === 'remote' || this.placementVisible === false) return undefined;
+    const placement = await boxPlacement(env, this.opts.run.lab.netnsPath);
+    if (this.placementVisible === undefined) this.placementVisible = placement !== undefined;
+    else if (!placement) {
+      throw new SandcheckError('UNSAFE_NETWORK', "not run, for safety: the host saw the program of the run's first network probe's box, but not this box's: its network namespace could not be checked, and a box placed elsewhere could reach the real network; name every box's host processes (hostPids) the same way");
+    }
+    const unsafe = placementRefusal(placement);
+    if (unsafe !== undefined) throw new SandcheckError('UNSAFE_NETWORK', unsafe);
+    return placement ? placementLine(placement) : undefined;
   }
 
   private createEnvironment(): Promise<Environment> {
@@ -297,8 +295,16 @@ export class Runner {
 
   /** One fresh environment: create, put, exec under the harness deadline, get, destroy, then look for what survived. */
   private executeOnce(probe: ProbeSpec, ctx: ProbeContext, how: ExecHow): Promise<Observation> {
+    const network = probe.kind === 'security' && probe.category === 'network';
     return executeOnce(
-      { run: this.opts.run, policy: this.opts.policy, exporter: this.opts.exporter ?? 'reference', setting: this.execSetting(), createEnvironment: () => this.createEnvironment() },
+      {
+        run: this.opts.run,
+        policy: this.opts.policy,
+        exporter: this.opts.exporter ?? 'reference',
+        setting: this.execSetting(),
+        createEnvironment: () => this.createEnvironment(),
+        ...(network ? { beforePayload: (env: Environment) => this.checkPlacement(env) } : {}),
+      },
       probe,
       ctx,
       how,

@@ -93,6 +93,8 @@ export interface Observation {
   heartbeat?: { afterDestroyBytes: number; laterBytes: number };
   /** Connections to the host decoy socket that carried this execution's nonce. */
   socketContacts: number;
+  /** Network probes: where the host read this box's program before the payload ran (harness/network-placement.ts). */
+  placement?: string;
   /** Per host decoy socket (daemon-socket, agent-socket, abstract-socket): connections carrying this execution's nonce. */
   decoyContacts?: Record<string, number>;
   /** Entries of a watched real daemon's own event log that name this execution's nonce (one line each). */

@@ -8,6 +8,8 @@ import { boxPlacement, placementLine, placementRefusal } from '../../harness/net
 import { openRunContext, type RunContext } from '../../harness/run-context.js';
 import { Runner } from '../../harness/runner.js';
 import { metadataIpv4 } from '../../probes/metadata-ipv4/probe.js';
+import { metadataIpv6 } from '../../probes/metadata-ipv6/probe.js';
+import { publicEgressIpv4 } from '../../probes/public-egress/probe.js';
 import { FAST_POLICY } from '../helpers/fake-run.js';
 
 /** Runs the requested program for real on this host (optionally in a network namespace of its own) until aborted. */
@@ -90,9 +92,13 @@ describe('network probes run only where a box cannot reach the real network', ()
     }
   }, 60_000);
 
-  /** Runs metadata-ipv4 through the runner on a fake whose placement program runs for real at `where`. */
-  async function runWithPlacement(where: Where, labPath: string): Promise<{ verdicts: string[]; payloads: string[] }> {
+  /**
+   * Runs network probes through the runner on a fake whose placement program runs for real: at `where`, or in each
+   * environment at the next place of the list ('hidden': in a namespace of its own, its pid never named to the host).
+   */
+  async function runWithPlacement(where: Where | (Where | 'hidden')[], labPath: string, probes = [metadataIpv4]): Promise<{ verdicts: string[]; payloads: string[] }> {
     const started: ChildProcess[] = [];
+    const hidden: ChildProcess[] = [];
     const payloads: string[] = [];
     const script = ({ args }: FakeExecInput) => {
       payloads.push(args.probe);
@@ -100,10 +106,13 @@ describe('network probes run only where a box cannot reach the real network', ()
     };
     const backend = new FakeBackend(script, undefined, () => started.flatMap((c) => (c.pid === undefined ? [] : [c.pid])));
     const create = backend.create.bind(backend);
+    let envs = 0;
     backend.create = async (policy, ctx) => {
       const env = await create(policy, ctx);
       const scripted = env.exec.bind(env);
-      env.exec = (request) => (String(request.argv[3] ?? '').startsWith('sandcheck-placement-') ? realProgram(request, where, started) : scripted(request));
+      const at = Array.isArray(where) ? (where[envs++] ?? true) : where;
+      env.exec = (request) =>
+        String(request.argv[3] ?? '').startsWith('sandcheck-placement-') ? (at === 'hidden' ? realProgram(request, true, hidden) : realProgram(request, at, started)) : scripted(request);
       return env;
     };
     const base = await openRunContext('rtestplace');
@@ -115,11 +124,11 @@ describe('network probes run only where a box cannot reach the real network', ()
       proveLabWitness: async () => ({ marker: 'x', sentMs: 0, doneMs: 0, ok: true, notes: [] }),
     };
     try {
-      const { security } = await new Runner({ backend, policy: FAST_POLICY, probes: [metadataIpv4], run, graceMs: 300 }).run();
+      const { security } = await new Runner({ backend, policy: FAST_POLICY, probes, run, graceMs: 300 }).run();
       return { verdicts: security.map((r) => `${r.id}: ${r.verdict}: ${r.harnessError?.code}`), payloads };
     } finally {
       await base.dispose();
-      for (const c of started) c.kill('SIGKILL');
+      for (const c of [...started, ...hidden]) c.kill('SIGKILL');
     }
   }
 
@@ -146,4 +155,28 @@ describe('network probes run only where a box cannot reach the real network', ()
       for (const name of Object.values(ns)) await execa('ip', ['netns', 'del', name], { reject: false });
     }
   }, 60_000);
+
+  it.runIf(root)("each network probe's own box is checked: a later box wired elsewhere, or one whose program the host cannot see, runs no payload", async () => {
+    const id = randomBytes(3).toString('hex');
+    const ns = { lab: `sc-plp-${id}-lab`, box: `sc-plp-${id}-box`, other: `sc-plp-${id}-oth` };
+    for (const name of Object.values(ns)) await execa('ip', ['netns', 'add', name]);
+    try {
+      const lab = `/run/netns/${ns.lab}`;
+      await execa('ip', ['-n', ns.other, 'link', 'add', `scq${id}o`, 'type', 'veth', 'peer', 'name', `scq${id}x`, 'netns', ns.box]);
+      // A pool: the first box only has lo, the second is wired to a namespace that is not the lab, the third is fine.
+      const pool = await runWithPlacement([true, { netnsPath: `/run/netns/${ns.other}` }, true], lab, [metadataIpv4, metadataIpv6, publicEgressIpv4]);
+      const refused = pool.verdicts.filter((v) => v.endsWith(': inconclusive: UNSAFE_NETWORK')).map((v) => v.split(':')[0]);
+      expect(refused.length, pool.verdicts.join('; ')).toBe(1);
+      // The other two ran their payloads (the fake prints no proof: inconclusive, with no harness error); the refused one never did.
+      expect(pool.verdicts.filter((v) => v.endsWith(': inconclusive: undefined')).length).toBe(2);
+      expect(pool.payloads.sort()).toEqual(['metadata-ipv4', 'metadata-ipv6', 'public-egress-ipv4'].filter((p) => p !== refused[0]));
+      // The host saw the first box's program, not the second's: refused as well.
+      const unseen = await runWithPlacement([true, 'hidden'], lab, [metadataIpv4, metadataIpv6]);
+      const unseenRefused = unseen.verdicts.filter((v) => v.endsWith(': inconclusive: UNSAFE_NETWORK')).map((v) => v.split(':')[0]);
+      expect(unseenRefused.length, unseen.verdicts.join('; ')).toBe(1);
+      expect(unseen.payloads).toEqual(['metadata-ipv4', 'metadata-ipv6'].filter((p) => p !== unseenRefused[0]));
+    } finally {
+      for (const name of Object.values(ns)) await execa('ip', ['netns', 'del', name], { reject: false });
+    }
+  }, 90_000);
 });
