@@ -36,11 +36,16 @@ const readNs = (pid: number | 'self'): string | undefined => procLink(`/proc/${p
 const isProgram = (pid: number, marker: string): boolean =>
   PAYLOAD_INTERPRETER.test(exeBasename(procLink(`/proc/${pid}/exe`) ?? '')) && (procText(`/proc/${pid}/cmdline`)?.includes(marker) ?? false);
 
+/** Sleeps (no network call) until the host has looked: SIGURG ends it with exit 0, so its exec returns without an abort. */
+const SLEEPER = 'import signal, sys, time\nsignal.signal(signal.SIGURG, lambda *_: sys.exit(0))\ntime.sleep(10)';
+
 /**
  * Runs a program that only sleeps (no network call) in `env` and reads, from the host, the network namespace of the
- * box's processes whose command line carries a fresh marker: before any network probe, proof that the backend put
- * its boxes where a probe's packets meet the lab's decoys and not the real network. Undefined where the backend names
- * no host processes or none carried the marker (a remote box): the host cannot tell.
+ * box's processes whose command line carries a fresh marker: before a network probe's payload, proof that the backend
+ * put its box where the probe's packets meet the lab's decoys and not the real network. Undefined where the backend
+ * names no host processes or none carried the marker (a remote box): the host cannot tell. Once read, the program is
+ * told to end (an aborted exec kills a whole container on some backends, and the environment is still to be used);
+ * only a program never seen is aborted.
  */
 export async function boxPlacement(env: Environment, labNetnsPath: string | undefined, timeoutMs = 8000): Promise<Placement | undefined> {
   const hostNs = readNs('self');
@@ -51,14 +56,15 @@ export async function boxPlacement(env: Environment, labNetnsPath: string | unde
   const sink = { write: () => undefined };
   let ended = false;
   const running = env
-    .exec({ argv: ['python3', '-c', 'import time; time.sleep(10)', marker], timeoutMs: 12_000, maxOutputBytes: 4096, stdout: sink, stderr: sink, signal: abort.signal })
+    .exec({ argv: ['python3', '-c', SLEEPER, marker], timeoutMs: 12_000, maxOutputBytes: 4096, stdout: sink, stderr: sink, signal: abort.signal })
     .catch(() => undefined)
     .finally(() => (ended = true));
+  let seen: { pid: number; ns: string }[] = [];
   try {
     const until = Date.now() + timeoutMs;
     while (!ended && Date.now() < until) {
       const pids = (await env.hostPids().catch(() => [] as number[])).filter((pid) => isProgram(pid, marker));
-      const seen = pids.flatMap((pid) => {
+      seen = pids.flatMap((pid) => {
         const ns = readNs(pid);
         return ns === undefined ? [] : [{ pid, ns }];
       });
@@ -76,7 +82,18 @@ export async function boxPlacement(env: Environment, labNetnsPath: string | unde
     }
     return undefined;
   } finally {
-    abort.abort();
+    // Told until it ends (a signal sent before its handler was set is ignored); an abort only for a program never
+    // seen, or one that does not end.
+    for (const until = Date.now() + 3000; seen.length > 0 && !ended && Date.now() < until; await new Promise((r) => setTimeout(r, 50))) {
+      for (const { pid } of seen) {
+        try {
+          process.kill(pid, 'SIGURG');
+        } catch {
+          // gone already
+        }
+      }
+    }
+    if (!ended) abort.abort();
     await running;
   }
 }

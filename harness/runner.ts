@@ -261,8 +261,8 @@ export class Runner {
     return { policy, graceMs: this.graceMs, canaries: this.compiledCanaries(), canaryList: run.canaries.all, scratchDir: run.scratchDir, ...(signal ? { signal } : {}), ...(adapterCounters ? { adapterCounters } : {}) };
   }
 
-  /** Whether the host could see the program of the run's first network probe's box (undefined: none checked yet). */
-  private placementVisible: boolean | undefined;
+  /** The run's first placement check, in a box of its own: whether the host sees this backend's programs, or why none may run. */
+  private firstPlacement: Promise<{ visible: boolean; refusal?: string }> | undefined;
 
   /**
    * Before each network probe's payload, in that probe's own environment: where the backend put this box, read from
@@ -272,15 +272,33 @@ export class Runner {
    * box it cannot see, where it saw the first, is refused too.
    */
   private async checkPlacement(env: Environment): Promise<string | undefined> {
-    if (!this.opts.run.lab || this.opts.backend.capabilities(this.opts.policy).boxNetwork === 'remote' || this.placementVisible === false) return undefined;
-    const placement = await boxPlacement(env, this.opts.run.lab.netnsPath);
-    if (this.placementVisible === undefined) this.placementVisible = placement !== undefined;
-    else if (!placement) {
-      throw new SandcheckError('UNSAFE_NETWORK', "not run, for safety: the host saw the program of the run's first network probe's box, but not this box's: its network namespace could not be checked, and a box placed elsewhere could reach the real network; name every box's host processes (hostPids) the same way");
+    const lab = this.opts.run.lab;
+    if (!lab || this.opts.backend.capabilities(this.opts.policy).boxNetwork === 'remote') return undefined;
+    // The first time in a box of its own: a program the host never sees is aborted, which on some backends kills the
+    // whole environment.
+    const first = await (this.firstPlacement ??= this.placementInOwnBox(lab.netnsPath));
+    if (first.refusal !== undefined) throw new SandcheckError('UNSAFE_NETWORK', first.refusal);
+    if (!first.visible) return undefined;
+    const placement = await boxPlacement(env, lab.netnsPath);
+    if (!placement) {
+      throw new SandcheckError('UNSAFE_NETWORK', "not run, for safety: the host saw the program of this backend's first box, but not this box's: its network namespace could not be checked, and a box placed elsewhere could reach the real network; name every box's host processes (hostPids) the same way");
     }
     const unsafe = placementRefusal(placement);
     if (unsafe !== undefined) throw new SandcheckError('UNSAFE_NETWORK', unsafe);
-    return placement ? placementLine(placement) : undefined;
+    return placementLine(placement);
+  }
+
+  private async placementInOwnBox(labNetnsPath: string): Promise<{ visible: boolean; refusal?: string }> {
+    // A box that cannot even be made here fails its probe on its own; the check then has nothing to say.
+    const env = await this.createEnvironment().catch(() => undefined);
+    if (!env) return { visible: false };
+    try {
+      const placement = await boxPlacement(env, labNetnsPath);
+      const refusal = placementRefusal(placement);
+      return { visible: placement !== undefined, ...(refusal !== undefined ? { refusal } : {}) };
+    } finally {
+      await env.destroy().catch(() => undefined);
+    }
   }
 
   private createEnvironment(): Promise<Environment> {

@@ -163,15 +163,16 @@ describe('network probes run only where a box cannot reach the real network', ()
     try {
       const lab = `/run/netns/${ns.lab}`;
       await execa('ip', ['-n', ns.other, 'link', 'add', `scq${id}o`, 'type', 'veth', 'peer', 'name', `scq${id}x`, 'netns', ns.box]);
-      // A pool: the first box only has lo, the second is wired to a namespace that is not the lab, the third is fine.
-      const pool = await runWithPlacement([true, { netnsPath: `/run/netns/${ns.other}` }, true], lab, [metadataIpv4, metadataIpv6, publicEgressIpv4]);
+      // A pool, in the order the runner makes boxes (the first probe's, the run's own first check's, then one per probe):
+      // the third is wired to a namespace that is not the lab, the others only have lo.
+      const pool = await runWithPlacement([true, true, { netnsPath: `/run/netns/${ns.other}` }, true], lab, [metadataIpv4, metadataIpv6, publicEgressIpv4]);
       const refused = pool.verdicts.filter((v) => v.endsWith(': inconclusive: UNSAFE_NETWORK')).map((v) => v.split(':')[0]);
       expect(refused.length, pool.verdicts.join('; ')).toBe(1);
       // The other two ran their payloads (the fake prints no proof: inconclusive, with no harness error); the refused one never did.
       expect(pool.verdicts.filter((v) => v.endsWith(': inconclusive: undefined')).length).toBe(2);
       expect(pool.payloads.sort()).toEqual(['metadata-ipv4', 'metadata-ipv6', 'public-egress-ipv4'].filter((p) => p !== refused[0]));
       // The host saw the first box's program, not the second's: refused as well.
-      const unseen = await runWithPlacement([true, 'hidden'], lab, [metadataIpv4, metadataIpv6]);
+      const unseen = await runWithPlacement([true, true, 'hidden'], lab, [metadataIpv4, metadataIpv6]);
       const unseenRefused = unseen.verdicts.filter((v) => v.endsWith(': inconclusive: UNSAFE_NETWORK')).map((v) => v.split(':')[0]);
       expect(unseenRefused.length, unseen.verdicts.join('; ')).toBe(1);
       expect(unseen.payloads).toEqual(['metadata-ipv4', 'metadata-ipv6'].filter((p) => p !== unseenRefused[0]));
