@@ -248,6 +248,8 @@ export class DockerEnvironment implements Environment {
     const stop = (why: StopReason): Promise<void> => {
       stoppedBy ??= why;
       stopping ??= this.killContainer(why).then(() => {
+        // Read again (an output stop paused the stream): what is left is dropped, and the connection can end.
+        sock.resume();
         // The daemon ends the attach connection once the processes are gone; never wait on it forever.
         setTimeout(() => {
           if (!ended) sock.destroy();
@@ -267,7 +269,12 @@ export class DockerEnvironment implements Environment {
           req.stderr.write(c);
         },
       },
-      () => void stop('output'),
+      () => {
+        // No more reading past the budget: the program's writes block on a full pipe until the kill lands, so a flood
+        // cannot run to its end (and exit 0) faster than the container is killed.
+        sock.pause();
+        void stop('output');
+      },
     );
     const closed = new Promise<void>((resolve) => {
       sock.on('data', (c: Buffer) => demux.feed(c));
@@ -326,9 +333,11 @@ export class DockerEnvironment implements Environment {
       ...(resources ? { resources } : {}),
     };
     if (stoppedBy !== undefined) {
-      // The kill reached the program unless it had already ended on its own (exit code 0..128).
-      const killed = code === null || code > 128;
-      return { ...base, exitCode: code, signal: killed ? 'SIGKILL' : null };
+      // The kill reached the program unless it had already ended on its own (exit code 0..128). Docker records 126 for
+      // an exec whose output copy broke (the container killed under a blocked write): killed, when the container is dead.
+      const copyBroke = code === 126 && died;
+      const killed = code === null || code > 128 || copyBroke;
+      return { ...base, exitCode: copyBroke ? null : code, signal: killed ? 'SIGKILL' : null };
     }
     if (code === 126 || code === 127) {
       const m = /OCI runtime exec failed[^\n]*/.exec(stderrHead);
