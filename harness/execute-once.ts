@@ -36,11 +36,14 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
   const survivor = probe.watchSurvivor ? survivorName(ctx.nonce, probe.kernelCarriers === 'marked-program') : undefined;
   // Held until the box is gone: another run's disk-fill would count as this box's drop in free disk.
   const releaseHost = probe.kind === 'security' && probe.watchHost ? await acquireHostWatch(run.runId, once.setting.signal ? { signal: once.setting.signal } : {}) : undefined;
-  const createdAt = performance.now();
+  let createdAt = performance.now();
   const createdWallMs = Date.now();
   try {
     env = await once.createEnvironment();
+    const checkFrom = performance.now();
     const placement = await once.beforePayload?.(env);
+    // Cold start is create → the payload's first byte: the placement check's own program is not part of it.
+    createdAt += performance.now() - checkFrom;
     const prepared = await payloadFiles(probe, ctx, how.files);
     await env.putFiles(prepared.files);
     const hostReadPaths = env.hostWorkspace ? probe.hostRead : undefined;
