@@ -3,7 +3,7 @@ import { describeEntry } from '../file-entry.js';
 import { dirname, join, resolve, sep } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { execa } from 'execa';
-import { allowRules, type AllowRule } from '../../harness/network-allow.js';
+import { allowRules, parseAllowEntry, type AllowRule } from '../../harness/network-allow.js';
 import { PROOF_SUFFIX } from '../../lab/lab-session.js';
 import { LAB_FRONT_RELAY_SOURCE } from '../../lab/netns/addresses.js';
 import type { Policy } from '../../harness/model/policy.js';
@@ -45,6 +45,11 @@ export type ProcessNetworkMode = 'lab' | 'isolated' | 'policy-filter';
 
 export interface ProcessBackendOptions {
   network?: ProcessNetworkMode;
+  /**
+   * `policy-filter` only: allow entries (policy syntax) the filter lets through besides the policy's own, while the
+   * probes are still judged by the policy: a filter with exactly these holes (e.g. `127.0.0.0/8`, `64:ff9b::/96`).
+   */
+  filterHoles?: readonly string[];
 }
 
 const filteredLabs = new Set<string>();
@@ -67,7 +72,7 @@ function ruleArgs(rule: AllowRule): { family: 4 | 6; args: string[] } {
 }
 
 /** OUTPUT rules in the lab namespace: replies and allowed destinations pass, everything else is refused. */
-async function applyPolicyFilter(netnsPath: string, policy: Policy): Promise<void> {
+async function applyPolicyFilter(netnsPath: string, policy: Policy, holes: readonly AllowRule[]): Promise<void> {
   if (filteredLabs.has(netnsPath)) return;
   const run = (tool: string, args: string[]) => execa('nsenter', [`--net=${netnsPath}`, '--', tool, '-w', ...args]);
   for (const tool of ['iptables', 'ip6tables']) {
@@ -77,7 +82,7 @@ async function applyPolicyFilter(netnsPath: string, policy: Policy): Promise<voi
   }
   // The lab's fronting proxy relays from its own source address: its onward traffic is not the box's (a CDN is beyond a box's egress filter).
   await run('iptables', ['-A', 'OUTPUT', '-s', `${LAB_FRONT_RELAY_SOURCE}/32`, '-p', 'tcp', '-j', 'ACCEPT']);
-  for (const rule of allowRules(policy)) {
+  for (const rule of [...allowRules(policy), ...holes]) {
     const { family, args } = ruleArgs(rule);
     await run(family === 4 ? 'iptables' : 'ip6tables', ['-A', 'OUTPUT', ...args, '-j', 'ACCEPT']);
   }
@@ -219,15 +224,23 @@ export class ProcessBackend implements Backend {
   readonly name: string;
   readonly description: string;
   private readonly network: ProcessNetworkMode;
+  private readonly holes: readonly AllowRule[];
 
   constructor(options: ProcessBackendOptions = {}) {
     markOwnCounters(this);
     this.network = options.network ?? 'lab';
+    const holes = options.filterHoles ?? [];
+    if (holes.length > 0 && this.network !== 'policy-filter') throw new SandcheckError('CONFIG_INVALID', 'filterHoles apply only to the policy-filter test mode');
+    this.holes = holes.map((entry) => {
+      const parsed = parseAllowEntry(entry);
+      if (!parsed.ok) throw new SandcheckError('CONFIG_INVALID', `filter hole "${entry}": ${parsed.error}`);
+      return parsed.rule;
+    });
     this.name = this.network === 'lab' ? 'process' : `process-${this.network}`;
     this.description =
       this.network === 'lab'
         ? 'unsandboxed control: a plain host process in a temp workspace (no isolation at all)'
-        : `test mode of the control: a plain host process with its network ${this.network === 'isolated' ? 'in a fresh empty namespace' : 'filtered by the policy allowlist'}`;
+        : `test mode of the control: a plain host process with its network ${this.network === 'isolated' ? 'in a fresh empty namespace' : `filtered by the policy allowlist${holes.length > 0 ? ` with holes for ${holes.join(', ')}` : ''}`}`;
   }
 
   capabilities(_policy: Policy): Capabilities {
@@ -243,7 +256,7 @@ export class ProcessBackend implements Backend {
   async create(policy: Policy, ctx: BackendContext): Promise<Environment> {
     if (this.network === 'policy-filter') {
       if (!ctx.lab) throw new SandcheckError('BACKEND_UNAVAILABLE', 'the policy-filter test mode needs the run\'s lab');
-      await applyPolicyFilter(ctx.lab.netnsPath, policy);
+      await applyPolicyFilter(ctx.lab.netnsPath, policy, this.holes);
     }
     const root = await mkdtemp(join(ctx.scratchDir, 'env-'));
     const env = new ProcessEnvironment(root, ctx, this.network);

@@ -44,6 +44,9 @@ const KNOWN_CROSSINGS: Record<string, Record<string, RegExp>> = {
   },
 };
 
+/** Probes both hardened profiles must hold outright (escape-mknod-disk and escape-kernel-module depend on this machine's disk and kernel). */
+const MUST_HOLD = ['secret-decoy-file', 'daemon-socket', 'host-search', 'agent-socket', 'keyring-decoy', 'abstract-socket', 'ipc-covert', 'escape-mount-host', 'escape-file-handle', 'escape-proc-root', 'escape-raw-socket', 'posture-devices', 'posture-seccomp', 'posture-capabilities'];
+
 describe.skipIf(!isRoot || !hasDocker || !hasRunsc)('the whole suite against docker-default, docker-hardened and gvisor (a private dockerd in each run\'s lab)', () => {
   // One test per profile, each with its own hang guard: on a slow day a whole-suite run takes 3-4 minutes.
   const ran: Partial<Record<(typeof PROFILES)[number], string>> = {};
@@ -81,6 +84,12 @@ describe.skipIf(!isRoot || !hasDocker || !hasRunsc)('the whole suite against doc
         expect(r?.reason).toMatch(reason);
       }
       expect(verdict(card, 'metadata-ipv4')?.verdict, name).toBe('held');
+      // The exposure and escape probes hold (not-applicable or unenforced would pass the check above), each on something the host saw.
+      for (const id of MUST_HOLD) {
+        const r = verdict(card, id);
+        expect(`${name} ${id}: ${r?.verdict}: ${r?.reason}`).toMatch(new RegExp(`^${name} ${id}: held: `));
+        expect(r?.evidence.some((e) => e.source === 'outside' && e.witness !== 'exit-status'), `${name} ${id}`).toBe(true);
+      }
       expect(card?.security.backend.coldStartMs?.samples, name).toBeGreaterThan(0);
     }
     for (const id of ['identity-uid', 'identity-capabilities', 'identity-no-new-privs', 'identity-setuid', 'posture-seccomp', 'posture-capabilities', 'posture-devices']) {

@@ -1,6 +1,6 @@
 /**
  * What the probes must leave exactly as they found it: the run's decoy files (bytes, mode, mtime), the
- * host's mounts, its kernel modules and keyrings, no device node, shared-memory object, System V IPC object or
+ * run's decoy sockets beside them (inode and mode), its decoy keys, the host's mounts, its kernel modules and keyrings, no device node, shared-memory object, System V IPC object or
  * Unix socket of theirs anywhere they may make one.
  * The machine is shared with other test runs that mount and unmount their own things meanwhile, so the
  * mount comparison is scoped: nothing added under this test's own directories or named by a payload
@@ -8,10 +8,14 @@
  */
 import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { basename, dirname, join, relative } from 'node:path';
 
 export interface HostSnapshot {
   decoys: Record<string, string>;
+  /** The run's decoy sockets and files beside its decoy home (decoy-run, decoy-tmp): kind, inode and mode, or the bytes' hash. */
+  decoyPlaces: Record<string, string>;
+  /** This run's decoy keys (the host decoy process keeps them in its session keyring): a payload must not unlink them. */
+  ownKeys: string[];
   mounts: string[];
   /** Module names from /proc/modules; null on a kernel without module support. */
   modules: string[] | null;
@@ -47,12 +51,21 @@ function mountLines(text: string): string[] {
     });
 }
 
+/** A file's bytes, mode and mtime; a socket's (or other special file's) inode and mode: replaced or touched shows. */
+async function fingerprint(file: string): Promise<string> {
+  const st = await stat(file);
+  if (!st.isFile()) return `${st.isSocket() ? 'socket' : 'special'} ino ${st.ino} mode ${st.mode.toString(8)} mtime ${st.mtimeMs}`;
+  return `${createHash('sha256').update(await readFile(file)).digest('hex')} mode ${st.mode.toString(8)} mtime ${st.mtimeMs}`;
+}
+
 export async function hostSnapshot(decoyDir: string): Promise<HostSnapshot> {
   const decoys: Record<string, string> = {};
-  for (const file of await walk(decoyDir)) {
-    const st = await stat(file);
-    decoys[relative(decoyDir, file)] = `${createHash('sha256').update(await readFile(file)).digest('hex')} mode ${st.mode.toString(8)} mtime ${st.mtimeMs}`;
-  }
+  for (const file of await walk(decoyDir)) decoys[relative(decoyDir, file)] = await fingerprint(file);
+  const scratch = dirname(decoyDir);
+  const decoyPlaces: Record<string, string> = {};
+  for (const place of ['decoy-run', 'decoy-tmp']) for (const file of await walk(join(scratch, place))) decoyPlaces[relative(scratch, file)] = await fingerprint(file);
+  // The scratch directory is named sandcheck-<run id>-<random>.
+  const runId = /^sandcheck-(.+)-[0-9a-f]{6}$/.exec(basename(scratch))?.[1];
   const modules = await readFile('/proc/modules', 'utf8').then(
     (t) => t.split('\n').filter(Boolean).map((l) => l.split(' ')[0] ?? '').sort(),
     () => null,
@@ -78,7 +91,8 @@ export async function hostSnapshot(decoyDir: string): Promise<HostSnapshot> {
     }
   };
   for (const dir of ['/tmp', '/run', '/dev/shm']) await sockWalk(dir, 2);
-  return { decoys, mounts: mountLines(await readFile('/proc/self/mountinfo', 'utf8')), modules, nodes, keys, ipc: ipc.sort(), sockets: sockets.sort() };
+  const ownKeys = runId ? keys.filter((k) => k.includes(`sandcheck-decoy:${runId}:`) || k.endsWith(`sandcheck-decoy-${runId}`)) : [];
+  return { decoys, decoyPlaces, ownKeys, mounts: mountLines(await readFile('/proc/self/mountinfo', 'utf8')), modules, nodes, keys, ipc: ipc.sort(), sockets: sockets.sort() };
 }
 
 const OTHERS = /sandcheck|sccmd|\/run\/netns\/|docker|containerd|runsc|\/sc-/;
@@ -90,6 +104,9 @@ export function hostChanges(before: HostSnapshot, after: HostSnapshot, ownDirs: 
   const changes: string[] = [];
   for (const [k, v] of Object.entries(before.decoys)) if (after.decoys[k] !== v) changes.push(`decoy ${k}: ${v} → ${after.decoys[k] ?? 'gone'}`);
   for (const k of Object.keys(after.decoys)) if (!(k in before.decoys)) changes.push(`decoy ${k} appeared`);
+  for (const [k, v] of Object.entries(before.decoyPlaces)) if (after.decoyPlaces[k] !== v) changes.push(`decoy place ${k}: ${v} → ${after.decoyPlaces[k] ?? 'gone'}`);
+  for (const k of Object.keys(after.decoyPlaces)) if (!(k in before.decoyPlaces)) changes.push(`decoy place ${k} appeared`);
+  changes.push(...before.ownKeys.filter((k) => !after.ownKeys.includes(k)).map((k) => `decoy key gone: ${k}`));
   const was = new Set(before.mounts);
   const is = new Set(after.mounts);
   for (const m of after.mounts) {

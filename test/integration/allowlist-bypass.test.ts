@@ -3,7 +3,9 @@
  * (tcp 203.0.113.20:80), the lab resolver over UDP and the lab's fronting proxy:
  * (a) the control behind an iptables allowlist built from that policy (an address filter),
  * (b) the unsandboxed control (the positive control of every probe),
- * (c) srt with a settings file whose allowedDomains are the lab's allowed names (a domain filter through its proxies).
+ * (c) srt with a settings file whose allowedDomains are the lab's allowed names (a domain filter through its proxies);
+ * and the address filter under an allowlist that names no relaying front (every bypass held), and with exactly one hole
+ * each (the bypass it opens crossed, the others held).
  * The verdicts are judged from the lab's decoy logs and packet capture only; each expectation names its evidence.
  */
 import { describe, expect, it } from 'vitest';
@@ -32,6 +34,9 @@ const ALLOWLIST: Policy = {
   resources: { ...CI_POLICY.resources, wallSeconds: 20 },
   network: { mode: 'allowlist', allow: [`tcp:${LAB_ALLOWED_HOST}:80`, 'udp:192.0.2.53:53', `tcp:${LAB_FRONT.host}:${LAB_FRONT.port}`] },
 };
+
+/** The same allowlist without the lab's front: no allowed host relays. */
+const NO_FRONT: Policy = { ...ALLOWLIST, name: 'allowlist-lab-no-front', network: { mode: 'allowlist', allow: [`tcp:${LAB_ALLOWED_HOST}:80`, 'udp:192.0.2.53:53'] } };
 
 /**
  * On 2 loaded cores the lab's kernel counters may show a few dropped packets in a window: that window is inconclusive,
@@ -77,6 +82,32 @@ describe.skipIf(!isRoot)('allowlist bypasses in the lab (needs root)', () => {
     expect(r.get('allowlist-host-sni')?.verdict, show(r.get('allowlist-host-sni'))).toBe('crossed');
     expect(outsideLine(r.get('allowlist-host-sni'), /^decoy:canary-http$/, /192\.0\.2\.10:80 GET \/sc[0-9a-f]+-host/)).toBe(true);
     expect(outsideLine(r.get('allowlist-host-sni'), /^decoy:catch-all-tcp$/, /192\.0\.2\.10:443 TLS ClientHello sni=sc[0-9a-f]+-sni\./)).toBe(true);
+  });
+
+  it('(a2) an address filter under an allowlist that names no proxy or front holds every bypass, proxies and fronting included', async () => {
+    const { security } = await runInLab('ral4', new ProcessBackend({ network: 'policy-filter' }), NO_FRONT, allowlistSuite);
+    const r = byId(security);
+    for (const s of security) console.log(show(s));
+    expectHeld(r, allowlistSuite.map((p) => p.id));
+    // The front was asked and refused by the filter: nothing of this run's marks reached it or went through it.
+    for (const id of ['allowlist-proxy-connect', 'allowlist-host-sni']) expect(outsideLine(r.get(id), /^decoy:/, /from 198\.51\.100\.81/), show(r.get(id))).toBe(false);
+  });
+
+  // Each hole is a rule real filters carry: loopback allowed, the NAT64 prefix allowed, DNS to the resolver on both protocols.
+  const HOLES: { hole: string; opens: string; line: [RegExp, RegExp] }[] = [
+    { hole: '127.0.0.0/8', opens: 'allowlist-rebinding', line: [/^decoy:canary-http$/, /127\.0\.0\.1:80 .*sc[0-9a-f]+-rebind-loopback/] },
+    { hole: '64:ff9b::/96', opens: 'allowlist-nat64', line: [/^decoy:metadata$/, /\[64:ff9b::a9fe:a9fe\]:80/] },
+    { hole: 'tcp:192.0.2.53:53', opens: 'allowlist-dns-resolvers', line: [/^decoy:dns$/, /192\.0\.2\.53:53 A\? sc[0-9a-f]+-dnstcp-allowed/] },
+  ];
+  const filtered = ['allowlist-rebinding', 'allowlist-nat64', 'allowlist-dns-resolvers'];
+  it.each(HOLES)('(a3) the address filter with one hole ($hole) crosses exactly $opens, with its decoy line; the other filtered bypasses hold', async ({ hole, opens, line }) => {
+    const backend = new ProcessBackend({ network: 'policy-filter', filterHoles: [hole] });
+    const { security } = await runInLab(`ral5${HOLES.findIndex((h) => h.hole === hole)}`, backend, ALLOWLIST, allowlistSuite.filter((p) => filtered.includes(p.id)));
+    const r = byId(security);
+    for (const s of security) console.log(show(s));
+    expect(r.get(opens)?.verdict, show(r.get(opens))).toBe('crossed');
+    expect(outsideLine(r.get(opens), ...line), show(r.get(opens))).toBe(true);
+    expectHeld(r, filtered.filter((id) => id !== opens));
   });
 
   it('(b) on the unsandboxed control every bypass is crossed, each with a decoy line', async () => {

@@ -386,6 +386,14 @@ describe(`bwrap weakened variants: every security probe crossed on a variant wit
     }
   });
 
+  it.skipIf(SKIP !== undefined)('kernel-identity is not-applicable under ci on bwrap, which says why: its boxes share the host kernel', () => {
+    for (const v of NO_ROW['kernel-identity'] as VariantName[]) {
+      const r = resultOf(v, 'kernel-identity');
+      expect(r.verdict, `${v}: ${explain(r)}`).toBe('not-applicable');
+      expect(r.reason).toMatch(/not required by policy ci.*bubblewrap boxes run on the host kernel/);
+    }
+  });
+
   it.skipIf(SKIP !== undefined)('every variant ran to its end', () => {
     expect([...failures.entries()].map(([v, err]) => `${v}: ${err}`)).toEqual([]);
   });

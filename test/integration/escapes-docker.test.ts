@@ -81,6 +81,8 @@ function expectHeldAll(rs: Map<string, SecurityResult>, allowInconclusive: reado
     if (r?.verdict === 'not-applicable' && MACHINE_LIMITS[p.id]?.test(r.reason)) continue;
     if (allowInconclusive.includes(p.id) && r?.verdict === 'inconclusive') continue;
     expect(r?.verdict, explainResult(r)).toBe('held');
+    // Held rests on something the host saw beyond the exit status (output and artifacts scanned, the lab's packet witness).
+    expect(r?.evidence.some((e) => e.source === 'outside' && e.witness !== 'exit-status'), explainResult(r)).toBe(true);
   }
 }
 
@@ -144,6 +146,10 @@ describe.skipIf(SKIP !== undefined)(`capability escapes on Docker and gVisor${SK
       );
     }
     const before = [await hostSnapshot(usual.decoyDir), await hostSnapshot(onLoop.decoyDir)];
+    for (const snap of before) {
+      expect(Object.values(snap.decoyPlaces).filter((v) => v.startsWith('socket ')).length, JSON.stringify(snap.decoyPlaces)).toBeGreaterThan(1);
+      expect(snap.ownKeys.length, JSON.stringify(snap.keys)).toBeGreaterThan(0);
+    }
     const a = await runProbes(usual, privileged, CI_POLICY, securitySuite, 2);
     expect(a.size).toBe(securitySuite.length);
     const b = await runProbes(onLoop, privileged, CI_POLICY, escapeProbes);

@@ -84,6 +84,11 @@ describe.skipIf(SKIP !== undefined)(`capability escapes on local boxes${SKIP ? `
     const process = await createProcessBackend();
     const beforeUsual = await hostSnapshot(usual.decoyDir);
     const beforeLoop = await hostSnapshot(onLoop.decoyDir);
+    // The comparison has something to compare: the decoy sockets beside the decoy home and the decoy keys.
+    for (const snap of [beforeUsual, beforeLoop]) {
+      expect(Object.values(snap.decoyPlaces).filter((v) => v.startsWith('socket ')).length, JSON.stringify(snap.decoyPlaces)).toBeGreaterThan(1);
+      expect(snap.ownKeys.length, JSON.stringify(snap.keys)).toBeGreaterThan(0);
+    }
     const a = await runProbes(usual, process, CI_POLICY, securitySuite, 2);
     expect(a.size).toBe(securitySuite.length);
     const b = await runProbes(onLoop, process, CI_POLICY, escapeProbes);
@@ -112,6 +117,7 @@ describe.skipIf(SKIP !== undefined)(`capability escapes on local boxes${SKIP ? `
         if (r?.verdict === 'not-applicable' && MACHINE_LIMITS[p.id]?.test(r.reason)) continue;
         expect(r?.verdict, explainResult(r)).toBe('held');
         expect(r?.evidence.some((e) => e.witness === 'payload-steps'), explainResult(r)).toBe(true);
+        expect(r?.evidence.some((e) => e.source === 'outside' && e.witness !== 'exit-status'), explainResult(r)).toBe(true);
       }
     }
   }, 240_000);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ProcessBackend } from '../../backends/process/process-backend.js';
 import { CI_POLICY, type Policy } from '../../harness/model/policy.js';
 import type { DecoyEvent } from '../../lab/decoys/decoy-log.js';
 import { frontRoute } from '../../lab/decoys/front.js';
@@ -60,5 +61,13 @@ describe('allowlist probes: judged from the lab only', () => {
     expect(frontRoute(Buffer.from('GET http://203.0.113.66/x HTTP/1.0\r\n\r\n'))).toEqual({ how: 'forward', via: 'absolute-uri', host: '203.0.113.66', port: 80 });
     expect(frontRoute(Buffer.from('GET /x HTTP/1.0\r\nHost: Denied.Example:8080\r\n\r\n'))).toEqual({ how: 'forward', via: 'host', host: 'denied.example', port: 8080 });
     expect(frontRoute(Buffer.from('hello\n'))).toBeUndefined();
+  });
+});
+
+describe('the policy-filter test mode with holes', () => {
+  it('takes policy allow entries as holes, only in policy-filter mode, and refuses an entry it cannot read', () => {
+    expect(new ProcessBackend({ network: 'policy-filter', filterHoles: ['127.0.0.0/8', '64:ff9b::/96', 'tcp:192.0.2.53:53'] }).description).toMatch(/with holes for 127\.0\.0\.0\/8, 64:ff9b::\/96, tcp:192\.0\.2\.53:53$/);
+    expect(() => new ProcessBackend({ filterHoles: ['127.0.0.0/8'] })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID', message: expect.stringMatching(/only to the policy-filter/) }));
+    expect(() => new ProcessBackend({ network: 'policy-filter', filterHoles: ['tcp:nowhere'] })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID', message: expect.stringMatching(/filter hole "tcp:nowhere"/) }));
   });
 });

@@ -260,6 +260,8 @@ const liars: Record<string, FakeScript> = {
 describe('the host snapshot comparison can fail', () => {
   const base: HostSnapshot = {
     decoys: { 'control-plane/token': 'abc mode 100600 mtime 1' },
+    decoyPlaces: { 'decoy-run/docker.sock': 'socket ino 7 mode 140666 mtime 1', 'decoy-tmp/ssh-x/agent.1': 'socket ino 8 mode 140600 mtime 1' },
+    ownKeys: ['user sandcheck-decoy:r1:user'],
     mounts: ['22 / / 254:0 ext4 /dev/vda'],
     modules: ['loop'],
     nodes: [],
@@ -267,14 +269,17 @@ describe('the host snapshot comparison can fail', () => {
     ipc: ['/dev/shm/other'],
     sockets: ['/run/other.sock'],
   };
-  it('flags a changed decoy, a mount left under the test\'s directories or named by a payload, a host mount gone, a module, a node, a key, an IPC object, a socket', () => {
+  it('flags a changed decoy, a decoy socket replaced or gone, a decoy key gone, a mount left under the test\'s directories or named by a payload, a host mount gone, a module, a node, a key, an IPC object, a socket', () => {
     expect(hostChanges(base, base, ['/scratch'])).toEqual([]);
     const changed: HostSnapshot = {
       decoys: { 'control-plane/token': 'abd mode 100600 mtime 2' },
+      // The daemon socket replaced by another (a new inode), the agent socket removed, a file dropped beside them.
+      decoyPlaces: { 'decoy-run/docker.sock': 'socket ino 9 mode 140666 mtime 2', 'decoy-run/planted': 'abc mode 100644 mtime 2' },
+      ownKeys: [],
       mounts: ['40 /scratch/env/work/sc-escape-mnt/fs / 254:0 ext4 /dev/sc-escape', '41 /elsewhere/x / 7:3 ext4 /dev/loop3', '42 /var/lib/sandcheck/lab-docker/rx/data / 254:0 ext4 /dev/vda'],
       modules: ['loop', 'sandcheck'],
       nodes: ['/dev/sc-escape-disk-1'],
-      // A key a box added to the host's user keyring; the run's own decoy key gone is not the box's doing.
+      // A key a box added to the host's user keyring; another run's decoy keyring and a container's session keyring are not the box's.
       keys: ['keyring _uid.0', 'user sc-planted', `keyring _ses.${'a'.repeat(64)}`, 'keyring sandcheck-decoy-r2'],
       ipc: ['/dev/shm/other', '/dev/shm/sandcheck-covert-1', 'sysv shm key 1234'],
       sockets: ['/run/other.sock', '/tmp/sc-left.sock', '/scratch/env/own.sock', '/run/docker/x.sock'],
@@ -286,8 +291,12 @@ describe('the host snapshot comparison can fail', () => {
     expect(found).toMatch(/mount removed: 22 \//);
     expect(found).toMatch(/kernel modules/);
     expect(found).toMatch(/device node left: \/dev\/sc-escape-disk-1/);
+    expect(found).toMatch(/decoy place decoy-run\/docker.sock: socket ino 7 .* → socket ino 9/);
+    expect(found).toMatch(/decoy place decoy-tmp\/ssh-x\/agent.1: .* → gone/);
+    expect(found).toMatch(/decoy place decoy-run\/planted appeared/);
+    expect(found).toMatch(/decoy key gone: user sandcheck-decoy:r1:user/);
     expect(found).toMatch(/key added: user sc-planted/);
-    expect(found).not.toMatch(/sandcheck-decoy|_ses\./);
+    expect(found).not.toMatch(/key added: .*(sandcheck-decoy|_ses\.)/);
     expect(found).toMatch(/ipc object left: \/dev\/shm\/sandcheck-covert-1/);
     expect(found).toMatch(/ipc object left: sysv shm key 1234/);
     expect(found).toMatch(/socket left: \/tmp\/sc-left.sock/);
