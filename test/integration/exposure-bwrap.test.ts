@@ -5,6 +5,8 @@
  * - hostDirsElsewhere (bwrap extraBinds): the run's decoy home, /run-like and /tmp-like directories bound
  *   read-only at OTHER paths (/mnt/host-home, /srv/host-run, /var/host-tmp), box still uid 65529 in its own
  *   user namespace → host-search (loose decoy files, daemon socket) and agent-socket cross.
+ * - hostDirsInPlace (bwrap extraBinds): the same directories bound read-only at their own paths, box still uid 65529
+ *   → secret-decoy-file and daemon-socket cross (the decoys are readable, and the socket accepts, for any uid).
  * - hostRootNoUsernsNoSeccomp (bwrap unprivilegedUid null, unshareUser false, seccomp false): the host's root in
  *   the host's user namespace, where the kernel keyring is shared, without the filter that refuses keyctl
  *   → keyring-decoy crosses.
@@ -32,6 +34,7 @@ import { newRunId, openRunContext, type RunContext } from '../../harness/run-con
 import { Runner } from '../../harness/runner.js';
 import { openLab, probeLabSupport, type LabSession } from '../../lab/lab-session.js';
 import { exposureProbes } from '../../suites/exposure.js';
+import { securitySuite } from '../../suites/index.js';
 import { bwrapSkipReason } from '../helpers/bwrap.js';
 
 const SKIP = (await bwrapSkipReason()) ?? ((await probeLabSupport()).available ? undefined : 'no lab');
@@ -44,6 +47,8 @@ const WITNESS: Record<string, RegExp> = {
   'keyring-decoy': /^canary-scan$/,
   'abstract-socket': /^(decoy-socket|canary-scan)$/,
   'ipc-covert': /^canary-scan$/,
+  'secret-decoy-file': /^canary-scan$/,
+  'daemon-socket': /^decoy-socket$/,
 };
 
 let lab: LabSession | undefined;
@@ -52,7 +57,7 @@ let shared: string | undefined;
 
 async function runOn(backend: Backend, ids: readonly string[]): Promise<Map<string, SecurityResult>> {
   if (!run) throw new Error('no run');
-  const probes = exposureProbes.filter((p) => ids.includes(p.id));
+  const probes = [...exposureProbes, ...securitySuite.filter((p) => !ALL.includes(p.id))].filter((p) => ids.includes(p.id));
   const { security } = await new Runner({ backend, policy: CI_POLICY, probes, run, concurrency: 2 }).run();
   console.log(security.map((r) => `${backend.name}: ${r.id} ${r.verdict}: ${r.reason.slice(0, 140)}`).join('\n'));
   return new Map(security.map((r) => [r.id, r]));
@@ -133,6 +138,13 @@ describe.skipIf(SKIP !== undefined)('exposure probes: process control, hardened 
       // Only its hole: the others stay held.
       expectHeld(got, ALL.filter((id) => !crossing.includes(id)), name);
     }
+    // The decoys where sandcheck keeps them, bound at their own paths into a box that is still uid 65529: readable modes
+    // and an accepting daemon socket, so the probes that look there cross without any privilege.
+    const inPlace = [run.decoyDir, join(run.scratchDir, 'decoy-run'), join(run.scratchDir, 'decoy-tmp')].map((d) => bind(d, d));
+    const FILES = ['secret-decoy-file', 'daemon-socket'];
+    const placed = await runOn(await createBwrapBackend({ extraBinds: inPlace }), [...FILES, 'keyring-decoy']);
+    expectCrossed(placed, FILES, 'hostDirsInPlace');
+    expectHeld(placed, ['keyring-decoy'], 'hostDirsInPlace');
     const shm = join(shared, (await readdir(shared))[0] ?? '');
     const ipc = await runOn(await createCommandBackend({ configFile: await sharedIpcConfig(shared, shm) }), ['ipc-covert', 'keyring-decoy']);
     expectCrossed(ipc, ['ipc-covert'], 'command-bwrap-shared-ipc');
