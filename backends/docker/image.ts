@@ -7,13 +7,15 @@ import { SandcheckError, errorMessage } from '../../harness/errors.js';
 import type { DockerClient } from './client.js';
 import { DEFAULT_BOX_UID } from './options.js';
 import { packStream, type LazyPackEntry } from './tar.js';
+import { ROOTFS_CACHE_DIR, forgetRootfsCache, readRootfsCache, systemKey, writeRootfsCache } from './rootfs-cache.js';
 
 /**
  * The probe image, built without any registry: the host's own Debian Python (its packages' files plus
  * the shared libraries they load), dash as /bin/sh, a few coreutils (true, false, sleep, cat, env, ls, id)
  * and an /etc/passwd naming the box user, packed into a
  * root filesystem tar streamed (files read as it goes) and `docker import`ed. The tag is the hash of that tar, so the same
- * files give the same tag and an existing tag is reused.
+ * files give the same tag and an existing tag is reused. A root run keeps the file list and hash between runs
+ * (rootfs-cache.ts), while the packages and files are unchanged.
  */
 
 export const IMAGE_REPO = 'sandcheck-python';
@@ -31,6 +33,8 @@ export interface ProbeRootfs {
   bytes: number;
   files: number;
   pythonVersion: string;
+  /** reused: file list and hash from the cache (see rootfs-cache.ts); stored: built and kept there; off: no cache. */
+  cache: 'reused' | 'stored' | 'off';
 }
 
 async function run(file: string, args: string[]): Promise<string> {
@@ -110,23 +114,33 @@ async function sharedLibraries(binaries: readonly string[]): Promise<string[]> {
 
 const built = new Map<number, Promise<ProbeRootfs>>();
 
+export interface BuildRootfsOptions {
+  boxUid?: number;
+  /**
+   * Where the build's file list and hash are kept between runs (see rootfs-cache.ts); null: none. Given explicitly,
+   * the build is not shared with other calls in this process (tests).
+   */
+  cacheDir?: string | null;
+}
+
 /**
  * Builds the probe root filesystem tar from this machine's Python (deterministic: same files, same bytes).
  * Built once per process and box uid.
  */
-export function buildProbeRootfs(options: { boxUid?: number } = {}): Promise<ProbeRootfs> {
+export function buildProbeRootfs(options: BuildRootfsOptions = {}): Promise<ProbeRootfs> {
   const boxUid = options.boxUid ?? DEFAULT_BOX_UID;
+  if (options.cacheDir !== undefined) return buildRootfs(boxUid, options.cacheDir);
   let p = built.get(boxUid);
   if (!p) {
-    p = buildRootfs(boxUid);
+    p = buildRootfs(boxUid, process.geteuid?.() === 0 ? ROOTFS_CACHE_DIR : null);
     built.set(boxUid, p);
     p.catch(() => built.delete(boxUid));
   }
   return p;
 }
 
-async function buildRootfs(boxUid: number): Promise<ProbeRootfs> {
-  const version = await pythonVersion();
+/** The host files the image takes (canonical paths), and whether dash is among them: the slow part (ldd). */
+async function collectFiles(version: string): Promise<{ files: string[]; dash: boolean }> {
   const python = `/usr/bin/python${version}`;
   let files: string[];
   try {
@@ -144,8 +158,13 @@ async function buildRootfs(boxUid: number): Promise<ProbeRootfs> {
   const libs = await sharedLibraries([python, ...dynload, ...(dash ? [dash] : []), ...tools]);
   const all = new Set<string>();
   for (const f of [...files, ...(await pycFiles(files, version)), ...libs, ...(dash ? [dash] : []), ...tools]) all.add(await canonical(f));
+  return { files: [...all].sort(), dash: dash !== undefined };
+}
 
+/** The archive's entries in order, and a fingerprint of them with their sources' inode, size, mode and mtime. */
+async function entriesOf(files: readonly string[], dash: boolean, version: string, boxUid: number): Promise<{ sorted: LazyPackEntry[]; fingerprint: string }> {
   const entries = new Map<string, LazyPackEntry>();
+  const sources = createHash('sha256');
   const symlink = (name: string, target: string): void => {
     entries.set(name, { name, type: 'symlink', linkname: target, mode: 0o777, uid: 0, gid: 0 });
   };
@@ -164,11 +183,12 @@ async function buildRootfs(boxUid: number): Promise<ProbeRootfs> {
   ] as const) {
     symlink(l, t);
   }
-  for (const abs of [...all].sort()) {
+  for (const abs of files) {
     const rel = abs.replace(/^\/+/, '');
     const parts = rel.split('/');
     for (let i = 1; i < parts.length; i++) dir(parts.slice(0, i).join('/'));
     const st = await lstat(abs);
+    sources.update(`${abs} ${st.ino} ${st.size} ${st.mode} ${st.mtimeMs}\n`);
     if (st.isSymbolicLink()) symlink(rel, await readlink(abs));
     else entries.set(rel, { name: rel, type: 'file', mode: st.mode & 0o755, uid: 0, gid: 0, source: abs });
   }
@@ -182,9 +202,28 @@ async function buildRootfs(boxUid: number): Promise<ProbeRootfs> {
   for (const f of ['etc/hosts', 'etc/hostname', 'etc/resolv.conf']) text(f, '');
 
   const sorted = [...entries.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  for (const e of sorted) sources.update(JSON.stringify([e.name, e.type, e.mode, e.linkname ?? '', e.source ?? '', e.content ? createHash('sha256').update(e.content).digest('hex') : '']));
+  return { sorted, fingerprint: sources.digest('hex') };
+}
+
+async function buildRootfs(boxUid: number, cacheDir: string | null): Promise<ProbeRootfs> {
+  const version = await pythonVersion();
+  const key = cacheDir !== null ? await systemKey(version, boxUid) : '';
+  const cached = cacheDir !== null ? readRootfsCache(cacheDir, boxUid) : undefined;
+  const usable = cached?.key === key ? cached : undefined;
+  // Every file of the cached list still there, with the inode, size, mode and mtime it had: its hash stands.
+  const again = usable ? await entriesOf(usable.files, usable.dash, version, boxUid).catch(() => undefined) : undefined;
+  if (cacheDir !== null && usable && again?.fingerprint === usable.fingerprint) {
+    // Bytes that do not hash to the kept tag fail the stream, and the cache goes: the next run builds afresh.
+    const tar = (): Readable => checked(packStream(again.sorted), usable.hash).once('error', () => forgetRootfsCache(cacheDir, boxUid));
+    return { tar, hash: usable.hash, bytes: usable.bytes, files: again.sorted.length, pythonVersion: version, cache: 'reused' };
+  }
+  const collected = await collectFiles(version);
+  const { sorted, fingerprint } = await entriesOf(collected.files, collected.dash, version, boxUid);
   // Hashed as it streams: the ~45 MB tar is never held (kept, it was most of a Docker run's peak RSS).
   const { hash, bytes } = await digest(packStream(sorted));
-  return { tar: () => checked(packStream(sorted), hash), hash, bytes, files: sorted.length, pythonVersion: version };
+  const stored = cacheDir !== null && writeRootfsCache(cacheDir, boxUid, { version: 1, key, files: collected.files, dash: collected.dash, fingerprint, hash, bytes });
+  return { tar: () => checked(packStream(sorted), hash), hash, bytes, files: sorted.length, pythonVersion: version, cache: stored ? 'stored' : 'off' };
 }
 
 async function digest(tar: Readable): Promise<{ hash: string; bytes: number }> {
