@@ -79,6 +79,11 @@ export function writeRootfsCache(dir: string, boxUid: number, cache: RootfsCache
   }
 }
 
+/** Best effort (it runs in a stream's error handler): a cache that cannot be removed is rebuilt over on the next store. */
 export function forgetRootfsCache(dir: string, boxUid: number): void {
-  rmSync(cacheFile(dir, boxUid), { force: true });
+  try {
+    rmSync(cacheFile(dir, boxUid), { force: true });
+  } catch {
+    // left for writeRootfsCache to replace
+  }
 }

@@ -1,7 +1,7 @@
 /**
- * What the probes must leave exactly as they found it: the run's decoy files (bytes, mode, mtime), the
- * run's decoy sockets beside them (inode and mode), its decoy keys, the host's mounts, its kernel modules and keyrings, no device node, shared-memory object, System V IPC object or
- * Unix socket of theirs anywhere they may make one.
+ * What the probes must leave exactly as they found it: the run's decoy files (bytes, mode, mtime), the run's
+ * decoy sockets beside them (inode and mode), its decoy keys, the host's mounts, its kernel modules and keyrings,
+ * no device node, shared-memory object, System V IPC object or Unix socket of theirs anywhere they may make one.
  * The machine is shared with other test runs that mount and unmount their own things meanwhile, so the
  * mount comparison is scoped: nothing added under this test's own directories or named by a payload
  * (`sc-escape`), nothing removed that is not another sandcheck run's or a container runtime's own.
