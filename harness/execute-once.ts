@@ -10,7 +10,7 @@ import { readHostFiles } from './host-read.js';
 import { payloadStillRunning } from './still-running.js';
 import { acquireHostWatch } from './host-watch-lock.js';
 import { carriersAfterDestroy, survivorName } from './kernel-carriers.js';
-import { hitWhere, readWorkspaceFiles } from './left-in-box.js';
+import { hitWhere, readWhole, readWorkspaceFiles } from './left-in-box.js';
 import type { Policy } from './model/policy.js';
 import type { Observation, ProbeContext, ProbeSpec } from './model/probe.js';
 import { watchForProcess } from './process-watch.js';
@@ -59,7 +59,8 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
     const canaries = once.setting.canaries;
     const leftInBox = [
       ...artifacts.flatMap((f) => (f.content ? [{ where: `artifact:${f.path}`, bytes: f.content }] : [])),
-      ...(env.hostWorkspace ? await readWorkspaceFiles(env.hostWorkspace, new Set(prepared.files.map((f) => f.path))) : []),
+      // An artifact read whole is scanned above: the workspace scan does not read it a second time.
+      ...(env.hostWorkspace ? await readWorkspaceFiles(env.hostWorkspace, new Set([...prepared.files.map((f) => f.path), ...artifacts.filter(readWhole).map((f) => f.path)])) : []),
     ];
     const artifactHits = scanEach(leftInBox, canaries).map((h) => ({ label: h.label, where: hitWhere(h.where, h) }));
     const decoyHits = run.labTraffic ? scanDecoyEvents((await run.labTraffic(execFrom - 50)).events, run.canaries.all) : [];

@@ -1,6 +1,7 @@
 import { constants } from 'node:fs';
 import { open, readdir } from 'node:fs/promises';
 import { join, relative } from 'node:path';
+import type { GotFile } from '../backends/contract.js';
 import type { CanaryHit } from '../lab/canary-forms.js';
 
 const MAX_FILES = 256;
@@ -12,6 +13,9 @@ export function hitWhere(where: string, hit: Pick<CanaryHit, 'form' | 'acrossLin
   const how = [hit.form === 'raw' ? '' : hit.form, hit.acrossLines ? 'across lines' : ''].filter(Boolean);
   return how.length > 0 ? `${where} (${how.join(', ')})` : where;
 }
+
+/** An artifact whose bytes were all fetched (and so scanned): the workspace scan need not read it again. */
+export const readWhole = (f: GotFile): boolean => f.kind === 'file' && f.content !== undefined && f.content.length >= f.size;
 
 /**
  * Regular files the box left in its workspace (bounded: count, bytes per file, depth), read on the

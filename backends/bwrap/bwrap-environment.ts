@@ -90,17 +90,24 @@ export class BwrapEnvironment implements Environment {
 
   /**
    * The download API: every path classified with lstat and never followed (see getFile). Regular files
-   * are read up to the per-file cap (the caller's, and at most the policy's maxFileMb). The policy's file
-   * count and total size are not applied here: the harness's exporter applies the export limits to what
-   * this returns, so that one place decides what leaves the box.
+   * are read up to the per-file cap (the caller's, and at most the policy's maxFileMb), and only while
+   * the bytes read stay within the policy's maxTotalMb: a file past that comes back with its size and
+   * no content, so no more than the aggregate is ever held. The file count and the refusals are the
+   * harness's exporter's, so that one place decides what leaves the box.
    */
   async getFiles(paths: readonly string[], options: { maxBytesPerFile: number }): Promise<GotFile[]> {
     this.assertUsable('getFiles');
-    const maxFile = Math.max(0, Math.min(options.maxBytesPerFile, this.policy.exports.maxFileMb * MIB));
+    const { maxFileMb, maxTotalMb } = this.policy.exports;
+    const maxFile = Math.max(0, Math.min(options.maxBytesPerFile, maxFileMb * MIB));
+    let left = Math.floor(maxTotalMb * MIB);
     const out: GotFile[] = [];
     for (const p of paths) {
+      const cap = Math.min(maxFile, left);
       // downloadApi 'naive' (a deliberate weakening): reads through links, on the host.
-      out.push(this.rt.opts.downloadApi === 'naive' ? await describeEntry(this.root.work, p, maxFile, { followLinks: true }) : await getFile(this.root.work, p, maxFile));
+      const got = this.rt.opts.downloadApi === 'naive' ? await describeEntry(this.root.work, p, cap, { followLinks: true }) : await getFile(this.root.work, p, cap);
+      if (got.content) left -= got.content.length;
+      else if (got.kind === 'file' && got.size <= maxFile && got.size > cap) got.note = `not read: past the policy's ${maxTotalMb} MB in total`;
+      out.push(got);
     }
     return out;
   }

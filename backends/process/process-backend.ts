@@ -100,6 +100,7 @@ class ProcessEnvironment implements Environment {
     readonly root: string,
     private readonly ctx: BackendContext,
     private readonly network: ProcessNetworkMode,
+    private readonly policy: Policy,
   ) {
     this.id = `${ctx.runId}-${randomBytes(3).toString('hex')}`;
     this.cpu = new CpuMeter(this.id);
@@ -201,7 +202,15 @@ class ProcessEnvironment implements Environment {
    * (what a careless file API does), so the export probes can show a crossing here.
    */
   async getFiles(paths: readonly string[], options: { maxBytesPerFile: number }): Promise<GotFile[]> {
-    return Promise.all(paths.map((path) => describeEntry(this.workspace, path, options.maxBytesPerFile, { followLinks: true })));
+    // Naive about links, not about memory: no more than the policy's export total is held.
+    let left = Math.floor(this.policy.exports.maxTotalMb * 1024 * 1024);
+    const out: GotFile[] = [];
+    for (const path of paths) {
+      const got = await describeEntry(this.workspace, path, Math.min(options.maxBytesPerFile, left), { followLinks: true });
+      if (got.content) left -= got.content.length;
+      out.push(got);
+    }
+    return out;
   }
 
   async hostPids(): Promise<number[]> {
@@ -259,7 +268,7 @@ export class ProcessBackend implements Backend {
       await applyPolicyFilter(ctx.lab.netnsPath, policy, this.holes);
     }
     const root = await mkdtemp(join(ctx.scratchDir, 'env-'));
-    const env = new ProcessEnvironment(root, ctx, this.network);
+    const env = new ProcessEnvironment(root, ctx, this.network, policy);
     await mkdir(env.workspace, { recursive: true });
     return env;
   }

@@ -540,6 +540,19 @@ print(json.dumps(res))
     expect(existsSync('/etc/planted')).toBe(false);
   });
 
+  live('getFiles holds no more than the policy total: files past it come back with their size and no content', async () => {
+    // 1 MiB in total, 400 KiB a file: two are read, the third would pass the total, the fourth (small) still fits.
+    const policy: Policy = { ...CI_POLICY, exports: { maxFiles: 20, maxFileMb: 1, maxTotalMb: 1 } };
+    const sizes = [400 * 1024, 400 * 1024, 400 * 1024, 100 * 1024];
+    const { value: got } = await withEnv({}, policy, 'total', async (env) => {
+      await env.putFiles(sizes.map((n, i) => ({ path: `out/f${i}.bin`, content: Buffer.alloc(n, 0x61 + i) })));
+      return env.getFiles(sizes.map((_, i) => `out/f${i}.bin`), { maxBytesPerFile: MiB });
+    });
+    expect(got.map((g) => g.content?.length)).toEqual([sizes[0], sizes[1], undefined, sizes[3]]);
+    expect(got[2]).toMatchObject({ kind: 'file', size: sizes[2], note: "not read: past the policy's 1 MB in total" });
+    expect(Buffer.from(got[3]?.content ?? []).every((b) => b === 0x64)).toBe(true);
+  });
+
   live('disk: /work and /tmp share one tmpfs of policy diskMb; writing past it gives ENOSPC', async () => {
     const policy: Policy = { ...CI_POLICY, resources: { ...CI_POLICY.resources, diskMb: 16 } };
     const code = `
