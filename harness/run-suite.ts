@@ -301,7 +301,7 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
   const written = await writeScorecards(opts.outDir, {
     security: securityScorecard(opts.backend, opts.policy, meta, security),
     task: taskScorecard(opts.backend, opts.policy, meta, task),
-  });
+  }, { harnessPeakUntilWritten: true });
   results.finish();
   if (teardownProblems.length === 0) journal.close();
   const internalError = fatal === undefined ? undefined : fatal instanceof SandcheckError ? `${fatal.code}: ${fatal.message}` : errorMessage(fatal);

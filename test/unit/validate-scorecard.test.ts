@@ -1,4 +1,6 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
@@ -8,6 +10,7 @@ import type { SecurityResult } from '../../harness/model/scorecard.js';
 import { securityScorecard, taskScorecard } from '../../harness/scorecard-builder.js';
 import { withThreatMapping } from '../../reports/threat-mapping.js';
 import { validateScorecard } from '../../reports/validate.js';
+import { writeScorecards } from '../../reports/write-cards.js';
 import { FAST_POLICY } from '../helpers/fake-run.js';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
@@ -93,4 +96,35 @@ describe('scorecard validation: zod first, the published schema for anything zod
       expect(validateScorecard(kind, variants[0]?.doc).errors).toContain('additionalProperties');
     });
   }
+});
+
+describe('the harness peak memory a run writes into its cards', () => {
+  const meta = { runId: 'rpeak00001', startedAt: new Date(0), finishedAt: new Date(1), interrupted: false };
+  const build = () => ({
+    security: securityScorecard(new FakeBackend(() => ({})), FAST_POLICY, meta, [result('secret-decoy-file')]),
+    task: taskScorecard(new FakeBackend(() => ({})), FAST_POLICY, meta, []),
+  });
+
+  it("is the process's peak as of the JSON write for the run's own cards, and left as built for a merge or a recovery", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sandcheck-peak-'));
+    try {
+      const cards = build();
+      for (const card of [cards.security, cards.task]) card.run.harness.maxRssBytes = 1;
+      const before = process.resourceUsage().maxRSS * 1024;
+      await writeScorecards(dir, cards, { harnessPeakUntilWritten: true });
+      for (const name of ['security.json', 'task.json']) {
+        const written = JSON.parse(await readFile(join(dir, name), 'utf8')) as { run: { harness: { maxRssBytes: number } } };
+        expect(written.run.harness.maxRssBytes, name).toBeGreaterThanOrEqual(before);
+        expect(written.run.harness.maxRssBytes, name).toBeLessThanOrEqual(process.resourceUsage().maxRSS * 1024);
+      }
+      const asBuilt = build();
+      for (const card of [asBuilt.security, asBuilt.task]) card.run.harness.maxRssBytes = 1;
+      await writeScorecards(dir, asBuilt);
+      for (const name of ['security.json', 'task.json']) {
+        expect((JSON.parse(await readFile(join(dir, name), 'utf8')) as { run: { harness: { maxRssBytes: number } } }).run.harness.maxRssBytes, name).toBe(1);
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });
