@@ -10,7 +10,7 @@ import { readHostFiles } from './host-read.js';
 import { payloadStillRunning } from './still-running.js';
 import { acquireHostWatch } from './host-watch-lock.js';
 import { carriersAfterDestroy, survivorName } from './kernel-carriers.js';
-import { hitWhere, readWhole, readWorkspaceFiles } from './left-in-box.js';
+import { hitWhere, readWhole, workspaceFiles } from './left-in-box.js';
 import type { Policy } from './model/policy.js';
 import type { Observation, ProbeContext, ProbeSpec } from './model/probe.js';
 import { watchForProcess } from './process-watch.js';
@@ -57,12 +57,13 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
     const artifacts = wanted ? await env.getFiles(wanted, { maxBytesPerFile: policy.exports.maxFileMb * 1024 * 1024 }) : [];
     const hostAfter = hostReadPaths && env.hostWorkspace ? await readHostFiles(env.hostWorkspace, hostReadPaths) : undefined;
     const canaries = once.setting.canaries;
-    const leftInBox = [
-      ...artifacts.flatMap((f) => (f.content ? [{ where: `artifact:${f.path}`, bytes: f.content }] : [])),
+    const scanned = (files: { where: string; bytes: Uint8Array }[]) => scanEach(files, canaries).map((h) => ({ label: h.label, where: hitWhere(h.where, h) }));
+    const artifactHits = scanned(artifacts.flatMap((f) => (f.content ? [{ where: `artifact:${f.path}`, bytes: f.content }] : [])));
+    if (env.hostWorkspace) {
       // An artifact read whole is scanned above: the workspace scan does not read it a second time.
-      ...(env.hostWorkspace ? await readWorkspaceFiles(env.hostWorkspace, new Set([...prepared.files.map((f) => f.path), ...artifacts.filter(readWhole).map((f) => f.path)])) : []),
-    ];
-    const artifactHits = scanEach(leftInBox, canaries).map((h) => ({ label: h.label, where: hitWhere(h.where, h) }));
+      const skip = new Set([...prepared.files.map((f) => f.path), ...artifacts.filter(readWhole).map((f) => f.path)]);
+      for await (const file of workspaceFiles(env.hostWorkspace, skip)) artifactHits.push(...scanned([file]));
+    }
     const decoyHits = run.labTraffic ? scanDecoyEvents((await run.labTraffic(execFrom - 50)).events, run.canaries.all) : [];
     obs = {
       exec: exec.observation,

@@ -20,26 +20,29 @@ export const readWhole = (f: GotFile): boolean => f.kind === 'file' && f.content
 /**
  * Regular files the box left in its workspace (bounded: count, bytes per file, depth), read on the
  * host without following any link, for the canary scan: a secret written to an unrequested file
- * is a secret that left the box once anyone exports or inspects the workspace.
+ * is a secret that left the box once anyone exports or inspects the workspace. Yielded one at a
+ * time, so that a scan holds one file's bytes, not the workspace's.
  */
-export async function readWorkspaceFiles(root: string, skip: ReadonlySet<string>): Promise<{ where: string; bytes: Uint8Array }[]> {
-  const out: { where: string; bytes: Uint8Array }[] = [];
-  const walk = async (dir: string, depth: number): Promise<void> => {
-    if (depth > MAX_DEPTH || out.length >= MAX_FILES) return;
+export async function* workspaceFiles(root: string, skip: ReadonlySet<string>): AsyncGenerator<{ where: string; bytes: Uint8Array }> {
+  let count = 0;
+  async function* walk(dir: string, depth: number): AsyncGenerator<{ where: string; bytes: Uint8Array }> {
+    if (depth > MAX_DEPTH) return;
     const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
     for (const e of entries) {
-      if (out.length >= MAX_FILES) return;
+      if (count >= MAX_FILES) return;
       const path = join(dir, e.name);
       const rel = relative(root, path);
-      if (e.isDirectory()) await walk(path, depth + 1);
+      if (e.isDirectory()) yield* walk(path, depth + 1);
       else if (e.isFile() && !skip.has(rel)) {
         const bytes = await readNoFollow(path);
-        if (bytes) out.push({ where: `workspace:${rel}`, bytes });
+        if (bytes) {
+          count += 1;
+          yield { where: `workspace:${rel}`, bytes };
+        }
       }
     }
-  };
-  await walk(root, 0);
-  return out;
+  }
+  yield* walk(root, 0);
 }
 
 /** The first MiB of a regular file, never through a link; undefined for anything else or what cannot be read. */

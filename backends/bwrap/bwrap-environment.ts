@@ -90,21 +90,36 @@ export class BwrapEnvironment implements Environment {
 
   /**
    * The download API: every path classified with lstat and never followed (see getFile). Regular files
-   * are read up to the per-file cap (the caller's, and at most the policy's maxFileMb), and only while
-   * the bytes read stay within the policy's maxTotalMb: a file past that comes back with its size and
-   * no content, so no more than the aggregate is ever held. The file count and the refusals are the
-   * harness's exporter's, so that one place decides what leaves the box.
+   * are read up to the per-file cap (the caller's, and at most the policy's maxFileMb). The policy's
+   * maxTotalMb bounds what is held: sizes come first, and when the regular files asked for (each within
+   * the cap) come to more, none of them is read (a careful download API refuses such a transfer before
+   * it starts); otherwise files read only while the bytes read stay within it (one may have grown since).
+   * The file count and the refusals are the harness's exporter's, so that one place decides what leaves
+   * the box.
    */
   async getFiles(paths: readonly string[], options: { maxBytesPerFile: number }): Promise<GotFile[]> {
     this.assertUsable('getFiles');
     const { maxFileMb, maxTotalMb } = this.policy.exports;
     const maxFile = Math.max(0, Math.min(options.maxBytesPerFile, maxFileMb * MIB));
-    let left = Math.floor(maxTotalMb * MIB);
+    const total = Math.floor(maxTotalMb * MIB);
+    // downloadApi 'naive' (a deliberate weakening): reads through links, on the host.
+    const naive = this.rt.opts.downloadApi === 'naive';
+    const one = (p: string, cap: number): Promise<GotFile> => (naive ? describeEntry(this.root.work, p, cap, { followLinks: true }) : getFile(this.root.work, p, cap));
+    const sized: GotFile[] = [];
+    for (const p of paths) sized.push(await one(p, 0));
+    const declared = sized.reduce((sum, g) => sum + (g.kind === 'file' && g.size <= maxFile ? g.size : 0), 0);
+    const skipFiles = declared > total;
+    let left = total;
     const out: GotFile[] = [];
-    for (const p of paths) {
+    for (const [i, p] of paths.entries()) {
+      const first = sized[i];
+      if (skipFiles && first?.kind === 'file') {
+        const note = first.size <= maxFile ? `not read: the files asked for come to ${declared} bytes, past the policy's ${maxTotalMb} MB in total` : `larger than ${maxFile} bytes; not read`;
+        out.push({ path: first.path, kind: first.kind, size: first.size, note });
+        continue;
+      }
       const cap = Math.min(maxFile, left);
-      // downloadApi 'naive' (a deliberate weakening): reads through links, on the host.
-      const got = this.rt.opts.downloadApi === 'naive' ? await describeEntry(this.root.work, p, cap, { followLinks: true }) : await getFile(this.root.work, p, cap);
+      const got = await one(p, cap);
       if (got.content) left -= got.content.length;
       else if (got.kind === 'file' && got.size <= maxFile && got.size > cap) got.note = `not read: past the policy's ${maxTotalMb} MB in total`;
       out.push(got);

@@ -540,17 +540,22 @@ print(json.dumps(res))
     expect(existsSync('/etc/planted')).toBe(false);
   });
 
-  live('getFiles holds no more than the policy total: files past it come back with their size and no content', async () => {
-    // 1 MiB in total, 400 KiB a file: two are read, the third would pass the total, the fourth (small) still fits.
+  live('getFiles holds no more than the policy total: a set past it is not read, its files come back with their sizes', async () => {
+    // 1 MiB in total, at most 1 MiB a file: 3 × 300 KiB + 100 KiB fits and is read; one more 300 KiB file passes it.
     const policy: Policy = { ...CI_POLICY, exports: { maxFiles: 20, maxFileMb: 1, maxTotalMb: 1 } };
-    const sizes = [400 * 1024, 400 * 1024, 400 * 1024, 100 * 1024];
-    const { value: got } = await withEnv({}, policy, 'total', async (env) => {
+    const sizes = [300 * 1024, 300 * 1024, 300 * 1024, 100 * 1024, 300 * 1024];
+    const { value } = await withEnv({}, policy, 'total', async (env) => {
       await env.putFiles(sizes.map((n, i) => ({ path: `out/f${i}.bin`, content: Buffer.alloc(n, 0x61 + i) })));
-      return env.getFiles(sizes.map((_, i) => `out/f${i}.bin`), { maxBytesPerFile: MiB });
+      const paths = sizes.map((_, i) => `out/f${i}.bin`);
+      return { within: await env.getFiles(paths.slice(0, 4), { maxBytesPerFile: MiB }), past: await env.getFiles([...paths, 'missing'], { maxBytesPerFile: MiB }) };
     });
-    expect(got.map((g) => g.content?.length)).toEqual([sizes[0], sizes[1], undefined, sizes[3]]);
-    expect(got[2]).toMatchObject({ kind: 'file', size: sizes[2], note: "not read: past the policy's 1 MB in total" });
-    expect(Buffer.from(got[3]?.content ?? []).every((b) => b === 0x64)).toBe(true);
+    expect(value.within.map((g) => g.content?.length)).toEqual(sizes.slice(0, 4));
+    expect(Buffer.from(value.within[3]?.content ?? []).every((b) => b === 0x64)).toBe(true);
+    expect(value.past.map((g) => g.content)).toEqual(sizes.map(() => undefined).concat([undefined]));
+    for (const [i, n] of sizes.entries()) {
+      expect(value.past[i]).toMatchObject({ kind: 'file', size: n, note: "not read: the files asked for come to 1331200 bytes, past the policy's 1 MB in total" });
+    }
+    expect(value.past[5]).toMatchObject({ kind: 'missing' });
   });
 
   live('disk: /work and /tmp share one tmpfs of policy diskMb; writing past it gives ENOSPC', async () => {
