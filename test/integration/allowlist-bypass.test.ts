@@ -59,7 +59,10 @@ function expectHeld(rs: Map<string, SecurityResult>, ids: readonly string[]): vo
 }
 
 const byId = (rs: readonly SecurityResult[]): Map<string, SecurityResult> => new Map(rs.map((r) => [r.id, r]));
-const show = (r: SecurityResult | undefined): string => `${r?.id}: ${r?.verdict}: ${r?.reason}\n${(r?.evidence ?? []).map((e) => `  ${e.source} ${e.witness} ${e.where ?? ''} ${e.detail}`).join('\n')}`;
+// An inconclusive result also shows the head of the box's stderr: why a payload never started (seen once on srt under load).
+const show = (r: SecurityResult | undefined): string =>
+  `${r?.id}: ${r?.verdict}: ${r?.reason}\n${(r?.evidence ?? []).map((e) => `  ${e.source} ${e.witness} ${e.where ?? ''} ${e.detail}`).join('\n')}` +
+  (r?.verdict === 'inconclusive' ? `\n  stderr: ${r.observation?.stderr.preview.slice(0, 600) ?? '(none kept)'}` : '');
 /** An outside decoy line or capture line whose text matches. */
 const outsideLine = (r: SecurityResult | undefined, witness: RegExp, detail: RegExp): boolean =>
   (r?.evidence ?? []).some((e) => e.source === 'outside' && witness.test(e.witness) && detail.test(`${e.where ?? ''} ${e.detail}`));
