@@ -196,6 +196,11 @@ export interface Backend {
   describe?(): Promise<readonly BackendFact[]>;
   /** Called once when the harness is done with the backend (optional): end what load started (an adapter process). */
   dispose?(): Promise<void>;
+  /**
+   * The options from `--backend-config` as this backend parsed and applies them, as JSON (optional; the built-in
+   * backends have it). The card records these and their hash instead of the file's text.
+   */
+  appliedOptions?(): unknown;
 }
 
 export type BackendFactory = () => Promise<Backend>;

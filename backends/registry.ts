@@ -15,7 +15,7 @@ interface Entry {
 const REGISTRY: Record<string, Entry> = {
   bwrap: {
     description: 'bubblewrap: namespaces, setpriv to a dedicated uid, cgroup limits, a sized workspace (ext4 image or tmpfs)',
-    load: async (options) => (await import('./bwrap/index.js')).default((options ?? {}) as Record<string, unknown>),
+    load: async (options) => (await import('./bwrap/index.js')).default(asObject(options)),
     install: 'sudo npm run setup   (apt-get install bubblewrap util-linux)',
   },
   'docker-default': {
@@ -45,13 +45,20 @@ const REGISTRY: Record<string, Entry> = {
   },
   process: {
     description: 'unsandboxed control: plain host process (no isolation at all)',
-    load: async () => (await import('./process/index.js')).default(),
+    load: async (options) => (await import('./process/index.js')).default(options),
     install: 'nothing (needs python3)',
   },
 };
 
+/** Options as a mapping; an empty file (null) is no options, and any other shape is refused, never dropped. */
 function asObject(options: unknown): Record<string, unknown> {
-  return typeof options === 'object' && options !== null && !Array.isArray(options) ? (options as Record<string, unknown>) : {};
+  if (options === undefined || options === null) return {};
+  if (typeof options !== 'object' || Array.isArray(options)) {
+    throw new SandcheckError('CONFIG_INVALID', `--backend-config: expected a mapping of options at the top level, got ${Array.isArray(options) ? 'a list' : typeof options === 'string' ? 'text' : `a ${typeof options}`}`, {
+      hint: 'write the options as YAML keys (see docs/adapters.md and the backend\'s schema under reports/schema)',
+    });
+  }
+  return options as Record<string, unknown>;
 }
 
 export function backendNames(): string[] {
@@ -86,8 +93,24 @@ export async function loadBackend(name: string, options?: unknown): Promise<Back
   return entry.load(options);
 }
 
-/** bwrap where it can really start boxes, otherwise the unsandboxed control (with a banner). */
-export async function defaultBackend(): Promise<{ backend: Backend; fallbackReason?: string }> {
+/**
+ * bwrap where it can really start boxes, otherwise the unsandboxed control (with a banner). With options (a
+ * --backend-config without --backend) they go to bwrap and are checked by its schema; bwrap being unusable is
+ * then a refusal, since the control would silently drop them.
+ */
+export async function defaultBackend(options?: unknown): Promise<{ backend: Backend; fallbackReason?: string }> {
+  if (options !== undefined) {
+    const bwrap = await loadBackend('bwrap', options);
+    try {
+      await bwrap.preflight();
+    } catch (err) {
+      await bwrap.dispose?.().catch(() => undefined);
+      throw new SandcheckError('BACKEND_UNAVAILABLE', `--backend-config was given without --backend, and the default backend bwrap cannot run here (${err instanceof Error ? err.message : String(err)})`, {
+        hint: 'name the backend the file is for with --backend, or install what `sandcheck doctor` lists',
+      });
+    }
+    return { backend: bwrap };
+  }
   try {
     const bwrap = await loadBackend('bwrap');
     await bwrap.preflight();

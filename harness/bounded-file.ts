@@ -9,7 +9,7 @@ export const INPUT_FILE_MAX_BYTES = 16 * 1024 * 1024;
 
 export type BoundedRead =
   | { ok: true; bytes: Buffer }
-  | { ok: false; reason: 'missing' | 'not-regular' | 'too-large' | 'unreadable'; message: string };
+  | { ok: false; reason: 'missing' | 'not-regular' | 'too-large' | 'unreadable' | 'binary'; message: string };
 
 function kindOf(st: { isDirectory(): boolean; isFIFO(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean; isSocket(): boolean }): string {
   if (st.isDirectory()) return 'a directory';
@@ -31,7 +31,8 @@ export async function readBoundedFile(path: string, maxBytes: number): Promise<B
     if (st.isSymbolicLink()) st = await stat(path);
   } catch (err) {
     const code = err !== null && typeof err === 'object' && 'code' in err ? err.code : undefined;
-    return { ok: false, reason: code === 'ENOENT' || code === 'ENOTDIR' ? 'missing' : 'unreadable', message: errorMessage(err) };
+    const missing = code === 'ENOENT' || code === 'ENOTDIR';
+    return { ok: false, reason: missing ? 'missing' : 'unreadable', message: missing ? 'does not exist' : `cannot be read (${typeof code === 'string' ? code : errorMessage(err)})` };
   }
   if (!st.isFile()) return { ok: false, reason: 'not-regular', message: `is ${kindOf(st)}, not a regular file` };
   if (st.size > maxBytes) return { ok: false, reason: 'too-large', message: `is ${st.size} bytes; the limit is ${maxBytes}` };
@@ -39,7 +40,8 @@ export async function readBoundedFile(path: string, maxBytes: number): Promise<B
   try {
     handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (err) {
-    return { ok: false, reason: 'unreadable', message: errorMessage(err) };
+    const code = err !== null && typeof err === 'object' && 'code' in err && typeof err.code === 'string' ? err.code : errorMessage(err);
+    return { ok: false, reason: 'unreadable', message: `cannot be opened (${code})` };
   }
   try {
     const fst = await handle.stat();
@@ -64,8 +66,18 @@ export async function readBoundedFile(path: string, maxBytes: number): Promise<B
   }
 }
 
-/** The same as UTF-8 text. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/** The same as UTF-8 text; a file with a NUL byte or that is not UTF-8 is refused as binary. */
 export async function readBoundedText(path: string, maxBytes = CONFIG_FILE_MAX_BYTES): Promise<{ ok: true; text: string } | Extract<BoundedRead, { ok: false }>> {
   const r = await readBoundedFile(path, maxBytes);
-  return r.ok ? { ok: true, text: r.bytes.toString('utf8') } : r;
+  if (!r.ok) return r;
+  let text: string;
+  try {
+    text = UTF8.decode(r.bytes);
+  } catch {
+    return { ok: false, reason: 'binary', message: 'is not UTF-8 text' };
+  }
+  if (text.includes('\u0000')) return { ok: false, reason: 'binary', message: 'is binary (it holds a NUL byte), not text' };
+  return { ok: true, text };
 }

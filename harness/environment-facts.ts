@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { release } from 'node:os';
 import { basename, dirname } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { visibleLine } from '../reports/clean-text.js';
 import { CONFIG_FILE_MAX_BYTES, readBoundedFile } from './bounded-file.js';
 import { BACKEND_CONFIG_CONTENT_MAX, LABEL_MAX, type RunEnvironment } from './environment-model.js';
@@ -63,19 +62,34 @@ async function cgroupMode(): Promise<RunEnvironment['cgroupMode']> {
   }
 }
 
-/** The --backend-config file as the card keeps it: base name, size, hash of every byte, and the text up to a bound. */
-export async function backendConfigRecord(path: string): Promise<NonNullable<RunEnvironment['backendConfig']>> {
+const APPLIED_OPTIONS_MAX = BACKEND_CONFIG_CONTENT_MAX;
+
+/**
+ * The --backend-config file as the card keeps it: base name, size and hash of the file, and the options the backend
+ * applied (its own parse of them) with their hash. The file's text is not kept: only what ran counts.
+ */
+export async function backendConfigRecord(path: string, applied: { options: unknown; checkedBy: 'sandcheck' | 'adapter' } | undefined): Promise<NonNullable<RunEnvironment['backendConfig']>> {
   const read = await readBoundedFile(path, CONFIG_FILE_MAX_BYTES);
-  if (!read.ok) throw new SandcheckError('CONFIG_INVALID', `cannot read ${path}: ${read.message}`);
-  const text = read.bytes.toString('utf8');
-  const truncated = text.length > BACKEND_CONFIG_CONTENT_MAX;
-  return { file: visibleLine(basename(path)).slice(0, 256), bytes: read.bytes.length, sha256: sha256Hex(read.bytes), content: truncated ? text.slice(0, BACKEND_CONFIG_CONTENT_MAX) : text, truncated };
+  if (!read.ok) throw new SandcheckError('CONFIG_INVALID', `cannot read ${visibleLine(path)}: ${read.message}`);
+  const record: NonNullable<RunEnvironment['backendConfig']> = { file: visibleLine(basename(path)).slice(0, 256), bytes: read.bytes.length, sha256: sha256Hex(read.bytes) };
+  if (applied === undefined) return record;
+  const text = canonicalJson(applied.options ?? null);
+  // Options too large to keep whole keep their hash only.
+  return { ...record, ...(text.length <= APPLIED_OPTIONS_MAX ? { options: JSON.parse(text) as unknown } : {}), optionsSha256: sha256Hex(text), checkedBy: applied.checkedBy };
+}
+
+/** What a loaded backend says it applied; for a module or rpc adapter, the options it was handed. */
+export function appliedOptionsOf(backend: object | undefined, handed: unknown): { options: unknown; checkedBy: 'sandcheck' | 'adapter' } {
+  const own = backend !== undefined && 'appliedOptions' in backend && typeof backend.appliedOptions === 'function' ? (backend.appliedOptions as () => unknown) : undefined;
+  return own ? { options: own.call(backend), checkedBy: 'sandcheck' } : { options: handed ?? null, checkedBy: 'adapter' };
 }
 
 export interface EnvironmentOptions {
   policy: Policy;
   backendName: string;
   backendConfig?: string;
+  /** The options handed to the backend's factory (for an adapter that cannot say what it applied). */
+  backendOptions?: unknown;
   dockerSocket?: string;
   /** --label, raw: cleaned here. */
   label?: string;
@@ -85,17 +99,9 @@ export interface EnvironmentOptions {
 
 /** Everything the cards record about where they ran. Tool versions are asked in parallel; a missing tool is recorded, never an error. */
 export async function collectEnvironment(opts: EnvironmentOptions): Promise<RunEnvironment> {
-  const config = opts.backendConfig ? await backendConfigRecord(opts.backendConfig) : undefined;
+  const config = opts.backendConfig ? await backendConfigRecord(opts.backendConfig, appliedOptionsOf(opts.backend, opts.backendOptions)) : undefined;
   let commandTools: Promise<RunEnvironment['tools']> = Promise.resolve([]);
-  if (opts.backendName === 'command' && opts.backendConfig && config) {
-    let parsed: unknown;
-    try {
-      parsed = parseYaml(config.content);
-    } catch {
-      parsed = undefined;
-    }
-    commandTools = commandBackendTools(parsed, dirname(opts.backendConfig));
-  }
+  if (opts.backendName === 'command' && opts.backendConfig && config) commandTools = commandBackendTools(config.options, dirname(opts.backendConfig));
   const [tools, extra, api, mode, own] = await Promise.all([
     Promise.all(KNOWN_TOOLS.map((t) => toolVersion(t))),
     commandTools,

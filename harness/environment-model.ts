@@ -21,8 +21,17 @@ export const BackendConfigRecordSchema = z.strictObject({
   file: z.string().max(256).describe('the base name of the --backend-config file'),
   bytes: z.number().int().nonnegative(),
   sha256: Sha256Hex.describe('of the whole file as read'),
-  content: z.string().max(BACKEND_CONFIG_CONTENT_MAX).describe('the file as text (credential shapes redacted like every report text)'),
-  truncated: z.boolean(),
+  options: z
+    .unknown()
+    .optional()
+    .describe('the options as the backend parsed and applies them (defaults filled in), as JSON: what ran, not what the file says'),
+  optionsSha256: Sha256Hex.optional().describe('of `options` as canonical JSON (keys sorted, no whitespace)'),
+  checkedBy: z
+    .enum(['sandcheck', 'adapter'])
+    .optional()
+    .describe("sandcheck: a built-in backend's own schema parsed them; adapter: handed as they are to your adapter, which checks them itself"),
+  content: z.string().max(BACKEND_CONFIG_CONTENT_MAX).optional().describe('cards of earlier versions: the file as text'),
+  truncated: z.boolean().optional().describe('cards of earlier versions'),
 });
 
 export const BackendFactSchema = z.strictObject({

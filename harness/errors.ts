@@ -34,7 +34,9 @@ export type SandcheckErrorCode =
   // run --watch-daemon: not a socket, or no container daemon answers on it
   | 'WATCH_DAEMON_INVALID'
   // a network probe's box placed where it could reach a network other than the run's lab
-  | 'UNSAFE_NETWORK';
+  | 'UNSAFE_NETWORK'
+  // the disk filled up while the reports were written (the run journal is kept: report --recover)
+  | 'REPORT_WRITE_FAILED';
 
 /** Exit status of the CLI for each class of failure (see README "Exit codes"). */
 export const EXIT = {

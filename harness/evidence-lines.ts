@@ -17,5 +17,11 @@ export function describeStop(exec: ExecObservation): string {
   if (exec.killedBy !== 'none') return `killed by ${exec.killedBy}`;
   if (exec.backendReport.oomKilled === true || (exec.resources?.oomKills ?? 0) > 0) return `killed by the OOM killer (memory peak ${Math.round((exec.resources?.memoryPeakBytes ?? 0) / 2 ** 20)} MiB)`;
   if (exec.backendReport.timedOut === true) return "stopped by the backend's wall clock";
-  return exec.signal ? `ended by ${exec.signal}` : `exit code ${exec.exitCode}`;
+  const ended = exec.signal ? `ended by ${exec.signal}` : `exit code ${exec.exitCode}`;
+  // The backend's own output cap (the harness's ceiling is a killedBy): like the flags above, its report.
+  if (exec.backendReport.outputTruncated === true) {
+    const bytes = exec.stdout.bytes + exec.stderr.bytes;
+    return exec.signal ? `stopped by the backend's output limit after ${bytes} bytes of stdout+stderr (${ended})` : `${ended} after the backend cut its output at its output limit (${bytes} bytes of stdout+stderr)`;
+  }
+  return ended;
 }

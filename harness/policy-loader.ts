@@ -1,7 +1,8 @@
-import { extname } from 'node:path';
-import { parse as parseYaml } from 'yaml';
-import type { z } from 'zod';
-import { SandcheckError, errorMessage } from './errors.js';
+import { SandcheckError } from './errors.js';
+import { parseDocument } from './config-file.js';
+import { describeValue, formatIssues } from './config-issues.js';
+
+export { describeValue, formatIssues } from './config-issues.js';
 import { CONFIG_FILE_MAX_BYTES, readBoundedText } from './bounded-file.js';
 import { visibleLine } from '../reports/clean-text.js';
 import { POLICY_PRESETS, PolicySchema, isPresetName, type Policy } from './model/policy.js';
@@ -18,40 +19,6 @@ export function deepMerge(base: unknown, override: unknown): unknown {
   const out: PlainObject = { ...base };
   for (const [k, v] of Object.entries(override)) out[k] = k in base ? deepMerge(base[k], v) : v;
   return out;
-}
-
-function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
-  let cur: unknown = root;
-  for (const key of path) {
-    if (!isPlainObject(cur) && !Array.isArray(cur)) return undefined;
-    cur = (cur as Record<PropertyKey, unknown>)[key];
-  }
-  return cur;
-}
-
-/** What a value is, for a message: its kind for the values JSON cannot show, a short cleaned excerpt otherwise. */
-export function describeValue(v: unknown): string {
-  if (v === undefined) return 'nothing';
-  if (typeof v === 'number') {
-    if (Number.isNaN(v)) return 'not a number';
-    if (!Number.isFinite(v)) return v > 0 ? 'infinite' : '-infinite';
-    return String(v);
-  }
-  if (typeof v === 'string') return v.length > 60 ? `a string of ${v.length} characters (${visibleLine(JSON.stringify(v.slice(0, 40)))}…)` : visibleLine(JSON.stringify(v));
-  if (Array.isArray(v)) return `a list of ${v.length}`;
-  if (typeof v === 'object' && v !== null) return 'a mapping';
-  return visibleLine(String(JSON.stringify(v)));
-}
-
-/** `resources.memoryMb: expected a positive integer, got -1`, one line per issue (at most 20). */
-export function formatIssues(error: z.ZodError, input: unknown, source: string): string {
-  const lines = error.issues.slice(0, 20).map((issue) => {
-    const path = visibleLine(issue.path.map(String).join('.').slice(0, 200)) || '(root)';
-    const got = issue.code === 'unrecognized_keys' ? '' : `, got ${describeValue(valueAt(input, issue.path))}`;
-    return `${visibleLine(source)}: ${path}: ${visibleLine(issue.message.slice(0, 300))}${got}`;
-  });
-  if (error.issues.length > 20) lines.push(`${visibleLine(source)}: … and ${error.issues.length - 20} more`);
-  return lines.join('\n');
 }
 
 export function parsePolicy(input: unknown, source: string): Policy {
@@ -74,17 +41,11 @@ export async function loadPolicy(nameOrPath: string): Promise<Policy> {
     });
   }
   if (!read.ok) throw new SandcheckError('CONFIG_INVALID', `policy ${visibleLine(nameOrPath)}: ${read.message}`, { hint: 'give a regular YAML or JSON file' });
-  const text = read.text;
-  let doc: unknown;
-  try {
-    doc = extname(nameOrPath) === '.json' ? JSON.parse(text) : parseYaml(text);
-  } catch (err) {
-    throw new SandcheckError('CONFIG_INVALID', `${nameOrPath}: not valid ${extname(nameOrPath) === '.json' ? 'JSON' : 'YAML'}: ${errorMessage(err)}`);
-  }
-  if (!isPlainObject(doc)) throw new SandcheckError('CONFIG_INVALID', `${nameOrPath}: expected a mapping at the top level`);
+  const doc = await parseDocument(read.text, nameOrPath);
+  if (!isPlainObject(doc)) throw new SandcheckError('CONFIG_INVALID', `${visibleLine(nameOrPath)}: expected a mapping at the top level`);
   const { extends: base = 'reference', ...rest } = doc;
   if (typeof base !== 'string' || !isPresetName(base)) {
-    throw new SandcheckError('CONFIG_INVALID', `${nameOrPath}: extends: expected one of ${Object.keys(POLICY_PRESETS).join(', ')}, got ${JSON.stringify(base)}`);
+    throw new SandcheckError('CONFIG_INVALID', `${visibleLine(nameOrPath)}: extends: expected one of ${Object.keys(POLICY_PRESETS).join(', ')}, got ${describeValue(base)}`);
   }
   const merged = deepMerge({ ...POLICY_PRESETS[base], name: rest['name'] ?? `${base}+${nameOrPath.split('/').pop() ?? 'file'}` }, rest);
   return parsePolicy(merged, nameOrPath);

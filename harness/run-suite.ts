@@ -3,7 +3,7 @@ import { rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Backend } from '../backends/contract.js';
 import { prepareOutDir } from '../reports/out-dir.js';
-import { RESULTS_JOURNAL, hasResultsJournal, openResultsJournal, recoverResultsJournal, type RecoveredRun } from '../reports/results-journal.js';
+import { RESULTS_JOURNAL, hasResultsJournal, inRunOrder, openResultsJournal, recoverResultsJournal, type RecoveredRun } from '../reports/results-journal.js';
 import { writeScorecards, type CardFiles } from '../reports/write-cards.js';
 import { visibleLine, visibleText } from '../reports/clean-text.js';
 import { SandcheckError, errorMessage } from './errors.js';
@@ -154,7 +154,15 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
   // Claims asked of the adapter itself (an rpc process) are fetched before anything reads them.
   await opts.backend.prepare?.(opts.policy);
   const runEnvironment = await environment;
-  const results = openResultsJournal(opts.outDir, { runId, startedAt, backend: backendFacts(opts.backend, opts.policy), policy: opts.policy, environment: runEnvironment, ...(opts.watchDaemons ? { watchedDaemons: opts.watchDaemons } : {}) });
+  const results = openResultsJournal(opts.outDir, {
+    runId,
+    startedAt,
+    backend: backendFacts(opts.backend, opts.policy),
+    policy: opts.policy,
+    environment: runEnvironment,
+    ...(opts.watchDaemons ? { watchedDaemons: opts.watchDaemons } : {}),
+    selection: opts.probes.map((p) => p.id),
+  });
   // Stops the probes still running when the harness itself fails; an interrupt comes through opts.signal.
   const stop = new AbortController();
   const signal = opts.signal ? AbortSignal.any([opts.signal, stop.signal]) : stop.signal;
@@ -265,15 +273,19 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
   } else if (fatal !== undefined) {
     const got = results.collected();
     const done = resultIds([...got.security, ...got.task]);
-    collected = [
-      ...got.security.map((r) => ({ kind: 'security' as const, ...r })),
-      ...got.task.map((r) => ({ kind: 'task' as const, ...r })),
-      ...notRunResults(
-        opts.probes.filter((p) => !done.has(p.id)),
-        opts.policy,
-        { code: 'INTERNAL', message: `not run: the run ended on an internal error (${errorMessage(fatal)})` },
-      ),
-    ];
+    // In the run's order, as its cards list results when it finishes (the journal holds them as they came).
+    collected = inRunOrder(
+      [
+        ...got.security.map((r) => ({ kind: 'security' as const, ...r })),
+        ...got.task.map((r) => ({ kind: 'task' as const, ...r })),
+        ...notRunResults(
+          opts.probes.filter((p) => !done.has(p.id)),
+          opts.policy,
+          { code: 'INTERNAL', message: `not run: the run ended on an internal error (${errorMessage(fatal)})` },
+        ),
+      ],
+      opts.probes.map((p) => p.id),
+    );
   }
   const wasInterrupted = interrupted();
   opts.reporter?.onRunEnd?.({ interrupted: wasInterrupted });

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
-import { copyFile, mkdir, readdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { writeReportFile } from './atomic-write.js';
+import { checkOutDir } from './out-dir.js';
 import { join } from 'node:path';
 import { canonicalJson, policySha256 } from '../harness/environment-facts.js';
 import { EnvironmentFingerprintSchema, type EnvironmentFingerprint } from '../harness/environment-fingerprint.js';
@@ -30,6 +32,10 @@ export function manifestText(entries: readonly { file: string; sha256: string }[
 
 /** A directory that does not exist or is empty: a bundle never mixes with other files. */
 export async function requireEmptyBundleDir(dir: string): Promise<void> {
+  // Never through a symlink, at any level.
+  await checkOutDir(dir).catch((err: unknown) => {
+    throw err instanceof SandcheckError ? new SandcheckError(err.code, err.message.replace(/^--out /, '--certify '), err.hint ? { hint: err.hint } : {}) : err;
+  });
   let names: string[];
   try {
     names = await readdir(dir);
@@ -42,12 +48,11 @@ export async function requireEmptyBundleDir(dir: string): Promise<void> {
 
 export async function writeBundle(dir: string, run: { files: CardFiles; policy: Policy; fingerprint: EnvironmentFingerprint }): Promise<string> {
   await mkdir(dir, { recursive: true });
-  await copyFile(run.files.securityJson, join(dir, 'security.json'));
-  await copyFile(run.files.taskJson, join(dir, 'task.json'));
-  await copyFile(run.files.securityJunit, join(dir, 'security.junit.xml'));
-  await copyFile(run.files.taskJunit, join(dir, 'task.junit.xml'));
-  await writeFile(join(dir, 'policy.json'), `${safeJsonStringify(run.policy, 2)}\n`);
-  await writeFile(join(dir, 'environment.json'), `${safeJsonStringify(EnvironmentFingerprintSchema.parse(run.fingerprint), 2)}\n`);
+  for (const [from, name] of [[run.files.securityJson, 'security.json'], [run.files.taskJson, 'task.json'], [run.files.securityJunit, 'security.junit.xml'], [run.files.taskJunit, 'task.junit.xml']] as const) {
+    await writeReportFile(join(dir, name), await readFile(from));
+  }
+  await writeReportFile(join(dir, 'policy.json'), `${safeJsonStringify(run.policy, 2)}\n`);
+  await writeReportFile(join(dir, 'environment.json'), `${safeJsonStringify(EnvironmentFingerprintSchema.parse(run.fingerprint), 2)}\n`);
   const entries = [];
   for (const file of BUNDLE_FILES) {
     const read = await readBoundedFile(join(dir, file), FILE_MAX);
@@ -55,7 +60,7 @@ export async function writeBundle(dir: string, run: { files: CardFiles; policy: 
     entries.push({ file, sha256: sha256(read.bytes) });
   }
   const manifest = join(dir, MANIFEST);
-  await writeFile(manifest, manifestText(entries));
+  await writeReportFile(manifest, manifestText(entries));
   return manifest;
 }
 

@@ -1,4 +1,5 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
+import { writeReportFile } from './atomic-write.js';
 import { dirname } from 'node:path';
 import * as junitModule from 'junit-report-builder';
 import type { Builder as JUnitBuilder } from 'junit-report-builder';
@@ -121,5 +122,5 @@ export function taskJunit(card: TaskScorecard): string {
 
 export async function writeJunit(path: string, xml: string): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
-  await writeFile(path, xml);
+  await writeReportFile(path, xml);
 }

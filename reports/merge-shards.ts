@@ -135,10 +135,12 @@ export function mergeShards(shards: readonly ShardCards[]): { security: Security
 }
 
 /** `sandcheck merge DIR… --out OUT`: reads each shard's cards, refuses a mixed set, writes one pair of scorecards. */
-export async function mergeShardDirs(dirs: readonly string[], outDir: string): Promise<{ security: SecurityScorecard; task: TaskScorecard; files: CardFiles; exitCode: 0 | 1 | 2 }> {
+export async function mergeShardDirs(dirs: readonly string[], outDir: string, beforeWrite?: () => Promise<void>): Promise<{ security: SecurityScorecard; task: TaskScorecard; files: CardFiles; exitCode: 0 | 1 | 2 }> {
   const shards: ShardCards[] = [];
   for (const dir of dirs) shards.push(await readShard(dir));
   const merged = mergeShards(shards);
+  // A refused merge creates nothing: --out is made only once the shards agree.
+  await beforeWrite?.();
   const written = await writeScorecards(outDir, merged);
   return { ...written, exitCode: exitCodeFor(written.security, written.task) };
 }

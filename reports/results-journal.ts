@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { SandcheckError } from '../harness/errors.js';
 import type { AnyResult } from '../harness/events.js';
 import { PolicySchema, type Policy } from '../harness/model/policy.js';
-import { BackendInfoSchema, SecurityResultSchema, TaskResultSchema, WATCH_DAEMON_MAX, WatchedDaemonSchema, type SecurityResult, type TaskResult, type WatchedDaemon } from '../harness/model/scorecard.js';
+import { BackendInfoSchema, ID_MAX, SecurityResultSchema, TaskResultSchema, WATCH_DAEMON_MAX, WatchedDaemonSchema, type SecurityResult, type TaskResult, type WatchedDaemon } from '../harness/model/scorecard.js';
 import { processStartTime, readBootIdSync } from '../harness/ownership/journal.js';
 import { securityScorecard, taskScorecard, type BackendFacts } from '../harness/scorecard-builder.js';
 import { writeScorecards, type CardFiles } from './write-cards.js';
@@ -12,6 +12,10 @@ import { EnvironmentSchema, type RunEnvironment } from '../harness/environment-m
 
 /** Results are appended here as they come; a finished run removes it, a dead run leaves it for recovery. */
 export const RESULTS_JOURNAL = 'run-journal.jsonl';
+
+/** More probes and task cases than any selection holds (the built-in suite and a task folder's 1000 cases). */
+const SELECTION_MAX = 10_000;
+const Selection = z.array(z.string().max(ID_MAX)).max(SELECTION_MAX);
 
 const StartLine = z.strictObject({
   type: z.literal('start'),
@@ -24,6 +28,8 @@ const StartLine = z.strictObject({
   policy: PolicySchema,
   environment: EnvironmentSchema.optional(),
   watchedDaemons: z.array(WatchedDaemonSchema).max(WATCH_DAEMON_MAX).optional(),
+  /** The run's probe and task ids in its order: the order its cards list results in. */
+  selection: Selection.optional(),
 });
 const ResultLine = z.discriminatedUnion('kind', [
   z.strictObject({ type: z.literal('result'), kind: z.literal('security'), result: SecurityResultSchema }),
@@ -45,7 +51,20 @@ function withoutKind<T extends { kind: string }>(r: T): Omit<T, 'kind'> {
   return rest;
 }
 
-export function openResultsJournal(outDir: string, start: { runId: string; startedAt: Date; backend: BackendFacts; policy: Policy; environment?: RunEnvironment; watchedDaemons?: readonly WatchedDaemon[] }): ResultsJournal {
+/** Results in the run's order (`selection`, as a finished run's cards list them); ids outside it after, as they came. */
+export function inRunOrder<R extends { id: string }>(results: readonly R[], selection: readonly string[] | undefined): R[] {
+  if (!selection) return [...results];
+  const rank = new Map(selection.map((id, i) => [id, i]));
+  return results
+    .map((r, i) => ({ r, i }))
+    .sort((a, b) => (rank.get(a.r.id) ?? rank.size + a.i) - (rank.get(b.r.id) ?? rank.size + b.i))
+    .map(({ r }) => r);
+}
+
+export function openResultsJournal(
+  outDir: string,
+  start: { runId: string; startedAt: Date; backend: BackendFacts; policy: Policy; environment?: RunEnvironment; watchedDaemons?: readonly WatchedDaemon[]; selection?: readonly string[] },
+): ResultsJournal {
   const path = join(outDir, RESULTS_JOURNAL);
   const line = {
     type: 'start',
@@ -58,6 +77,8 @@ export function openResultsJournal(outDir: string, start: { runId: string; start
     policy: start.policy,
     ...(start.environment ? { environment: start.environment } : {}),
     ...(start.watchedDaemons && start.watchedDaemons.length > 0 ? { watchedDaemons: start.watchedDaemons } : {}),
+    // Past the bound the start line would not read back at all: the results are then recovered as they came.
+    ...(start.selection && Selection.safeParse(start.selection).success ? { selection: start.selection } : {}),
   };
   appendFileSync(path, `${JSON.stringify(line)}\n`, { flag: 'w' });
   const security: SecurityResult[] = [];
@@ -130,8 +151,8 @@ export async function recoverResultsJournal(outDir: string, targetDir: (runId: s
   }
   const meta = { runId: s.runId, startedAt: new Date(s.startedAt), finishedAt: mtime, interrupted: false, incomplete: true, ...(s.environment ? { environment: s.environment } : {}), ...(s.watchedDaemons ? { watchedDaemons: s.watchedDaemons } : {}) };
   const written = await writeScorecards(targetDir(s.runId), {
-    security: securityScorecard(s.backend, s.policy, meta, security),
-    task: taskScorecard(s.backend, s.policy, meta, task),
+    security: securityScorecard(s.backend, s.policy, meta, inRunOrder(security, s.selection)),
+    task: taskScorecard(s.backend, s.policy, meta, inRunOrder(task, s.selection)),
   });
   rmSync(path, { force: true });
   return { runId: s.runId, results: security.length + task.length, dropped, files: written.files };

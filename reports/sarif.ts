@@ -8,7 +8,8 @@
  * findings; the run's summary counts them. There are no source files: a result's location is a
  * logical one, the backend and the policy item.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
+import { writeReportFile } from './atomic-write.js';
 import { dirname } from 'node:path';
 import type { SecurityResult, SecurityScorecard } from '../harness/model/scorecard.js';
 import type { Severity } from '../harness/model/verdict.js';
@@ -132,5 +133,5 @@ export function securitySarif(card: SecurityScorecard): SarifLog {
 
 export async function writeSarif(path: string, card: SecurityScorecard): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
-  await writeFile(path, `${safeJsonStringify(securitySarif(card), 2)}\n`);
+  await writeReportFile(path, `${safeJsonStringify(securitySarif(card), 2)}\n`);
 }

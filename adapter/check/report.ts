@@ -1,4 +1,5 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { writeReportFile } from '../../reports/atomic-write.js';
+import { prepareOutDir } from '../../reports/out-dir.js';
 import { join } from 'node:path';
 import * as junitModule from 'junit-report-builder';
 import type { Builder as JUnitBuilder } from 'junit-report-builder';
@@ -54,9 +55,9 @@ export function checkReportJunit(report: AdapterCheckReport): string {
 
 /** adapter-check.json and adapter.junit.xml in `dir`. */
 export async function writeCheckReports(dir: string, report: AdapterCheckReport): Promise<{ json: string; junit: string }> {
-  await mkdir(dir, { recursive: true });
+  await prepareOutDir(dir);
   const files = { json: join(dir, 'adapter-check.json'), junit: join(dir, 'adapter.junit.xml') };
-  await writeFile(files.json, `${JSON.stringify(report, null, 2)}\n`);
-  await writeFile(files.junit, checkReportJunit(report));
+  await writeReportFile(files.json, `${JSON.stringify(report, null, 2)}\n`);
+  await writeReportFile(files.junit, checkReportJunit(report));
   return files;
 }

@@ -1,7 +1,8 @@
-import { z } from 'zod';
+import { formatIssues } from '../../harness/config-issues.js';
 import { SandcheckError } from '../../harness/errors.js';
 import type { Backend } from '../contract.js';
 import { findBinary } from '../shared/find-binary.js';
+import { withAppliedOptions } from '../shared/applied-options.js';
 import { BwrapBackend, resolveRuntime } from './bwrap-backend.js';
 import { detectCgroups } from './cgroups.js';
 import { BwrapOptionsSchema, type BwrapOptions } from './options.js';
@@ -19,12 +20,12 @@ export { bwrapArgs, commandArgv, BOX_WORK, type BoxPlan } from './argv.js';
 export default async function createBwrapBackend(options: BwrapOptions = {}): Promise<Backend> {
   const parsed = BwrapOptionsSchema.safeParse(options);
   if (!parsed.success) {
-    throw new SandcheckError('CONFIG_INVALID', `invalid bwrap backend options:\n${z.prettifyError(parsed.error)}`);
+    throw new SandcheckError('CONFIG_INVALID', `invalid bwrap backend options\n${formatIssues(parsed.error, options, '--backend-config')}`);
   }
   const opts = parsed.data;
   const [bwrap, setpriv, nsenter, mkfs] = await Promise.all([findBinary('bwrap'), findBinary('setpriv'), findBinary('nsenter'), findBinary('mkfs.ext4')]);
   const cgroups = await detectCgroups(opts.cgroups.mode, opts.cgroups.v2Parent);
-  return new BwrapBackend(resolveRuntime(opts, { sh: '/bin/sh', bwrap, setpriv, nsenter, mkfs }, cgroups));
+  return withAppliedOptions(new BwrapBackend(resolveRuntime(opts, { sh: '/bin/sh', bwrap, setpriv, nsenter, mkfs }, cgroups)), opts);
 }
 
 export { createBwrapBackend };

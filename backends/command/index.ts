@@ -1,7 +1,9 @@
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
+import { formatIssues } from '../../harness/config-issues.js';
 import { readConfigFile } from '../../harness/config-file.js';
+import { withAppliedOptions } from '../shared/applied-options.js';
 import { SandcheckError } from '../../harness/errors.js';
 import { findBinary } from '../shared/find-binary.js';
 import { CommandBackend, type CommandRuntime } from './command-backend.js';
@@ -19,7 +21,7 @@ export const DEFAULT_STATE_DIR = '/run/sandcheck/command';
 /** The file parsed and every template checked: errors name the file and the key (CONFIG_INVALID, exit 3). */
 export function parseCommandConfig(raw: unknown, file: string): CommandBackendConfig {
   const parsed = CommandBackendConfigSchema.safeParse(raw);
-  if (!parsed.success) throw new SandcheckError('CONFIG_INVALID', `${file}: invalid command backend configuration:\n${z.prettifyError(parsed.error)}`);
+  if (!parsed.success) throw new SandcheckError('CONFIG_INVALID', `invalid command backend configuration\n${formatIssues(parsed.error, raw, file)}`);
   checkTemplates(parsed.data, file);
   return parsed.data;
 }
@@ -45,7 +47,7 @@ export default async function createCommandBackend(options: unknown): Promise<Co
     raw = options;
   }
   const cfg = parseCommandConfig(raw, file);
-  return new CommandBackend(await commandRuntime(cfg, file, ref.success ? dirname(resolve(file)) : process.cwd()));
+  return withAppliedOptions(new CommandBackend(await commandRuntime(cfg, file, ref.success ? dirname(resolve(file)) : process.cwd())), cfg);
 }
 
 /** What a command backend needs from this machine besides its file (also used by the presets). */

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
-import { z } from 'zod';
+import { formatIssues } from '../../harness/config-issues.js';
 import { ContainerConfigSchema } from './container-config.js';
+import { withAppliedOptions } from '../shared/applied-options.js';
 import { SandcheckError } from '../../harness/errors.js';
 import { DockerBackend } from './docker-backend.js';
 import { createDockerodeClient } from './dockerode-client.js';
@@ -27,19 +28,20 @@ export type { DockerClient } from './client.js';
  */
 export default async function createDockerBackend(options: DockerOptions): Promise<DockerBackend> {
   const parsed = DockerOptionsSchema.safeParse(options);
-  if (!parsed.success) throw new SandcheckError('CONFIG_INVALID', `invalid docker backend options:\n${z.prettifyError(parsed.error)}`);
+  if (!parsed.success) throw new SandcheckError('CONFIG_INVALID', `invalid docker backend options\n${formatIssues(parsed.error, options, '--backend-config')}`);
   const opts = parsed.data;
   const daemon = opts.daemon ?? (opts.socketPath !== undefined ? 'socket' : 'private');
   const client =
     daemon === 'private' ? undefined : createDockerodeClient(daemon === 'socket' && opts.socketPath !== undefined ? { socketPath: opts.socketPath } : {});
   const userImage = opts.image ?? opts.container?.Image ?? opts.container?.Config.Image;
   const securityOpt = opts.container ? await resolveSecurityOpt(opts.container.HostConfig.SecurityOpt ?? []) : undefined;
-  return new DockerBackend({
+  const backend = new DockerBackend({
     opts,
     ...(securityOpt ? { securityOpt } : {}),
     ...(client ? { client } : {}),
     image: userImage !== undefined ? (c) => checkUserImage(c, userImage) : (c) => ensureProbeImage(c, { boxUid: opts.boxUid, ...(opts.runId ? { runId: opts.runId } : {}) }),
   });
+  return withAppliedOptions(backend, opts);
 }
 
 /**
@@ -92,7 +94,7 @@ export async function createContainerConfigBackend(options: unknown): Promise<Do
     });
   }
   const parsed = ContainerConfigSchema.safeParse(container);
-  if (!parsed.success) throw new SandcheckError('CONFIG_INVALID', `invalid docker container configuration:\n${z.prettifyError(parsed.error)}`);
+  if (!parsed.success) throw new SandcheckError('CONFIG_INVALID', `invalid docker container configuration\n${formatIssues(parsed.error, container, '--backend-config')}`);
   return createDockerBackend({ ...defined, container: container as DockerOptions['container'] } as DockerOptions);
 }
 

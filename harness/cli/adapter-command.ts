@@ -3,7 +3,7 @@ import { checkLine, checkReportText, writeCheckReports } from '../../adapter/che
 import type { AdapterCheckReport } from '../../adapter/check/model.js';
 import { isBuiltinBackend, loadBackend } from '../../backends/registry.js';
 import type { Backend } from '../../backends/contract.js';
-import { readConfigFile } from '../config-file.js';
+import { backendOptionsFrom } from './backend-options.js';
 import { EXIT, SandcheckError } from '../errors.js';
 import type { Policy } from '../model/policy.js';
 import { loadPolicy } from '../policy-loader.js';
@@ -19,7 +19,7 @@ export interface AdapterCheckCommandOptions {
 /** `sandcheck adapter check`: exit 0 when every blocking check passed, 1 when one failed, 3 when nothing could run. */
 export async function adapterCheckCommand(opts: AdapterCheckCommandOptions): Promise<number> {
   const policy = await loadPolicy(opts.policy);
-  const options = opts.backendConfig ? await readConfigFile(opts.backendConfig) : undefined;
+  const options = await backendOptionsFrom(opts);
   const backend = await loadBackend(opts.backend, options);
   let report: AdapterCheckReport;
   try {

@@ -1,4 +1,4 @@
-import { writeFile } from 'node:fs/promises';
+import { writeReportFile } from '../../reports/atomic-write.js';
 import { EXIT } from '../errors.js';
 import { compareCards, comparisonMarkdown, comparisonText } from '../../reports/compare.js';
 import { readRunCards } from '../../reports/read-cards.js';
@@ -9,7 +9,7 @@ export async function compareCommand(dirs: string[], opts: { markdown?: string }
   const comparison = compareCards(runs);
   process.stdout.write(`${comparisonText(comparison)}\n`);
   if (opts.markdown) {
-    await writeFile(opts.markdown, comparisonMarkdown(comparison));
+    await writeReportFile(opts.markdown, comparisonMarkdown(comparison));
     process.stdout.write(`wrote ${opts.markdown}\n`);
   }
   return EXIT.ok;

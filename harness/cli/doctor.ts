@@ -3,7 +3,7 @@ import type { Backend } from '../../backends/contract.js';
 import { defaultBackend, describeBackends, loadBackend } from '../../backends/registry.js';
 import { probeLabSupport } from '../../lab/netns/support.js';
 import { safeJsonStringify, visibleLine } from '../../reports/clean-text.js';
-import { readConfigFile } from '../config-file.js';
+import { backendOptionsFrom } from './backend-options.js';
 import { EXIT, SandcheckError, errorMessage } from '../errors.js';
 
 export const DOCTOR_REPORT_VERSION = '1.0.0';
@@ -53,7 +53,7 @@ async function check(name: string, description: string, install: string, load: (
 
 async function chosenBackend(opts: { backend?: string; backendConfig?: string }): Promise<DoctorReport['chosen']> {
   if (opts.backend === undefined) {
-    const chosen = await defaultBackend();
+    const chosen = await defaultBackend(await backendOptionsFrom(opts));
     const name = chosen.backend.name;
     await chosen.backend.dispose?.().catch(() => undefined);
     return { name, status: 'ok', detail: chosen.fallbackReason ? 'bwrap does not work here: `run` falls back to the unsandboxed process control' : 'bwrap works here', ...(chosen.fallbackReason ? { fallbackFrom: { name: 'bwrap', reason: visibleLine(chosen.fallbackReason) } } : {}) };
@@ -61,9 +61,7 @@ async function chosenBackend(opts: { backend?: string; backendConfig?: string })
   const name = opts.backend;
   const builtin = describeBackends().find((b) => b.name === name);
   return check(visibleLine(name), builtin?.description ?? 'an adapter of your own: loaded and preflight passed', builtin?.install ?? 'see docs/adapters.md', async () => {
-    // As `run` does: the command backend reads its file itself, so that its errors name the file and the key.
-    const options = opts.backendConfig === undefined ? undefined : name === 'command' ? { configFile: opts.backendConfig } : await readConfigFile(opts.backendConfig);
-    return loadBackend(name, options);
+    return loadBackend(name, await backendOptionsFrom({ backend: name, ...(opts.backendConfig !== undefined ? { backendConfig: opts.backendConfig } : {}) }));
   });
 }
 

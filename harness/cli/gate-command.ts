@@ -1,4 +1,5 @@
-import { stat, writeFile } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
+import { writeReportFile } from '../../reports/atomic-write.js';
 import { join } from 'node:path';
 import { readConfigFile } from '../config-file.js';
 import { EXIT, SandcheckError } from '../errors.js';
@@ -43,7 +44,7 @@ export async function gateCommand(opts: GateOptions): Promise<number> {
   const head = await readRunDir(opts.head, '--head');
   const report = gateReport(base, head, waivers);
   process.stdout.write(opts.json ? `${safeJsonStringify(report, 2)}\n` : `${gateText(report)}\n`);
-  if (opts.markdown) await writeFile(opts.markdown, gateMarkdown(report));
+  if (opts.markdown) await writeReportFile(opts.markdown, gateMarkdown(report));
   await appendStepSummary((max) => gateMarkdown(report, max));
   return report.passed ? EXIT.ok : EXIT.unexpected;
 }

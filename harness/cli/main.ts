@@ -199,11 +199,17 @@ export async function main(argv: readonly string[]): Promise<number> {
   } catch (err) {
     if (err instanceof SandcheckError) {
       process.stderr.write(`${err.format()}\n`);
-      return err.isUsage ? EXIT.usage : err.code === 'INTERNAL' ? EXIT.internal : EXIT.inconclusive;
+      return err.isUsage ? EXIT.usage : err.code === 'INTERNAL' || err.code === 'REPORT_WRITE_FAILED' ? EXIT.internal : EXIT.inconclusive;
     }
     if (err !== null && typeof err === 'object' && 'code' in err && typeof err.code === 'string' && err.code.startsWith('commander.')) {
       const exitCode = 'exitCode' in err && typeof err.exitCode === 'number' ? err.exitCode : 1;
       return exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    const code = err !== null && typeof err === 'object' && 'code' in err ? err.code : undefined;
+    if (code === 'ENOSPC' || code === 'EDQUOT') {
+      // A full disk is no harness bug: one line, and the way back (the run journal survives in --out).
+      process.stderr.write(`sandcheck: REPORT_WRITE_FAILED: no space left on the device (${code}): ${errorMessage(err)}\n  hint: free some space, then rebuild the cards with: sandcheck report --recover <the --out directory>\n`);
+      return EXIT.internal;
     }
     process.stderr.write(`sandcheck: internal error: ${errorMessage(err)}\n${err instanceof Error ? (err.stack ?? '') : ''}\n`);
     return EXIT.internal;

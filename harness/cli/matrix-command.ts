@@ -1,4 +1,5 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
+import { writeReportFile } from '../../reports/atomic-write.js';
 import { join } from 'node:path';
 import { describeBackends, isBuiltinBackend, loadBackend } from '../../backends/registry.js';
 import { selectProbes } from '../../suites/index.js';
@@ -6,7 +7,7 @@ import { safeJsonStringify, visibleLine } from '../../reports/clean-text.js';
 import { buildMatrix, type MatrixInput, type MatrixReport } from '../../reports/matrix-model.js';
 import { matrixHtml } from '../../reports/matrix-html.js';
 import { matrixMarkdown } from '../../reports/matrix-markdown.js';
-import { prepareOutDir } from '../../reports/out-dir.js';
+import { checkOutDir, createOutDir } from '../../reports/out-dir.js';
 import { readRunCards } from '../../reports/read-cards.js';
 import { EXIT, SandcheckError } from '../errors.js';
 import { packageRoot } from '../paths.js';
@@ -62,9 +63,9 @@ async function runOne(backend: string, dir: string, opts: MatrixCommandOptions):
 
 export async function writeMatrix(outDir: string, matrix: MatrixReport): Promise<{ json: string; markdown: string; html: string }> {
   const files = { json: join(outDir, 'matrix.json'), markdown: join(outDir, 'matrix.md'), html: join(outDir, 'matrix.html') };
-  await writeFile(files.json, `${safeJsonStringify(matrix, 2)}\n`);
-  await writeFile(files.markdown, matrixMarkdown(matrix));
-  await writeFile(files.html, matrixHtml(matrix));
+  await writeReportFile(files.json, `${safeJsonStringify(matrix, 2)}\n`);
+  await writeReportFile(files.markdown, matrixMarkdown(matrix));
+  await writeReportFile(files.html, matrixHtml(matrix));
   return files;
 }
 
@@ -101,7 +102,8 @@ export async function matrixCommand(dirs: readonly string[], opts: MatrixCommand
   if (dirs.length === 0 && backends.length === 0) {
     throw new SandcheckError('USAGE', 'nothing to put side by side', { hint: 'give the --out directories of earlier runs (sandcheck matrix out/a out/b --out M) and/or --backend process,bwrap' });
   }
-  // Every input is checked before the first backend starts.
+  // Every input is checked before the first backend starts, and a refused command creates nothing.
+  const checked = await checkOutDir(opts.out);
   const inputs: MatrixInput[] = [];
   for (const dir of dirs) inputs.push({ kind: 'cards', source: dir, ...(await readRunCards(dir)) });
   if (backends.length > 0) {
@@ -109,7 +111,7 @@ export async function matrixCommand(dirs: readonly string[], opts: MatrixCommand
     selectProbes(opts.only, opts.tasks ? await loadTaskDir(opts.tasks) : []);
     await checkBackendNames(backends);
   }
-  await prepareOutDir(opts.out, (m) => process.stderr.write(`${m}\n`));
+  await createOutDir(checked, (m) => process.stderr.write(`${m}\n`));
   // A signal (each run also catches its own) stops the runs still to come; the matrix of what exists is written.
   const stop = { interrupted: false };
   const onSignal = (): void => {

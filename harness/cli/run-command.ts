@@ -1,11 +1,11 @@
 import { defaultBackend, loadBackend } from '../../backends/registry.js';
-import { readConfigFile } from '../config-file.js';
+import { backendOptionsFrom, namingConfigFile } from './backend-options.js';
 import { selectProbes } from '../../suites/index.js';
 import { summaryText } from '../../reports/summary-table.js';
 import { EXIT, SandcheckError } from '../errors.js';
 import { loadPolicy } from '../policy-loader.js';
 import { runSuite } from '../run-suite.js';
-import { prepareOutDir } from '../../reports/out-dir.js';
+import { checkOutDir, createOutDir } from '../../reports/out-dir.js';
 import { safeJsonStringify } from '../../reports/clean-text.js';
 import { loadTaskDir } from '../task/load-tasks.js';
 import { progressReporter } from './progress.js';
@@ -20,6 +20,15 @@ import { runSummary } from '../../reports/run-summary.js';
 import { shardProbes, type Shard } from '../shard.js';
 import { checkWatchDaemons } from '../watch-daemon.js';
 
+/** What one run can write into --out at most: the reports of every result, and each task case's artifacts. */
+export function outBytesBound(probes: readonly { kind: string }[], policy: { exports: { maxTotalMb: number } }): number {
+  const tasks = probes.filter((p) => p.kind === 'task').length;
+  return REPORT_BYTES_BASE + probes.length * REPORT_BYTES_PER_RESULT + tasks * policy.exports.maxTotalMb * 1024 * 1024;
+}
+/** Measured on full runs (five report files, capped evidence texts), with a wide margin. */
+const REPORT_BYTES_BASE = 4 * 1024 * 1024;
+const REPORT_BYTES_PER_RESULT = 512 * 1024;
+
 /** --image / --docker-socket / DOCKER_HOST become docker backend options (on top of a --backend-config file). */
 function withDockerFlags(fileOptions: unknown, opts: { backend?: string; image?: string; dockerSocket?: string }): unknown {
   const isDocker = opts.backend !== undefined && ['docker-default', 'docker-hardened', 'gvisor', 'docker'].includes(opts.backend);
@@ -27,7 +36,9 @@ function withDockerFlags(fileOptions: unknown, opts: { backend?: string; image?:
     if (opts.image || opts.dockerSocket) throw new SandcheckError('USAGE', '--image and --docker-socket are options of the docker backends', { hint: 'add --backend docker-hardened (or docker-default, gvisor)' });
     return fileOptions;
   }
-  const base = typeof fileOptions === 'object' && fileOptions !== null ? (fileOptions as Record<string, unknown>) : {};
+  // Any other shape is the backend's to refuse: never merged into nothing.
+  if (fileOptions !== undefined && (typeof fileOptions !== 'object' || fileOptions === null || Array.isArray(fileOptions))) return fileOptions;
+  const base = (fileOptions ?? {}) as Record<string, unknown>;
   return {
     ...base,
     ...(opts.image ? { image: opts.image } : {}),
@@ -74,8 +85,10 @@ export async function runCommand(opts: RunCommandOptions): Promise<number> {
   // Every shard computes the same assignment from the same selection and policy.
   const probes = opts.shard ? shardProbes(selected, opts.shard, policy) : selected;
   if (opts.certify) await certifyBeforeRun({ ...opts, certify: opts.certify }, probes);
+  // Read and shape-checked before anything is created: a refused file leaves no --out behind.
+  const backendOptions = withDockerFlags(await backendOptionsFrom(opts), opts);
+  const outDir = await checkOutDir(opts.out, outBytesBound(probes, policy));
   const reporter = progressReporter(process.stderr);
-  await prepareOutDir(opts.out, (m) => reporter.onNotice?.(m));
   // Caught from here on: an interrupt during back-end start-up (a daemon, an image import) still ends in interrupted reports.
   const interrupt = new AbortController();
   const onSignal = (sig: NodeJS.Signals): void => {
@@ -92,13 +105,12 @@ export async function runCommand(opts: RunCommandOptions): Promise<number> {
   };
   let backend;
   try {
-    // The command backend reads its file itself, so that its errors name the file and the key.
-    const fileOptions = opts.backendConfig && opts.backend !== 'command' ? await readConfigFile(opts.backendConfig) : undefined;
-    const backendOptions = opts.backend === 'command' ? (opts.backendConfig ? { configFile: opts.backendConfig } : undefined) : withDockerFlags(fileOptions, opts);
     if (opts.backend) {
-      backend = await loadBackend(opts.backend, backendOptions);
+      const name = opts.backend;
+      backend = await namingConfigFile(opts.backendConfig, () => loadBackend(name, backendOptions));
     } else {
-      const chosen = await defaultBackend();
+      // The file goes to the backend that runs, the default one too: checked by its schema, never dropped.
+      const chosen = await namingConfigFile(opts.backendConfig, () => defaultBackend(backendOptions));
       backend = chosen.backend;
       if (chosen.fallbackReason) reporter.onNotice?.(`bwrap is not usable here (${chosen.fallbackReason}); falling back to the process control. Run \`sandcheck doctor\` to see what to install.`);
     }
@@ -110,6 +122,7 @@ export async function runCommand(opts: RunCommandOptions): Promise<number> {
     if (backend.capabilities(policy).isolation === 'none') {
       reporter.onNotice?.(`WARNING: backend "${backend.name}" isolates NOTHING: probes run as plain host processes (the positive control). Expect every security probe to be crossed.`);
     }
+    await createOutDir(outDir, (m) => reporter.onNotice?.(m));
   } catch (err) {
     // Ctrl-C reaches a daemon being started too: a failure after an interrupt is the interrupt.
     if (!interrupt.signal.aborted || backend === undefined) {
@@ -128,7 +141,7 @@ export async function runCommand(opts: RunCommandOptions): Promise<number> {
       policy,
       backendName: opts.backend ?? backend.name,
       backend,
-      ...(opts.backendConfig ? { backendConfig: opts.backendConfig } : {}),
+      ...(opts.backendConfig ? { backendConfig: opts.backendConfig, backendOptions } : {}),
       ...(opts.dockerSocket ? { dockerSocket: opts.dockerSocket } : {}),
       ...(opts.label !== undefined ? { label: opts.label } : {}),
     });

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { z } from 'zod';
 import { readConfigFile } from '../config-file.js';
+import { formatIssues } from '../config-issues.js';
 import { SandcheckError } from '../errors.js';
 import { FILES_DIR, MANIFEST_NAME, writeStaging } from './staging.js';
 import type { ExportCandidate, ExportDecision, ExportedFile, Exporter, ExportLimits, Refusal } from './types.js';
@@ -53,7 +54,7 @@ function checkTemplate(argv: readonly string[], file: string): void {
 export async function loadCommandExporter(file: string): Promise<Exporter> {
   const raw = await readConfigFile(file);
   const parsed = CommandExporterConfigSchema.safeParse(raw);
-  if (!parsed.success) throw new SandcheckError('CONFIG_INVALID', `${file}: invalid command exporter:\n${z.prettifyError(parsed.error)}`);
+  if (!parsed.success) throw new SandcheckError('CONFIG_INVALID', `invalid command exporter\n${formatIssues(parsed.error, raw, file)}`);
   checkTemplate(parsed.data.argv, file);
   const name = parsed.data.name ?? `command:${relative(process.cwd(), file) || file}`;
   return createCommandExporter(parsed.data, { name, configDir: dirname(resolve(file)) });

@@ -4,7 +4,10 @@ import { sweepDeadRuns } from './sweep.js';
 import { defaultSweepHooks } from './sweep-hooks.js';
 import { defaultJournalDir } from './journal.js';
 
-/** `sandcheck clean [--dry-run]`: removes what runs that died left behind, by their ownership journals. */
+/**
+ * `sandcheck clean [--dry-run]`: removes what runs that died left behind, by their ownership journals (a killed
+ * witness's socket and state file too, each only while it is still the one recorded).
+ */
 export async function cleanCommand(opts: { dryRun?: boolean }, out: NodeJS.WritableStream = process.stdout): Promise<number> {
   const dir = defaultJournalDir();
   const report = await sweepDeadRuns({ dir, dryRun: opts.dryRun === true, hooks: defaultSweepHooks() });

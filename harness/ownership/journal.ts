@@ -1,4 +1,5 @@
-import { appendFileSync, readFileSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { appendFileSync, closeSync, constants as fsc, fstatSync, lstatSync, openSync, readFileSync, readSync, rmSync, unlinkSync, type BigIntStats } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, normalize } from 'node:path';
@@ -19,6 +20,11 @@ const AbsPath = z
   .max(4096)
   .refine((p) => isAbsolute(p) && normalize(p) === p && p !== '/', { error: 'expected a normalised absolute path' });
 
+const Decimal = z.string().regex(/^\d{1,20}$/);
+/** Which inode a path held when it was recorded (bigint stats as decimal strings: inode numbers pass 2^53). */
+export const InodeIdentitySchema = z.strictObject({ dev: Decimal, ino: Decimal });
+export type InodeIdentity = z.infer<typeof InodeIdentitySchema>;
+
 export const OwnedResourceSchema = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('process'), pid: z.number().int().positive(), startTime: z.number().int().nonnegative(), name: z.string().max(64) }),
   z.strictObject({ kind: z.literal('dir'), path: AbsPath }),
@@ -26,6 +32,13 @@ export const OwnedResourceSchema = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('cgroup'), path: AbsPath.refine((p) => p.startsWith('/sys/fs/cgroup/'), { error: 'expected a path under /sys/fs/cgroup' }) }),
   z.strictObject({ kind: z.literal('mount'), path: AbsPath }),
   z.strictObject({ kind: z.literal('key'), description: z.string().regex(DECOY_KEY_DESCRIPTION) }),
+  /**
+   * A unix socket the run listens on. With `inode` (its ctime too: an inode number freed and reused at the same path
+   * must not pass for ours) it is provably ours at any path; without, only at a path that carries the run id.
+   */
+  z.strictObject({ kind: z.literal('socket'), path: AbsPath, inode: InodeIdentitySchema.extend({ ctimeNs: Decimal }).optional() }),
+  /** A regular file the run wrote (a state file holding a token): provably ours by inode and content hash, or by its name. */
+  z.strictObject({ kind: z.literal('file'), path: AbsPath, inode: InodeIdentitySchema.optional(), sha256: z.string().regex(/^[0-9a-f]{64}$/).optional() }),
 ]);
 export type OwnedResource = z.infer<typeof OwnedResourceSchema>;
 
@@ -68,6 +81,69 @@ export function readBootIdSync(): string {
     return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
   } catch {
     return 'unknown';
+  }
+}
+
+export type OwnedPath = Extract<OwnedResource, { kind: 'socket' | 'file' }>;
+
+export const inodeIdentity = (st: BigIntStats): InodeIdentity => ({ dev: st.dev.toString(), ino: st.ino.toString() });
+
+/** A recorded file's content is read for its hash only up to this size: a state file is far smaller. */
+const MAX_HASHED_BYTES = 1 << 20;
+
+function sha256OfNoFollow(path: string, ino: bigint): string | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK);
+  } catch {
+    return undefined;
+  }
+  try {
+    const st = fstatSync(fd, { bigint: true });
+    if (!st.isFile() || st.ino !== ino || st.size > BigInt(MAX_HASHED_BYTES)) return undefined;
+    const hash = createHash('sha256');
+    const buf = Buffer.alloc(64 * 1024);
+    for (let n = readSync(fd, buf); n > 0; n = readSync(fd, buf)) hash.update(buf.subarray(0, n));
+    return hash.digest('hex');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Whether a recorded socket or file is still the one the run made: the same type (never through a symlink), and
+ * the same inode (and ctime, content hash) when those were recorded. `other`: something else is at the path now,
+ * which is not ours to remove. Throws when the path cannot be looked at (so a sweep keeps the record).
+ */
+export function ownedPathState(r: OwnedPath): 'ours' | 'gone' | 'other' {
+  let st: BigIntStats | undefined;
+  try {
+    st = lstatSync(r.path, { bigint: true, throwIfNoEntry: false });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOTDIR') return 'gone';
+    throw err;
+  }
+  if (!st) return 'gone';
+  if (r.kind === 'socket') {
+    if (!st.isSocket()) return 'other';
+    if (r.inode && (r.inode.dev !== st.dev.toString() || r.inode.ino !== st.ino.toString() || r.inode.ctimeNs !== st.ctimeNs.toString())) return 'other';
+    return 'ours';
+  }
+  if (!st.isFile()) return 'other';
+  if (r.inode && (r.inode.dev !== st.dev.toString() || r.inode.ino !== st.ino.toString())) return 'other';
+  if (r.sha256 && sha256OfNoFollow(r.path, st.ino) !== r.sha256) return 'other';
+  return 'ours';
+}
+
+/** Unlinks a recorded socket or file only while it is still the one recorded; anything else at its path stays. */
+export function removeOwnedPath(r: OwnedPath): 'removed' | 'gone' {
+  if (ownedPathState(r) !== 'ours') return 'gone';
+  try {
+    unlinkSync(r.path);
+    return 'removed';
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'gone';
+    throw err;
   }
 }
 

@@ -6,7 +6,7 @@ import { LAB_STATE_DIR } from '../../lab/netns/state.js';
 import { teardownNamespace } from '../../lab/netns/teardown.js';
 import { removeCgroupTree, runIdCgroups } from './run-id-cgroups.js';
 import { invalidateKeys, listKeys } from '../../lab/keyring.js';
-import { defaultJournalDir, processStartTime, readBootIdSync, readJournals, resourceKey, type JournalEntry, type OwnedResource } from './journal.js';
+import { defaultJournalDir, ownedPathState, processStartTime, readBootIdSync, readJournals, removeOwnedPath, resourceKey, type JournalEntry, type OwnedResource } from './journal.js';
 
 /** A backend's own crash sweep (bwrap cgroups and workspaces, a private dockerd, …) run with the journal sweep. */
 export interface SweepHook {
@@ -56,7 +56,11 @@ function carriesRunId(r: OwnedResource, runId: string): boolean {
   if (r.kind === 'process') return true;
   if (r.kind === 'netns') return r.name === `sc-${runId}`;
   if (r.kind === 'key') return r.description.startsWith(`sandcheck-decoy:${runId}:`);
-  return r.path.split('/').some((part) => part.includes(runId));
+  const named = r.path.split('/').some((part) => part.includes(runId));
+  // A socket or file at a path the user chose is ours by its recorded inode (and a file by its content) instead.
+  if (r.kind === 'socket') return named || r.inode !== undefined;
+  if (r.kind === 'file') return named || (r.inode !== undefined && r.sha256 !== undefined);
+  return named;
 }
 
 async function removeCgroup(path: string): Promise<void> {
@@ -121,6 +125,9 @@ async function removeOne(r: OwnedResource): Promise<'removed' | 'gone'> {
       rmSync(r.path, { recursive: true, force: true });
       return 'removed';
     }
+    case 'socket':
+    case 'file':
+      return removeOwnedPath(r);
   }
 }
 
@@ -134,12 +141,19 @@ function stillThere(r: OwnedResource): boolean {
       return existsSync(`/run/netns/${r.name}`);
     case 'key':
       return listKeys(r.description).length > 0;
+    case 'socket':
+    case 'file':
+      try {
+        return ownedPathState(r) === 'ours';
+      } catch {
+        return true; // unreadable here: the real sweep reports why it stays
+      }
     default:
       return existsSync(r.path);
   }
 }
 
-const ORDER: readonly OwnedResource['kind'][] = ['process', 'key', 'mount', 'netns', 'cgroup', 'dir'];
+const ORDER: readonly OwnedResource['kind'][] = ['process', 'key', 'mount', 'netns', 'cgroup', 'socket', 'file', 'dir'];
 
 /** A journal directory another user could write into is not trusted. */
 function trustedDir(dir: string): string | undefined {

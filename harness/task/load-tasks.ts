@@ -1,9 +1,9 @@
-import { readdir } from 'node:fs/promises';
-import { basename, extname, join, resolve } from 'node:path';
+import { readdir, realpath } from 'node:fs/promises';
+import { basename, isAbsolute, join, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { SandcheckError, errorMessage } from '../errors.js';
+import { parseDocument } from '../config-file.js';
 import type { TaskCase } from '../model/probe.js';
 import { formatIssues } from '../policy-loader.js';
 import { CONFIG_FILE_MAX_BYTES, INPUT_FILE_MAX_BYTES, readBoundedFile, readBoundedText } from '../bounded-file.js';
@@ -15,7 +15,15 @@ import { expectedExitFromSpec, type TaskCaseSpec } from './task-case.js';
 /** Bounds of a task case: ids and titles reach report names and terminals; everything else is bounded by the file size. */
 export const TASK_BOUNDS = { idLength: 64, titleLength: 200, pathLength: 1024, sourceLength: CONFIG_FILE_MAX_BYTES, listLength: 100, attempts: 21, caseFiles: 1000 } as const;
 const T = TASK_BOUNDS;
-const RelPath = () => z.string().min(1).max(T.pathLength, { error: `expected a path of at most ${T.pathLength} characters` });
+/** A path inside the case's own folder (or the box's work directory): never absolute, never `..`, no NUL. */
+const RelPath = () =>
+  z
+    .string()
+    .min(1)
+    .max(T.pathLength, { error: `expected a path of at most ${T.pathLength} characters` })
+    .refine((p) => !isAbsolute(p) && !p.startsWith('\\'), { error: 'expected a relative path (it stays inside the case folder)' })
+    .refine((p) => !p.split(/[\\/]/).includes('..'), { error: 'expected a path without ".." (it stays inside the case folder)' })
+    .refine((p) => !p.includes('\u0000'), { error: 'expected a path without NUL characters' });
 const Source = () => z.string().min(1).max(T.sourceLength, { error: `expected at most ${T.sourceLength} characters` });
 export const TaskId = z
   .string()
@@ -59,30 +67,44 @@ export const TaskCaseFileSchema = z
 
 export type TaskCaseFile = z.infer<typeof TaskCaseFileSchema>;
 
-async function inputFile(path: string, what: string): Promise<Buffer> {
-  const read = await readBoundedFile(path, INPUT_FILE_MAX_BYTES);
+/**
+ * The real path of `rel` under `folder`, refused when it (or a symlink on the way) leads out of the folder: a case
+ * is a folder of its own, and a file it names must not pull another part of the machine into the box or a report.
+ */
+export async function insideFolder(folder: string, rel: string, what: string): Promise<string> {
+  const root = await realpath(folder);
+  let real: string;
+  try {
+    real = await realpath(resolve(folder, rel));
+  } catch (err) {
+    const code = err !== null && typeof err === 'object' && 'code' in err ? String(err.code) : '';
+    throw new SandcheckError('CONFIG_INVALID', `${what}: ${code === 'ENOENT' || code === 'ENOTDIR' ? 'does not exist' : `cannot be resolved (${code || errorMessage(err)})`}`);
+  }
+  if (real !== root && !real.startsWith(`${root}${sep}`)) {
+    throw new SandcheckError('CONFIG_INVALID', `${what}: leads out of the case folder (through a symlink)`, { hint: 'copy the file into the folder that holds the task case' });
+  }
+  return real;
+}
+
+async function inputFile(base: string, rel: string, what: string): Promise<Buffer> {
+  const read = await readBoundedFile(await insideFolder(base, rel, what), INPUT_FILE_MAX_BYTES);
   if (!read.ok) throw new SandcheckError('CONFIG_INVALID', `${what}: ${read.message}`);
   return read.bytes;
 }
 
 async function programSource(base: string, p: { program?: string | undefined; programFile?: string | undefined }, file: string): Promise<string> {
   if (p.program !== undefined) return p.program;
-  const path = resolve(base, p.programFile ?? '');
-  const read = await readBoundedText(path, CONFIG_FILE_MAX_BYTES);
-  if (!read.ok) throw new SandcheckError('CONFIG_INVALID', `${visibleLine(file)}: programFile ${visibleLine(p.programFile ?? '')}: ${read.message}`);
+  const what = `${visibleLine(file)}: programFile ${visibleLine(p.programFile ?? '')}`;
+  const read = await readBoundedText(await insideFolder(base, p.programFile ?? '', what), CONFIG_FILE_MAX_BYTES);
+  if (!read.ok) throw new SandcheckError('CONFIG_INVALID', `${what}: ${read.message}`);
   return read.text;
 }
 
-async function fromYaml(path: string): Promise<TaskCaseSpec> {
+async function fromYaml(dir: string, path: string): Promise<TaskCaseSpec> {
   const file = basename(path);
-  let doc: unknown;
-  const read = await readBoundedText(path, CONFIG_FILE_MAX_BYTES);
+  const read = await readBoundedText(await insideFolder(dir, file, visibleLine(file)), CONFIG_FILE_MAX_BYTES);
   if (!read.ok) throw new SandcheckError('CONFIG_INVALID', `${visibleLine(file)}: ${read.message}`, { hint: 'a task case is a regular YAML or JSON file' });
-  try {
-    doc = extname(path) === '.json' ? JSON.parse(read.text) : parseYaml(read.text);
-  } catch (err) {
-    throw new SandcheckError('CONFIG_INVALID', `${visibleLine(file)}: cannot parse: ${visibleLine(errorMessage(err)).slice(0, 500)}`);
-  }
+  const doc = await parseDocument(read.text, file);
   const parsed = TaskCaseFileSchema.safeParse(doc);
   if (!parsed.success) {
     throw new SandcheckError('CONFIG_INVALID', `invalid task case\n${formatIssues(parsed.error, doc, file)}`, {
@@ -101,7 +123,7 @@ async function fromYaml(path: string): Promise<TaskCaseSpec> {
   const inputs = await Promise.all(
     c.inputs.map(async (i) => ({
       path: i.path,
-      content: i.content !== undefined ? Buffer.from(i.content) : await inputFile(resolve(base, i.file ?? ''), `${visibleLine(file)}: inputs: ${visibleLine(i.path)}: ${visibleLine(i.file ?? '')}`),
+      content: i.content !== undefined ? Buffer.from(i.content) : await inputFile(base, i.file ?? '', `${visibleLine(file)}: inputs: ${visibleLine(i.path)}: file ${visibleLine(i.file ?? '')}`),
       readOnly: true,
     })),
   );
@@ -132,11 +154,12 @@ function isTaskCase(v: unknown): v is TaskCase {
 }
 
 /** A JS module case exports a TaskCase (default or `taskCase`); custom predicate functions live there. */
-async function fromModule(path: string): Promise<TaskCase> {
+async function fromModule(dir: string, path: string): Promise<TaskCase> {
   const file = basename(path);
+  const real = await insideFolder(dir, file, visibleLine(file));
   let mod: Record<string, unknown>;
   try {
-    mod = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+    mod = (await import(pathToFileURL(real).href)) as Record<string, unknown>;
   } catch (err) {
     throw new SandcheckError('CONFIG_INVALID', `${file}: cannot load: ${errorMessage(err)}`, { hint: 'compile TypeScript cases to .mjs first (or run sandcheck through tsx)' });
   }
@@ -162,7 +185,7 @@ export async function loadTaskDir(dir: string): Promise<TaskCase[]> {
   const cases: TaskCase[] = [];
   for (const name of names) {
     const path = join(dir, name);
-    cases.push(/\.(m?js|ts)$/.test(name) ? await fromModule(path) : await fromYaml(path));
+    cases.push(/\.(m?js|ts)$/.test(name) ? await fromModule(dir, path) : await fromYaml(dir, path));
   }
   const seen = new Set<string>();
   for (const c of cases) {

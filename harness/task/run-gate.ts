@@ -24,7 +24,7 @@ export function runGate(exec: ExecObservation, expectedExit = 0): PredicateResul
     };
   }
   if (exec.exitCode !== expectedExit) {
-    return { accepted: false, reason: `the program ended with exit code ${exec.exitCode}, expected ${expectedExit}` };
+    return { accepted: false, reason: `the program ended with ${how}, expected ${expectedExit}` };
   }
   return undefined;
 }

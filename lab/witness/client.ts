@@ -1,9 +1,11 @@
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { z } from 'zod';
 import type { LabHandle } from '../../backends/contract.js';
 import { SandcheckError, errorMessage } from '../../harness/errors.js';
+import { CONFIG_FILE_MAX_BYTES, readBoundedText } from '../../harness/bounded-file.js';
+import { formatIssues } from '../../harness/config-issues.js';
+import { visibleLine } from '../../reports/clean-text.js';
 import { readBootIdSync } from '../../harness/ownership/journal.js';
 import type { LabTraffic } from '../lab-session.js';
 import type { WitnessProof } from '../witness-ledger.js';
@@ -39,14 +41,19 @@ export async function witnessEndpoint(spec: string, env: NodeJS.ProcessEnv = pro
     if (!token) throw new SandcheckError('USAGE', `--witness ${spec}: set SANDCHECK_WITNESS_TOKEN to the witness's token, or pass the state file it wrote (witness serve --state FILE)`);
     return { url: spec, token };
   }
+  const read = await readBoundedText(spec, CONFIG_FILE_MAX_BYTES);
+  if (!read.ok) {
+    throw new SandcheckError('USAGE', `--witness ${visibleLine(spec)}: not a witness URL (unix:/path or http://host:port), and as a state file it ${read.message}`, { hint: 'start one with: sandcheck witness serve --state /run/sandcheck/witness.json' });
+  }
   let raw: unknown;
   try {
-    raw = JSON.parse(await readFile(spec, 'utf8'));
-  } catch (err) {
-    throw new SandcheckError('USAGE', `--witness ${spec}: not a witness URL (unix:/path or http://host:port) and not a readable state file: ${errorMessage(err)}`, { hint: 'start one with: sandcheck witness serve --state /run/sandcheck/witness.json' });
+    raw = JSON.parse(read.text);
+  } catch {
+    // The parser's message quotes the text: a state file holds a token, and this may not be one at all.
+    throw new SandcheckError('CONFIG_INVALID', `--witness ${visibleLine(spec)}: not a witness state file (not valid JSON)`, { hint: 'pass the file `sandcheck witness serve --state FILE` wrote' });
   }
   const parsed = WitnessStateSchema.safeParse(raw);
-  if (!parsed.success) throw new SandcheckError('CONFIG_INVALID', `${spec}: not a witness state file:\n${z.prettifyError(parsed.error)}`);
+  if (!parsed.success) throw new SandcheckError('CONFIG_INVALID', `${visibleLine(spec)}: not a witness state file\n${formatIssues(parsed.error, raw, spec)}`);
   return { url: parsed.data.url, token: parsed.data.token };
 }
 

@@ -47,11 +47,14 @@ export const TrafficSchema = z.strictObject({
   witness: WitnessHealthSchema,
 });
 
-/** What `witness serve --state FILE` writes (mode 0600): everything `run --witness FILE` needs. */
+/**
+ * What `witness serve --state FILE` writes: everything `run --witness FILE` needs. The file is one the witness
+ * created itself (mode 0600, never an existing file or a symlink); the token is sent only as `Authorization: Bearer`.
+ */
 export const WitnessStateSchema = z.strictObject({
   url: z.string().regex(/^(unix:\/|http:\/\/)/, { error: 'expected unix:/path/to.sock or http://host:port' }),
-  token: z.string().min(16).max(128),
-  witnessId: z.string(),
+  token: z.string().regex(/^[\x21-\x7e]{16,128}$/, { error: 'expected 16 to 128 visible ASCII characters' }),
+  witnessId: z.string().regex(/^[a-z0-9]{1,32}$/),
   pid: z.number().int().positive(),
 });
 export type WitnessState = z.infer<typeof WitnessStateSchema>;

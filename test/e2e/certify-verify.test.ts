@@ -52,7 +52,7 @@ describe('run --json and --certify, verify', () => {
 
   it('the bundle holds both cards, both JUnit files, the policy, the fingerprint and the manifest; the fingerprint hashes the payloads', async () => {
     expect((await readdir(bundle)).sort()).toEqual(['environment.json', 'manifest.sha256', 'policy.json', 'security.json', 'security.junit.xml', 'task.json', 'task.junit.xml']);
-    const fp = JSON.parse(await readFile(join(bundle, 'environment.json'), 'utf8')) as { probes: { id: string; files: { path: string; sha256: string }[] }[]; backend: { name: string; version: string }; environment: { label: string } };
+    const fp = JSON.parse(await readFile(join(bundle, 'environment.json'), 'utf8')) as { probes: { id: string; files: { path: string; sha256: string }[] }[]; backend: { name: string; version: string }; environment: { label: string; backendConfig?: unknown } };
     expect(schemaValidator('environment-fingerprint.schema.json')(fp)).toBe(true);
     expect(fp.probes.map((p) => p.id)).toEqual(ONLY);
     const payload = fp.probes[0]?.files.find((f) => f.path === 'probes/secret-decoy-file/payload.py');
@@ -61,7 +61,9 @@ describe('run --json and --certify, verify', () => {
     expect(fp.backend.version).toMatch(/^Python 3\./);
     expect(fp.environment.label).toBe('sign-off rc1');
     for (const f of await readdir(bundle)) expect(await readFile(join(bundle, f), 'utf8'), f).not.toContain(FAKE_KEY);
-    expect(JSON.stringify(fp.environment)).toContain('deploy key');
+    // The file's text is not kept (only its hash and the options the backend applied), so neither is its comment.
+    expect(JSON.stringify(fp.environment)).not.toContain('deploy key');
+    expect(fp.environment).toMatchObject({ backendConfig: { file: 'process.yaml', options: {}, checkedBy: 'sandcheck' } });
   });
 
   it('verify passes on the untouched bundle', async () => {

@@ -23,7 +23,7 @@ describe('runs that say what they were', () => {
     const env = cards.security.environment;
     expect(env).toMatchObject({ label: 'head', policySha256: policySha256(cards.security.policy), cgroupMode: expect.stringMatching(/^(v1|hybrid|v2|unknown)$/) });
     expect(env?.kernel).not.toBe('');
-    expect(env?.backendConfig).toMatchObject({ file: 'process.yaml', content: await readFile(config, 'utf8'), truncated: false });
+    expect(env?.backendConfig).toMatchObject({ file: 'process.yaml', bytes: (await readFile(config)).length, options: {}, checkedBy: 'sandcheck' });
     expect(env?.tools.find((t) => t.tool === 'python3')).toMatchObject({ status: 'ok' });
     expect(cards.task.environment).toEqual(env);
     expect((await readCards(base)).security.environment?.policySha256).not.toBe(env?.policySha256);

@@ -1,5 +1,5 @@
-import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { symlinkSync, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -88,14 +88,21 @@ describe('bounded input', () => {
     expect((err as SandcheckError).message).toMatch(/id: expected an id of at most 64 characters/);
   });
 
-  it('a task case input file that is a device is refused, not read', async () => {
+  it('a task case input file that is a device is refused, not read: named absolutely, through a link, or as a FIFO in the folder', async () => {
     const dir = await tempDir();
     await mkdir(join(dir, 'cases'));
-    writeFileSync(
-      join(dir, 'cases', 'dev.yaml'),
-      'id: dev\ntitle: t\nexpected: accept\nprogram: print(1)\ninputs: [{path: in.bin, file: /dev/zero}]\npredicate: {type: exit-code, code: 0}\n',
-    );
-    const err = await loadTaskDir(join(dir, 'cases')).catch((e: unknown) => e);
-    expect((err as SandcheckError).message).toMatch(/inputs: in\.bin: \/dev\/zero: is a character device/);
+    const write = (file: string): void =>
+      writeFileSync(join(dir, 'cases', 'dev.yaml'), `id: dev\ntitle: t\nexpected: accept\nprogram: print(1)\ninputs: [{path: in.bin, file: ${file}}]\npredicate: {type: exit-code, code: 0}\n`);
+    write('/dev/zero');
+    const absolute = await loadTaskDir(join(dir, 'cases')).catch((e: unknown) => e);
+    expect((absolute as SandcheckError).message).toMatch(/inputs\.0\.file: expected a relative path/);
+    symlinkSync('/dev/zero', join(dir, 'cases', 'zero'));
+    write('zero');
+    const linked = await loadTaskDir(join(dir, 'cases')).catch((e: unknown) => e);
+    expect((linked as SandcheckError).message).toMatch(/inputs: in\.bin: file zero: leads out of the case folder/);
+    execFileSync('mkfifo', [join(dir, 'cases', 'fifo')]);
+    write('fifo');
+    const fifo = await loadTaskDir(join(dir, 'cases')).catch((e: unknown) => e);
+    expect((fifo as SandcheckError).message).toMatch(/inputs: in\.bin: file fifo: is a FIFO, not a regular file/);
   });
 });

@@ -125,6 +125,19 @@ describe('the run counts', () => {
     expect(task[0]?.reason).toMatch(/the program ended with exit code 1, expected 0/);
   });
 
+  it("a program the backend stopped at its output limit is rejected naming that limit, not a bare SIGKILL (the harness's killedBy stays none)", async () => {
+    const { task } = await runFake([averageCorrect], ({ files }) => ({ files: honestAverage(files), stdout: 'x'.repeat(1000), exitCode: null, signal: 'SIGKILL', outputTruncated: true }));
+    const r = task[0]!;
+    const stop = "stopped by the backend's output limit after 1000 bytes of stdout+stderr (ended by SIGKILL)";
+    expect(r.verdict).toBe('rejected');
+    expect(r.reason).toContain(`the program did not end by itself: ${stop} (expected exit 0); whatever it wrote before does not count`);
+    expect(r.evidence.find((e) => e.witness === 'exit-status')?.detail).toMatch(/^stopped by the backend's output limit after 1000 bytes of stdout\+stderr \(ended by SIGKILL\) after \d+ ms$/);
+    expect(r.observation).toMatchObject({ killedBy: 'none', backendReport: { outputTruncated: true } });
+    // A backend that cuts the output and lets the program exit on its own: the exit status says so too.
+    const cut = await runFake([averageCorrect], ({ files }) => ({ files: honestAverage(files), stdout: 'x'.repeat(1000), exitCode: 1, outputTruncated: true }));
+    expect(cut.task[0]?.reason).toContain('the program ended with exit code 1 after the backend cut its output at its output limit (1000 bytes of stdout+stderr), expected 0');
+  });
+
   it('the built-in bad endings are expected rejections; a case that expects a failure code accepts exactly it', async () => {
     const { task } = await runFake([averageCrashesAfterResult, averageHangsAfterResult, exitCodePropagation], ({ args, files }) => {
       if (args.probe === 'exit-code-propagation') return { files: { 'status.json': '{"willExit": 3}' }, exitCode: 3 };

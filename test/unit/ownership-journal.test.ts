@@ -1,11 +1,12 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { appendFileSync, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, statSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openOwnershipJournal, parseJournal, processStartTime, readBootIdSync } from '../../harness/ownership/journal.js';
+import { inodeIdentity, openOwnershipJournal, parseJournal, processStartTime, readBootIdSync, type OwnedResource } from '../../harness/ownership/journal.js';
 import { sweepDeadRuns } from '../../harness/ownership/sweep.js';
 import { openRunContext } from '../../harness/run-context.js';
 import { DECOY_SCRIPT } from '../../lab/host-decoys.js';
@@ -42,6 +43,18 @@ async function reaped(pid: number): Promise<boolean> {
     if (processStartTime(pid) === undefined) return true;
   }
   return false;
+}
+
+/** A unix socket nobody listens on any more, as a SIGKILLed server leaves it (python does not unlink on exit). */
+function staleSocket(path: string): void {
+  const r = spawnSync('python3', ['-c', 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])', path], { encoding: 'utf8' });
+  expect(r.status, r.stderr).toBe(0);
+  expect(lstatSync(path).isSocket()).toBe(true);
+}
+
+function socketRecord(path: string): OwnedResource {
+  const st = lstatSync(path, { bigint: true });
+  return { kind: 'socket', path, inode: { ...inodeIdentity(st), ctimeNs: st.ctimeNs.toString() } };
 }
 
 function sleeper(): { pid: number; startTime: number } {
@@ -149,6 +162,124 @@ describe('ownership journal and crash sweep', () => {
     expect(existsSync(foreign)).toBe(true);
     expect(existsSync(released)).toBe(true);
     live.close();
+  });
+
+  it("a dead witness's socket goes by recorded inode at any path, by name without one; only while it is still that socket", async () => {
+    const journalDir = join(await tempDir('owners'), 'j');
+    const runId = 'wsockdead1';
+    const dir = await tempDir('sockets');
+    // A --listen path the user chose: no run id in it, the inode and ctime prove it.
+    const userSock = join(dir, 'listen.sock');
+    staleSocket(userSock);
+    // The default path carries the id: journalled before bind, without an inode.
+    const namedSock = join(dir, `witness-${runId}.sock`);
+    staleSocket(namedSock);
+    // Recorded, then replaced by another socket at the same path (another server's now): not ours.
+    const replaced = join(dir, 'replaced.sock');
+    staleSocket(replaced);
+    const replacedRecord = socketRecord(replaced);
+    unlinkSync(replaced);
+    staleSocket(replaced);
+    // Recorded, then a regular file took its path: never removed as a socket.
+    const nowFile = join(dir, 'now-a-file.sock');
+    staleSocket(nowFile);
+    const nowFileRecord = socketRecord(nowFile);
+    unlinkSync(nowFile);
+    writeFileSync(nowFile, 'not a socket');
+    // A socket with no id in its path and no inode recorded: not provably ours.
+    const unproven = join(dir, 'unproven.sock');
+    staleSocket(unproven);
+    // A socket record that is not a socket at all at its named path (a directory).
+    const namedDir = join(dir, `${runId}-dir.sock`);
+    mkdirSync(namedDir);
+
+    deadRunJournal(journalDir, runId, [
+      { op: 'own', resource: { kind: 'socket', path: namedSock } },
+      { op: 'own', resource: socketRecord(userSock) },
+      { op: 'own', resource: replacedRecord },
+      { op: 'own', resource: nowFileRecord },
+      { op: 'own', resource: { kind: 'socket', path: unproven } },
+      { op: 'own', resource: { kind: 'socket', path: namedDir } },
+    ]);
+    const expected = [`${runId}: socket ${namedSock}`, `${runId}: socket ${userSock}`].sort();
+    const dry = await sweepDeadRuns({ dir: journalDir, dryRun: true });
+    expect(dry.removed.sort()).toEqual(expected);
+    expect(dry.kept).toEqual([{ what: `${runId}: socket ${unproven}`, reason: 'the record does not name its run: not provably ours' }]);
+    expect(existsSync(userSock) && existsSync(namedSock)).toBe(true);
+
+    const report = await sweepDeadRuns({ dir: journalDir });
+    expect(report.removed.sort()).toEqual(expected);
+    expect(existsSync(userSock) || existsSync(namedSock)).toBe(false);
+    expect(lstatSync(replaced).isSocket()).toBe(true);
+    expect(readFileSync(nowFile, 'utf8')).toBe('not a socket');
+    expect(lstatSync(unproven).isSocket()).toBe(true);
+    expect(statSync(namedDir).isDirectory()).toBe(true);
+  });
+
+  it("a dead witness's state file goes by inode and content hash (or its temp file by name); a changed file, a new one or a symlink stays", async () => {
+    const journalDir = join(await tempDir('owners'), 'j');
+    const runId = 'wfiledead1';
+    const dir = await tempDir('files');
+    const record = (path: string, text: string): OwnedResource => {
+      writeFileSync(path, text, { mode: 0o600 });
+      return { kind: 'file', path, inode: inodeIdentity(lstatSync(path, { bigint: true })), sha256: createHash('sha256').update(text).digest('hex') };
+    };
+    const state = join(dir, 'witness.json');
+    const stateRecord = record(state, '{"token":"SCNRYTOKEN1"}\n');
+    const temp = join(dir, `.sandcheck-witness-${runId}.tmp`);
+    writeFileSync(temp, 'partial');
+    // Same inode, other content (rewritten in place since): not the file recorded.
+    const edited = join(dir, 'edited.json');
+    const editedRecord = record(edited, '{"token":"SCNRYTOKEN2"}\n');
+    writeFileSync(edited, '{"token":"SOMEONEELSE"}\n');
+    // Deleted and made anew at the same path (a later witness's state file, even if the inode number came back).
+    const remade = join(dir, 'remade.json');
+    const remadeRecord = record(remade, '{"token":"SCNRYTOKEN3"}\n');
+    unlinkSync(remade);
+    writeFileSync(remade, '{"token":"NEWWITNESS"}\n');
+    // Replaced by a symlink to a file with that very content: never followed.
+    const linked = join(dir, 'linked.json');
+    const linkedRecord = record(linked, '{"token":"SCNRYTOKEN4"}\n');
+    renameSync(linked, join(dir, 'moved.json'));
+    symlinkSync(join(dir, 'moved.json'), linked);
+    // No inode or hash and no run id in the name: not provably ours.
+    const unproven = join(dir, 'unproven.json');
+    writeFileSync(unproven, 'x');
+
+    deadRunJournal(journalDir, runId, [
+      { op: 'own', resource: { kind: 'file', path: temp } },
+      { op: 'own', resource: stateRecord },
+      { op: 'own', resource: editedRecord },
+      { op: 'own', resource: remadeRecord },
+      { op: 'own', resource: linkedRecord },
+      { op: 'own', resource: { kind: 'file', path: unproven } },
+    ]);
+    const expected = [`${runId}: file ${state}`, `${runId}: file ${temp}`].sort();
+    expect((await sweepDeadRuns({ dir: journalDir, dryRun: true })).removed.sort()).toEqual(expected);
+    expect(existsSync(state) && existsSync(temp)).toBe(true);
+    const report = await sweepDeadRuns({ dir: journalDir });
+    expect(report.removed.sort()).toEqual(expected);
+    expect(report.kept.map((k) => k.what)).toEqual([`${runId}: file ${unproven}`]);
+    expect(existsSync(state) || existsSync(temp)).toBe(false);
+    expect(readFileSync(edited, 'utf8')).toBe('{"token":"SOMEONEELSE"}\n');
+    expect(readFileSync(remade, 'utf8')).toBe('{"token":"NEWWITNESS"}\n');
+    expect(lstatSync(linked).isSymbolicLink()).toBe(true);
+    expect(readFileSync(join(dir, 'moved.json'), 'utf8')).toBe('{"token":"SCNRYTOKEN4"}\n');
+    expect(existsSync(unproven)).toBe(true);
+  });
+
+  it('a socket journalled by name first and by inode later is one resource: one release frees it', () => {
+    const text = [
+      JSON.stringify({ op: 'run', runId: 'wparse0001', pid: 1, startTime: 2, bootId: 'b', createdAt: 'now' }),
+      JSON.stringify({ op: 'own', resource: { kind: 'socket', path: '/run/sandcheck/witness-wparse0001.sock' } }),
+      JSON.stringify({ op: 'own', resource: { kind: 'socket', path: '/run/sandcheck/witness-wparse0001.sock', inode: { dev: '1', ino: '2', ctimeNs: '3' } } }),
+    ];
+    expect(parseJournal('/x', text.join('\n'))?.live).toEqual([{ kind: 'socket', path: '/run/sandcheck/witness-wparse0001.sock', inode: { dev: '1', ino: '2', ctimeNs: '3' } }]);
+    const released = [...text, JSON.stringify({ op: 'release', resource: { kind: 'socket', path: '/run/sandcheck/witness-wparse0001.sock' } })];
+    expect(parseJournal('/x', released.join('\n'))?.live).toEqual([]);
+    // A record whose inode is not a number, or a relative path, is not trusted.
+    const bad = [text[0], JSON.stringify({ op: 'own', resource: { kind: 'socket', path: 'rel.sock', inode: { dev: '1', ino: 'x', ctimeNs: '3' } } })];
+    expect(parseJournal('/x', bad.join('\n'))).toMatchObject({ live: [], skipped: 1 });
   });
 
   it('keeps the journal line for a resource before it exists, and a torn line does not hide the others', () => {

@@ -51,9 +51,9 @@ describe('policy', () => {
 
   it('rejects unknown keys and unknown presets', async () => {
     const typo = await policyFile('typo.yaml', 'resources:\n  memoryMB: 256\n');
-    await expect(loadPolicy(typo)).rejects.toThrow(/resources: Unrecognized key.*memoryMB/);
+    await expect(loadPolicy(typo)).rejects.toThrow(/resources: unknown key "memoryMB"/);
     const base = await policyFile('base.yaml', 'extends: lax\n');
-    await expect(loadPolicy(base)).rejects.toThrow(/extends: expected one of reference, ci, got "lax"/);
+    await expect(loadPolicy(base)).rejects.toThrow(/extends: expected one of reference, ci, got a string of 3 characters/);
     await expect(loadPolicy('no-such-policy')).rejects.toMatchObject({ code: 'POLICY_NOT_FOUND' });
   });
 
@@ -77,7 +77,7 @@ describe('network.allow entries', () => {
     const path = await policyFile('nope.yaml', 'extends: ci\nnetwork:\n  mode: allowlist\n  allow: [nope]\n');
     const err = await loadPolicy(path).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SandcheckError);
-    expect((err as SandcheckError).message).toMatch(/network\.allow\.0: .*expected an entry such as tcp:203\.0\.113\.10:80.*got "nope"/);
+    expect((err as SandcheckError).message).toMatch(/network\.allow\.0: .*expected an entry such as tcp:203\.0\.113\.10:80.*got a string of 4 characters/);
     for (const bad of ['tcp:2001:db8::10:80', 'icmp:203.0.113.10:80', 'udp:203.0.113.10:0', 'tcp:203.0.113.0/33:80', 'sctp:203.0.113.10:80', '203.0.113.10:80:1', '']) {
       expect(parseAllowEntry(bad).ok, bad).toBe(false);
     }

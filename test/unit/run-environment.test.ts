@@ -66,13 +66,27 @@ describe('run environment', () => {
     dirs.push(dir);
     const cfg = join(dir, 'bwrap.yaml');
     await writeFile(cfg, 'shareNetwork: false\n');
-    const env = await collectEnvironment({ policy: FAST_POLICY, backendName: 'bwrap', backendConfig: cfg, label: 'head' });
+    // A built-in backend says what it applied (its own parse, defaults filled in); the file's text is not kept.
+    const applied = { shareNetwork: false, seccomp: true };
+    const backend = { appliedOptions: () => applied };
+    const env = await collectEnvironment({ policy: FAST_POLICY, backendName: 'bwrap', backendConfig: cfg, backendOptions: { shareNetwork: false }, backend, label: 'head' });
     expect(EnvironmentSchema.parse(env)).toEqual(env);
     expect(env).toMatchObject({
       label: 'head',
       policySha256: policySha256(FAST_POLICY),
-      backendConfig: { file: 'bwrap.yaml', bytes: 20, content: 'shareNetwork: false\n', truncated: false, sha256: createHash('sha256').update('shareNetwork: false\n').digest('hex') },
+      backendConfig: {
+        file: 'bwrap.yaml',
+        bytes: 20,
+        sha256: createHash('sha256').update('shareNetwork: false\n').digest('hex'),
+        options: applied,
+        optionsSha256: createHash('sha256').update('{"seccomp":true,"shareNetwork":false}').digest('hex'),
+        checkedBy: 'sandcheck',
+      },
     });
+    expect(env.backendConfig).not.toHaveProperty('content');
+    // An adapter that cannot say what it applied: the options it was handed, marked as the adapter's to check.
+    const handed = await collectEnvironment({ policy: FAST_POLICY, backendName: './adapter.mjs', backendConfig: cfg, backendOptions: { shareNetwork: false }, backend: {} });
+    expect(handed.backendConfig).toMatchObject({ options: { shareNetwork: false }, checkedBy: 'adapter' });
     expect(env.tools.map((t) => t.tool)).toEqual(expect.arrayContaining(['bwrap', 'dockerd', 'runsc', 'podman']));
     const facts = { name: 'bwrap', description: 'x', isolation: 'sandbox' as const, enforces: [] };
     const meta = { runId: 'r1', startedAt: new Date(0), finishedAt: new Date(0), interrupted: false };

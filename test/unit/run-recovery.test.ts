@@ -28,6 +28,8 @@ async function tempDir(): Promise<string> {
 
 const local = securitySuite.filter((p) => p.category !== 'network' && !p.companion && !p.followUp);
 const [slow, fast, third] = local as [ProbeSpec, ProbeSpec, ProbeSpec];
+/** Scheduled as waiting work: as many start at once as -j allows, whatever the machine's cores (a CPU-bound one waits for a core). */
+const atOnce = (probes: ProbeSpec[]): ProbeSpec[] => probes.map((p) => ({ ...p, load: 'wait' }));
 
 /** A well-behaved payload that prints its markers and exits 0. */
 const quiet: FakeScript = ({ files }) => {
@@ -75,12 +77,28 @@ describe('reports that survive', () => {
 
   it('an internal error mid-run stops the probes still running and still writes what was measured (exit 4)', async () => {
     let slowStopped = false;
+    let slowRunning = (): void => undefined;
+    const slowInExec = new Promise<void>((resolve) => (slowRunning = resolve));
     const script: FakeScript = (input) => {
       if (input.args.probe === slow.id) {
         input.request.signal.addEventListener('abort', () => (slowStopped = true));
+        slowRunning();
         return { ...quiet(input), hang: true };
       }
       return quiet(input);
+    };
+    // The fast probe ends only once the slow one is in its exec: otherwise (under load) the fast one can finish before
+    // the slow one has even put its files, whose exec then starts already stopped and never sees an abort event.
+    const backend = new FakeBackend(script);
+    const create = backend.create.bind(backend);
+    backend.create = async (policy, ctx) => {
+      const env = await create(policy, ctx);
+      const exec = env.exec.bind(env);
+      env.exec = async (request) => {
+        if ((JSON.parse(request.argv[2] ?? '{}') as { probe?: string }).probe === fast.id) await slowInExec;
+        return exec(request);
+      };
+      return env;
     };
     // A harness bug stands in here as a reporter that throws when the fast probe ends.
     const reporter: RunReporter = {
@@ -88,7 +106,7 @@ describe('reports that survive', () => {
         if (r.id === fast.id) throw new Error('boom in the harness');
       },
     };
-    const r = await suite({ script, probes: [slow, fast, third], concurrency: 2, reporter });
+    const r = await suite({ backend, probes: atOnce([slow, fast, third]), concurrency: 2, reporter });
     expect(r.exitCode).toBe(4);
     expect(r.internalError).toContain('boom in the harness');
     expect(slowStopped).toBe(true);
@@ -97,6 +115,8 @@ describe('reports that survive', () => {
     expect(byId.get(fast.id)?.harnessError).toBeUndefined();
     expect(byId.get(slow.id)?.harnessError?.code).toBe('INTERRUPTED');
     expect(byId.get(third.id)?.harnessError?.code).toBe('INTERNAL');
+    // In the run's order, as a finished run lists them: not as they came (fast, then slow, then the ones never run).
+    expect(r.security.results.map((x) => x.id)).toEqual([slow.id, fast.id, third.id]);
     expect(validateScorecard('security', JSON.parse(readFileSync(r.files.securityJson, 'utf8'))).valid).toBe(true);
   });
 
@@ -175,6 +195,56 @@ describe('reports that survive', () => {
     expect(rec).toMatchObject({ runId: 'rkilled001', results: 0 });
     expect(validateScorecard('task', JSON.parse(readFileSync(join(other, 'task.json'), 'utf8'))).valid).toBe(true);
     expect(existsSync(join(other, RESULTS_JOURNAL))).toBe(false);
+  });
+
+  it("report --recover lists results in the run's order, as the finished run's cards do, not in the order they came", async () => {
+    const order = [slow, fast, third];
+    // Each probe's exec waits until the next one in the run's order has ended: they end in reverse.
+    const ended = new Map(
+      order.map((p) => {
+        let resolve = (): void => undefined;
+        const promise = new Promise<void>((r) => (resolve = r));
+        return [p.id, { promise, resolve: () => resolve() }];
+      }),
+    );
+    const backend = new FakeBackend(quiet);
+    const create = backend.create.bind(backend);
+    backend.create = async (policy, ctx) => {
+      const env = await create(policy, ctx);
+      const exec = env.exec.bind(env);
+      env.exec = async (request) => {
+        const id = (JSON.parse(request.argv[2] ?? '{}') as { probe?: string }).probe;
+        const next = order[order.findIndex((p) => p.id === id) + 1];
+        if (next) await ended.get(next.id)?.promise;
+        return exec(request);
+      };
+      return env;
+    };
+    const outDir = await tempDir();
+    let journal = '';
+    const finished = await suite({
+      backend,
+      outDir,
+      probes: atOnce(order),
+      concurrency: 3,
+      reporter: {
+        onProbeEnd: (r) => {
+          ended.get(r.id)?.resolve();
+          // The journal as a run killed right after its last result would leave it.
+          if (r.id === slow.id) journal = readFileSync(join(outDir, RESULTS_JOURNAL), 'utf8');
+        },
+      },
+    });
+    const ids = order.map((p) => p.id);
+    expect(finished.security.results.map((x) => x.id)).toEqual(ids);
+    const [startLine = '', ...resultLines] = journal.trimEnd().split('\n');
+    expect(resultLines.map((l) => (JSON.parse(l) as { result: { id: string } }).result.id)).toEqual([...ids].reverse());
+    const dead = await tempDir();
+    const start = { ...(JSON.parse(startLine) as Record<string, unknown>), pid: spawnSync('true').pid ?? 999_999, startTime: 1 };
+    writeFileSync(join(dead, RESULTS_JOURNAL), `${[JSON.stringify(start), ...resultLines].join('\n')}\n`);
+    await recoverResultsJournal(dead);
+    const card = JSON.parse(readFileSync(join(dead, 'security.json'), 'utf8')) as { results: { id: string }[] };
+    expect(card.results.map((x) => x.id)).toEqual(ids);
   });
 
   it('a journal torn inside its first line never blocks the directory: it is moved aside with a notice', async () => {
