@@ -1,7 +1,7 @@
 /**
  * sandcheck's public adapter API: `import type { Backend } from 'sandcheck/adapter'`.
  *
- * The contract is defined once, in backends/contract.ts, and re-exported here together with the
+ * The contract is defined once, in model/backend-contract.ts, and re-exported here together with the
  * helpers the built-in backends use to stay honest (host-side process discovery, cgroup counters read
  * from outside, bounded capture, idempotent teardown). Reference: docs/adapters.md.
  */
@@ -25,13 +25,13 @@ export {
   type PolicyItem,
   type PutFile,
   type ResourceReport,
-} from '../backends/contract.js';
-export type { Policy } from '../harness/model/policy.js';
-export type { Tristate } from '../harness/model/observation.js';
-export { SandcheckError, type SandcheckErrorCode } from '../harness/errors.js';
+} from '../model/backend-contract.js';
+export type { Policy } from '../model/policy.js';
+export type { Tristate } from '../model/observation.js';
+export { SandcheckError, type SandcheckErrorCode } from '../core/errors.js';
 
 /** What a module adapter's default export is: `--backend ./my-adapter.mjs` calls it with the parsed `--backend-config`. */
-export type AdapterFactory = (options: unknown) => import('../backends/contract.js').Backend | Promise<import('../backends/contract.js').Backend>;
+export type AdapterFactory = (options: unknown) => import('../model/backend-contract.js').Backend | Promise<import('../model/backend-contract.js').Backend>;
 
 // Host processes, seen from outside the box.
 export { findProcessesWithEnvMarker, findProcessesWithCmdline, killPids, type MarkedProcess } from '../lab/process-scan.js';

@@ -3,8 +3,8 @@ import { createRequire } from 'node:module';
 import { isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ADAPTER_API_VERSION } from './version.js';
-import { SandcheckError, errorMessage } from '../harness/errors.js';
-import type { Backend } from '../backends/contract.js';
+import { SandcheckError, errorMessage } from '../core/errors.js';
+import type { Backend } from '../model/backend-contract.js';
 
 const FACTORY_SHAPE = 'export default function createBackend(options: unknown): Backend | Promise<Backend>';
 

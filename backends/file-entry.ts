@@ -1,7 +1,7 @@
 import type { Stats } from 'node:fs';
 import { lstat, readFile, readlink, stat } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
-import type { FileKind, GotFile } from './contract.js';
+import type { FileKind, GotFile } from '../model/backend-contract.js';
 
 /** What an lstat result is, in the download API's vocabulary (a file with other links is a hardlink). */
 export function kindOf(st: Stats): FileKind {

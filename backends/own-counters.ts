@@ -1,4 +1,4 @@
-import type { Backend } from './contract.js';
+import type { Backend } from '../model/backend-contract.js';
 
 /**
  * Backends whose resource counters sandcheck's own code reads (the built-in backends and presets). Every other

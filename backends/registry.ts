@@ -1,5 +1,5 @@
-import { SandcheckError } from '../harness/errors.js';
-import type { Backend } from './contract.js';
+import { SandcheckError } from '../core/errors.js';
+import type { Backend } from '../model/backend-contract.js';
 import { loadModuleBackend } from '../adapter/load-module.js';
 import { PRESET_PREFIX, PRESETS } from './presets/catalog.js';
 

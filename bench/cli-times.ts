@@ -17,7 +17,7 @@ export interface CliTimes {
 
 /** Wall time of the built CLI's fast commands, with bare `node -e 0` as the floor; rounds interleaved after a warm-up. */
 export async function cliTimes(root: string, rounds: number): Promise<CliTimes | { unavailable: string }> {
-  const main = join(root, 'dist', 'harness', 'cli', 'main.js');
+  const main = join(root, 'dist', 'cli', 'main.js');
   if (!existsSync(main)) return { unavailable: `${main} is missing: build first (npx tsc -p tsconfig.build.json)` };
   const commands: { label: string; argv: string[] }[] = [
     { label: 'node -e 0 (floor)', argv: [process.execPath, '-e', '0'] },

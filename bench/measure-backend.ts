@@ -1,5 +1,5 @@
-import type { Backend } from '../backends/contract.js';
-import type { Policy } from '../harness/model/policy.js';
+import type { Backend } from '../model/backend-contract.js';
+import type { Policy } from '../model/policy.js';
 import type { RunContext } from '../harness/run-context.js';
 import { load } from './machine.js';
 import type { BenchPayload } from './payloads.js';

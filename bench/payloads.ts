@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import type { PutFile } from '../backends/contract.js';
-import type { Judgement, SecurityProbe } from '../harness/model/probe.js';
+import type { PutFile } from '../model/backend-contract.js';
+import type { Judgement, SecurityProbe } from '../model/probe.js';
 import { CANARY_PREFIX } from '../lab/canaries.js';
-import { payloadPath } from '../harness/paths.js';
+import { payloadPath } from '../core/paths.js';
 import { CHALLENGE_FILE, CONTROL_ENV, makeControlValue, makeProof } from '../harness/proof.js';
 import { secretDecoyEnv } from '../probes/secret-decoy-env/probe.js';
 

@@ -1,11 +1,11 @@
 import { performance } from 'node:perf_hooks';
 import { chown, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Backend } from '../backends/contract.js';
+import type { Backend } from '../model/backend-contract.js';
 import { BwrapBackend, commandArgv, type BoxPlan } from '../backends/bwrap/index.js';
 import type { HostConfigSpec } from '../backends/docker/client.js';
 import { DockerBackend, hostConfigFor, LABEL_RUN } from '../backends/docker/index.js';
-import type { Policy } from '../harness/model/policy.js';
+import type { Policy } from '../model/policy.js';
 import { RUN_MARKER } from '../harness/run-context.js';
 import type { PreparedPayload } from './payloads.js';
 import { spawnTimed, type SpawnResult } from './spawn-timed.js';

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import type { Backend } from '../backends/contract.js';
-import type { Policy } from '../harness/model/policy.js';
+import type { Backend } from '../model/backend-contract.js';
+import type { Policy } from '../model/policy.js';
 import type { RunContext } from '../harness/run-context.js';
 import { Runner } from '../harness/runner.js';
 import type { BenchPayload } from './payloads.js';

@@ -3,8 +3,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadBackend } from '../backends/registry.js';
-import { errorMessage } from '../harness/errors.js';
-import type { Policy } from '../harness/model/policy.js';
+import { errorMessage } from '../core/errors.js';
+import type { Policy } from '../model/policy.js';
 import { isNetworkProbe, probeLoad } from '../harness/probe-cost.js';
 import { slotsFor, type Slots } from '../harness/schedule.js';
 import { allProbes } from '../suites/index.js';
@@ -73,7 +73,7 @@ export function criticalPathMs(results: readonly { id: string; ms: number }[], s
 
 /** Runs `sandcheck run` once per entry (default concurrency) and reads both scorecards it wrote. */
 export async function suiteTimes(root: string, policy: Policy, entries: readonly { label: string; backend: string; only?: string[] }[], signal?: AbortSignal): Promise<SuiteRow[] | { unavailable: string }> {
-  const main = join(root, 'dist', 'harness', 'cli', 'main.js');
+  const main = join(root, 'dist', 'cli', 'main.js');
   if (!existsSync(main)) return { unavailable: `${main} is missing: build first (npx tsc -p tsconfig.build.json)` };
   const rows: SuiteRow[] = [];
   for (const e of entries) {

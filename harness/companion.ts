@@ -1,9 +1,9 @@
-import type { Environment } from '../backends/contract.js';
+import type { Environment } from '../model/backend-contract.js';
 import { BoundedCapture } from '../lab/bounded-capture.js';
-import { SandcheckError } from './errors.js';
+import { SandcheckError } from '../core/errors.js';
 import { payloadFiles } from './exec-payload.js';
-import type { Policy } from './model/policy.js';
-import type { ProbeContext, SecurityProbe } from './model/probe.js';
+import type { Policy } from '../model/policy.js';
+import type { ProbeContext, SecurityProbe } from '../model/probe.js';
 
 export interface Companion {
   /** Passed to the probe's payload: whether the other box is up and what it announced. */

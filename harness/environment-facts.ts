@@ -2,12 +2,12 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { release } from 'node:os';
 import { basename, dirname } from 'node:path';
-import { visibleLine } from '../reports/clean-text.js';
-import { CONFIG_FILE_MAX_BYTES, readBoundedFile } from './bounded-file.js';
-import { BACKEND_CONFIG_CONTENT_MAX, LABEL_MAX, type RunEnvironment } from './environment-model.js';
-import { SandcheckError } from './errors.js';
-import type { Policy } from './model/policy.js';
-import { packageVersion } from './paths.js';
+import { visibleLine } from '../core/clean-text.js';
+import { CONFIG_FILE_MAX_BYTES, readBoundedFile } from '../core/bounded-file.js';
+import { BACKEND_CONFIG_CONTENT_MAX, LABEL_MAX, type RunEnvironment } from '../model/environment.js';
+import { SandcheckError } from '../core/errors.js';
+import type { Policy } from '../model/policy.js';
+import { packageVersion } from '../core/paths.js';
 import { KNOWN_TOOLS, backendOwnVersion, commandBackendTools, dockerApiVersion, toolVersion } from './tool-versions.js';
 
 export const sha256Hex = (data: string | Uint8Array): string => createHash('sha256').update(data).digest('hex');

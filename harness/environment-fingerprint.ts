@@ -2,12 +2,12 @@ import { readdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import { z } from 'zod';
-import { visibleLine } from '../reports/clean-text.js';
-import { INPUT_FILE_MAX_BYTES, readBoundedFile } from './bounded-file.js';
-import { EnvironmentSchema, Sha256Hex, ToolVersionSchema, type RunEnvironment, type ToolVersion } from './environment-model.js';
+import { visibleLine } from '../core/clean-text.js';
+import { INPUT_FILE_MAX_BYTES, readBoundedFile } from '../core/bounded-file.js';
+import { EnvironmentSchema, Sha256Hex, ToolVersionSchema, type RunEnvironment, type ToolVersion } from '../model/environment.js';
 import { sha256Hex } from './environment-facts.js';
-import type { ProbeSpec } from './model/probe.js';
-import { packageRoot } from './paths.js';
+import type { ProbeSpec } from '../model/probe.js';
+import { packageRoot } from '../core/paths.js';
 
 /** The sign-off bundle's environment fingerprint (environment.json): what ran, on what, with which code. */
 export const FINGERPRINT_VERSION = '1.0.0';

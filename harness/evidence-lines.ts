@@ -1,5 +1,5 @@
-import { outside, type Evidence } from './model/evidence.js';
-import type { ExecObservation } from './model/observation.js';
+import { outside, type Evidence } from '../model/evidence.js';
+import type { ExecObservation } from '../model/observation.js';
 import type { ExportOutcome } from './export-stage.js';
 
 /** The exporter's decision as one line of outside evidence. */

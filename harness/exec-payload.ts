@@ -1,18 +1,18 @@
 import { readFile } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
-import type { Environment, ExecResult, PutFile, ResourceReport } from '../backends/contract.js';
+import type { Environment, ExecResult, PutFile, ResourceReport } from '../model/backend-contract.js';
 import { BoundedCapture } from '../lab/bounded-capture.js';
 import type { CompiledCanaries } from '../lab/canary-forms.js';
 import { scanJoined, scanSplitAcross } from '../lab/canary-scan.js';
 import { startHostHealth } from '../lab/host-health.js';
-import { SandcheckError, errorMessage } from './errors.js';
+import { SandcheckError, errorMessage } from '../core/errors.js';
 import { startProcessSampler, type HostCgroupRead } from './host-observers.js';
 import { programMark } from './kernel-carriers.js';
 import { hitWhere } from './left-in-box.js';
-import type { ExecObservation, KilledBy } from './model/observation.js';
-import type { Policy } from './model/policy.js';
-import type { ProbeContext, ProbeSpec } from './model/probe.js';
-import { payloadPath } from './paths.js';
+import type { ExecObservation, KilledBy } from '../model/observation.js';
+import type { Policy } from '../model/policy.js';
+import type { ProbeContext, ProbeSpec } from '../model/probe.js';
+import { payloadPath } from '../core/paths.js';
 import { CHALLENGE_FILE, CONTROL_ENV, CONTROL_FILE, makeControlValue, makeProof, type ExecProof } from './proof.js';
 import type { RunContext } from './run-context.js';
 

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { Environment } from '../backends/contract.js';
+import type { Environment } from '../model/backend-contract.js';
 import { scanDecoyEvents, scanEach } from '../lab/canary-scan.js';
 import { findProcessesWithCmdline, killPids } from '../lab/process-scan.js';
 import { execWithDeadline, payloadFiles, type ExecHow, type ExecSetting } from './exec-payload.js';
@@ -11,8 +11,8 @@ import { payloadStillRunning } from './still-running.js';
 import { acquireHostWatch } from './host-watch-lock.js';
 import { carriersAfterDestroy, survivorName } from './kernel-carriers.js';
 import { hitWhere, readWhole, workspaceFiles } from './left-in-box.js';
-import type { Policy } from './model/policy.js';
-import type { Observation, ProbeContext, ProbeSpec } from './model/probe.js';
+import type { Policy } from '../model/policy.js';
+import type { Observation, ProbeContext, ProbeSpec } from '../model/probe.js';
 import { watchForProcess } from './process-watch.js';
 import { readDaemonEvents, type RunContext } from './run-context.js';
 

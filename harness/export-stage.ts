@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import type { GotFile } from '../backends/contract.js';
+import type { GotFile } from '../model/backend-contract.js';
 import { createNaiveExporter } from './export/naive-exporter.js';
 import { referenceExporter } from './export/reference-exporter.js';
 import type { ExportCandidate, ExportDecision, Exporter, ExportLimits } from './export/types.js';
-import type { Policy } from './model/policy.js';
+import type { Policy } from '../model/policy.js';
 
 import type { ExporterChoice } from './export/exporter-choice.js';
 export type { ExporterChoice } from './export/exporter-choice.js';

@@ -1,10 +1,10 @@
 import { stat } from 'node:fs/promises';
-import { exeBasename, parentPid, procLink } from '../lab/proc-files.js';
-import type { Environment } from '../backends/contract.js';
-import type { Observation } from './model/probe.js';
+import { exeBasename, parentPid, procLink } from '../core/proc-files.js';
+import type { Environment } from '../model/backend-contract.js';
+import type { Observation } from '../model/probe.js';
 import { attachPosture, postureOf, readHostView, readProcessIdentity, readProcessPosture, type HostView, type ProcessIdentity } from '../lab/host-process.js';
 import { KernelCarrierTracker } from './kernel-carriers.js';
-import type { UserSpaceKernel } from './model/observation.js';
+import type { UserSpaceKernel } from '../model/observation.js';
 import { attachRootView, readRootView, rootViewOf } from '../lab/root-view.js';
 import { describeBoxCgroup, joinCounters, readBoxCgroup, readBoxCounters, sinceFirstRead, type BoxCgroup } from '../lab/box-cgroup.js';
 import type { CgroupCounters } from '../backends/shared/cgroup-counters.js';

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SandcheckError } from './errors.js';
-import { STATE_ROOT, mkdirWithTraversableParents } from './state-root.js';
+import { SandcheckError } from '../core/errors.js';
+import { STATE_ROOT, mkdirWithTraversableParents } from '../core/state-root.js';
 
 /** How long a probe waits for another run's host-watching probe before it gives up (inconclusive). */
 export const HOST_WATCH_WAIT_SECONDS = 600;

@@ -4,15 +4,15 @@
  */
 export { runSuite, type RunSuiteOptions, type RunSuiteOutcome } from './run-suite.js';
 export { securitySuite, taskSuite, allProbes, selectProbes } from '../suites/index.js';
-export { POLICY_PRESETS, REFERENCE_POLICY, CI_POLICY, PolicySchema, type Policy, type PresetName } from './model/policy.js';
+export { POLICY_PRESETS, REFERENCE_POLICY, CI_POLICY, PolicySchema, type Policy, type PresetName } from '../model/policy.js';
 export { loadPolicy } from './policy-loader.js';
 export { loadTaskDir } from './task/load-tasks.js';
 export { loadBackend, backendNames, isBuiltinBackend } from '../backends/registry.js';
 export { checkAdapter, type AdapterCheckOptions } from '../adapter/check/run-checks.js';
 export type { AdapterCheckReport, CheckResult } from '../adapter/check/model.js';
-export { SandcheckError, EXIT, type SandcheckErrorCode } from './errors.js';
-export type { RunReporter, AnyResult } from './events.js';
-export type { ProbeSpec, SecurityProbe, TaskCase } from './model/probe.js';
-export type { SecurityScorecard, TaskScorecard, SecurityResult, TaskResult } from './model/scorecard.js';
+export { SandcheckError, EXIT, type SandcheckErrorCode } from '../core/errors.js';
+export type { RunReporter, AnyResult } from '../model/events.js';
+export type { ProbeSpec, SecurityProbe, TaskCase } from '../model/probe.js';
+export type { SecurityScorecard, TaskScorecard, SecurityResult, TaskResult } from '../model/scorecard.js';
 export { ADAPTER_API_VERSION } from '../adapter/version.js';
-export type { Backend } from '../backends/contract.js';
+export type { Backend } from '../model/backend-contract.js';

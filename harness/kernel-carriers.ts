@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { attachPosture, readHostView, readProcessIdentity, readProcessPosture, type HostView, type ProcessIdentity } from '../lab/host-process.js';
-import { parentPid, procText, startTicks } from '../lab/proc-files.js';
+import { parentPid, procText, startTicks } from '../core/proc-files.js';
 import { argv0, childrenOf, findInKernelMemory, kernelKindOf, mappingCount, MAX_LOOK_BYTES, scanKernelMemory, selfOrAncestor, type UserSpaceKernelKind } from '../lab/user-space-kernel.js';
-import type { UserSpaceKernel } from './model/observation.js';
-import type { CarrierAfterDestroy } from './model/probe.js';
+import type { UserSpaceKernel } from '../model/observation.js';
+import type { CarrierAfterDestroy } from '../model/probe.js';
 
 /** Looks per process before it is given up, and bytes of memory read per execution (a look reads at most MAX_LOOK_BYTES). */
 const MAX_LOOKS = 10;

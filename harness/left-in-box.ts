@@ -1,7 +1,7 @@
 import { constants } from 'node:fs';
 import { open, readdir } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import type { GotFile } from '../backends/contract.js';
+import type { GotFile } from '../model/backend-contract.js';
 import type { CanaryHit } from '../lab/canary-forms.js';
 
 const MAX_FILES = 256;

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { stat } from 'node:fs/promises';
-import type { Environment } from '../backends/contract.js';
-import { exeBasename, procLink, procText } from '../lab/proc-files.js';
+import type { Environment } from '../model/backend-contract.js';
+import { exeBasename, procLink, procText } from '../core/proc-files.js';
 import { PAYLOAD_INTERPRETER } from './host-observers.js';
 import { namespaceLinks } from './netns-links.js';
 

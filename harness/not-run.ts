@@ -1,7 +1,7 @@
-import type { AnyResult } from './events.js';
-import type { Policy } from './model/policy.js';
-import type { ProbeSpec, TaskCase } from './model/probe.js';
-import type { TaskResult } from './model/scorecard.js';
+import type { AnyResult } from '../model/events.js';
+import type { Policy } from '../model/policy.js';
+import type { ProbeSpec, TaskCase } from '../model/probe.js';
+import type { TaskResult } from '../model/scorecard.js';
 import { endToEndBudgetMs } from './task/correction-loop.js';
 
 /** Results for probes that never ran because the run was interrupted (or ended) before they started. */

@@ -1,4 +1,4 @@
-import type { Policy } from './model/policy.js';
+import type { Policy } from '../model/policy.js';
 
 export interface PolicyBounds {
   attempts: number;

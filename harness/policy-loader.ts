@@ -1,11 +1,11 @@
-import { SandcheckError } from './errors.js';
-import { parseDocument } from './config-file.js';
-import { describeValue, formatIssues } from './config-issues.js';
+import { SandcheckError } from '../core/errors.js';
+import { parseDocument } from '../core/config-file.js';
+import { describeValue, formatIssues } from '../core/config-issues.js';
 
-export { describeValue, formatIssues } from './config-issues.js';
-import { CONFIG_FILE_MAX_BYTES, readBoundedText } from './bounded-file.js';
-import { visibleLine } from '../reports/clean-text.js';
-import { POLICY_PRESETS, PolicySchema, isPresetName, type Policy } from './model/policy.js';
+export { describeValue, formatIssues } from '../core/config-issues.js';
+import { CONFIG_FILE_MAX_BYTES, readBoundedText } from '../core/bounded-file.js';
+import { visibleLine } from '../core/clean-text.js';
+import { POLICY_PRESETS, PolicySchema, isPresetName, type Policy } from '../model/policy.js';
 
 type PlainObject = Record<string, unknown>;
 

@@ -1,5 +1,5 @@
-import type { Policy } from './model/policy.js';
-import type { ProbeSpec } from './model/probe.js';
+import type { Policy } from '../model/policy.js';
+import type { ProbeSpec } from '../model/probe.js';
 
 /** Whether a probe keeps a core busy while it runs ('cpu') or mostly sleeps and holds while the host watches ('wait'). */
 export type ProbeLoad = 'cpu' | 'wait';

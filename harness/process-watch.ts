@@ -1,4 +1,4 @@
-import { procBytes } from '../lab/proc-files.js';
+import { procBytes } from '../core/proc-files.js';
 import { findProcessesWithCmdline } from '../lab/process-scan.js';
 
 const POLL_MS = 200;

@@ -1,5 +1,5 @@
-import type { PolicyItem } from '../backends/contract.js';
-import type { Policy } from './model/policy.js';
+import type { PolicyItem } from '../model/backend-contract.js';
+import type { Policy } from '../model/policy.js';
 
 /**
  * Whether the policy requires the item: a required item the backend does not enforce is a failure

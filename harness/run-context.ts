@@ -3,7 +3,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import type { LabHandle } from '../backends/contract.js';
+import type { LabHandle } from '../model/backend-contract.js';
 import type { LabTraffic, WitnessProof } from '../lab/lab-session.js';
 import { makeCanaries, plantDecoyFiles, type CanarySet } from '../lab/canaries.js';
 import { startHostDecoys, type HostDecoys } from '../lab/host-decoys.js';

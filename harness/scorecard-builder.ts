@@ -1,5 +1,5 @@
-import type { Backend } from '../backends/contract.js';
-import type { Policy } from './model/policy.js';
+import type { Backend } from '../model/backend-contract.js';
+import type { Policy } from '../model/policy.js';
 import {
   SCORECARD_VERSION,
   type SecurityResult,
@@ -7,9 +7,9 @@ import {
   type TaskResult,
   type TaskScorecard,
   type WatchedDaemon,
-} from './model/scorecard.js';
-import { packageVersion } from './paths.js';
-import type { RunEnvironment } from './environment-model.js';
+} from '../model/scorecard.js';
+import { packageVersion } from '../core/paths.js';
+import type { RunEnvironment } from '../model/environment.js';
 import type { Shard } from './shard.js';
 
 export interface RunMeta {

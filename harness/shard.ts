@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { MAX_SHARDS } from './shard-arg.js';
-import type { Policy } from './model/policy.js';
-import type { ProbeSpec } from './model/probe.js';
+import { MAX_SHARDS } from '../cli/shard-arg.js';
+import type { Policy } from '../model/policy.js';
+import type { ProbeSpec } from '../model/probe.js';
 import { expectedMs } from './probe-cost.js';
 
 export const ShardSchema = z.strictObject({
@@ -10,7 +10,7 @@ export const ShardSchema = z.strictObject({
 });
 export type Shard = z.infer<typeof ShardSchema>;
 
-export { parseShard } from './shard-arg.js';
+export { parseShard } from '../cli/shard-arg.js';
 export { expectedMs } from './probe-cost.js';
 
 /**

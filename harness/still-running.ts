@@ -1,5 +1,5 @@
 import { findProcessesWithCmdline } from '../lab/process-scan.js';
-import { exeBasename, procLink } from '../lab/proc-files.js';
+import { exeBasename, procLink } from '../core/proc-files.js';
 import { PAYLOAD_INTERPRETER } from './host-observers.js';
 
 /**

@@ -3,9 +3,9 @@ import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { basename, isAbsolute, join } from 'node:path';
-import { visibleLine } from '../reports/clean-text.js';
-import { readBoundedFile } from './bounded-file.js';
-import type { ToolVersion } from './environment-model.js';
+import { visibleLine } from '../core/clean-text.js';
+import { readBoundedFile } from '../core/bounded-file.js';
+import type { ToolVersion } from '../model/environment.js';
 
 /** The system's binary directories, system ones first (never the caller's PATH: a run records what the backends use). */
 const BIN_DIRS: readonly string[] = ['/usr/bin', '/bin', '/usr/sbin', '/sbin', '/usr/local/bin', '/usr/local/sbin'];

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
-import { readConfigFile } from './config-file.js';
-import { SandcheckError } from './errors.js';
-import type { Evidence } from './model/evidence.js';
-import type { SecurityResult } from './model/scorecard.js';
-import { WaiverListSchema, WaiversObjectSchema, type Waiver } from './model/waiver.js';
+import { readConfigFile } from '../core/config-file.js';
+import { SandcheckError } from '../core/errors.js';
+import type { Evidence } from '../model/evidence.js';
+import type { SecurityResult } from '../model/scorecard.js';
+import { WaiverListSchema, WaiversObjectSchema, type Waiver } from '../model/waiver.js';
 import { formatIssues } from './policy-loader.js';
-import { visibleLine } from '../reports/clean-text.js';
+import { visibleLine } from '../core/clean-text.js';
 
 /** A waivers file (YAML or JSON), checked against its schema; errors name the file and the field (exit 3). */
 export async function loadWaivers(path: string): Promise<Waiver[]> {

@@ -1,9 +1,9 @@
 import { stat } from 'node:fs/promises';
 import { request } from 'node:http';
 import { resolve } from 'node:path';
-import { visibleLine } from '../reports/clean-text.js';
-import { SandcheckError, errorMessage } from './errors.js';
-import { WATCH_DAEMON_MAX, type WatchedDaemon } from './model/scorecard.js';
+import { visibleLine } from '../core/clean-text.js';
+import { SandcheckError, errorMessage } from '../core/errors.js';
+import { WATCH_DAEMON_MAX, type WatchedDaemon } from '../model/scorecard.js';
 
 /** How long a watched daemon may take to answer /_ping before the run is refused. */
 export const WATCH_DAEMON_PING_MS = 3000;

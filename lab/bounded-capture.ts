@@ -1,6 +1,6 @@
 import { createHash, type Hash } from 'node:crypto';
-import type { CaptureSummary } from '../harness/model/observation.js';
-import { visibleText } from '../reports/clean-text.js';
+import type { CaptureSummary } from '../model/observation.js';
+import { visibleText } from '../core/clean-text.js';
 import type { Canary } from './canaries.js';
 import { CanaryScanner, type CanaryHit, type CompiledCanaries } from './canary-forms.js';
 

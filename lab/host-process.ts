@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
-import { procBytes, procLink, procText } from './proc-files.js';
-import type { NamespaceName } from '../harness/model/policy.js';
+import { procBytes, procLink, procText } from '../core/proc-files.js';
+import type { NamespaceName } from '../model/policy.js';
 
 /** Identity of one host process as the kernel reports it in /proc/<pid>/status. */
 export interface ProcessIdentity {

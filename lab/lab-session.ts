@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { LabHandle } from '../backends/contract.js';
+import type { LabHandle } from '../model/backend-contract.js';
 import { BoundedRing } from './bounded-ring.js';
 import { CANARY_PREFIX, type Canary } from './canaries.js';
 import { DEFAULT_DNS_ANSWERS, defaultLabServices, type LabConfigInput, type LabServiceConfig } from './decoys/lab-config.js';

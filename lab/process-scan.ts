@@ -1,4 +1,4 @@
-import { procBytes, procPids } from './proc-files.js';
+import { procBytes, procPids } from '../core/proc-files.js';
 
 export interface MarkedProcess {
   pid: number;

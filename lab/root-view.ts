@@ -1,5 +1,5 @@
 import { lstat, readlink } from 'node:fs/promises';
-import { procBytes } from './proc-files.js';
+import { procBytes } from '../core/proc-files.js';
 import type { ProcessIdentity } from './host-process.js';
 
 /** What the host sees at one path of a box's root: the file's device and inode, or why there is none. */

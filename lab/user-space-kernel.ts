@@ -1,5 +1,5 @@
 import { closeSync, openSync, readdirSync, readSync } from 'node:fs';
-import { exeBasename, parentPid, procLink, procText } from './proc-files.js';
+import { exeBasename, parentPid, procLink, procText } from '../core/proc-files.js';
 
 /**
  * A kernel that runs in user space (gVisor's Sentry) keeps the box's memory in a file of its own and maps it

@@ -1,6 +1,6 @@
-import type { SecurityScorecard, TaskScorecard } from '../harness/model/scorecard.js';
+import type { SecurityScorecard, TaskScorecard } from '../model/scorecard.js';
 import { waiverNotices } from '../harness/waivers.js';
-import { visibleLine } from './clean-text.js';
+import { visibleLine } from '../core/clean-text.js';
 import type { Change, GateReport } from './gate.js';
 import { evidenceDetails, fitMarkdown, mdCell, mdRow, mdTableHead } from './markdown-text.js';
 

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import type { Evidence } from '../harness/model/evidence.js';
-import type { SecurityResult, SecurityScorecard, TaskResult, TaskScorecard } from '../harness/model/scorecard.js';
-import { SecuritySummarySchema, TaskSummarySchema } from '../harness/model/scorecard.js';
-import { WaiverNoteSchema, WaiverSchema, type Waiver } from '../harness/model/waiver.js';
+import type { Evidence } from '../model/evidence.js';
+import type { SecurityResult, SecurityScorecard, TaskResult, TaskScorecard } from '../model/scorecard.js';
+import { SecuritySummarySchema, TaskSummarySchema } from '../model/scorecard.js';
+import { WaiverNoteSchema, WaiverSchema, type Waiver } from '../model/waiver.js';
 import { policyDifferences } from './compare.js';
 import { evidenceFingerprint, isExpired, liveWaiverFor, utcDay, waiverMatches, waiverUses, type WaiverSubject } from '../harness/waivers.js';
 

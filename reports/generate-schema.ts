@@ -1,6 +1,6 @@
 import { writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { packageRoot } from '../harness/paths.js';
+import { packageRoot } from '../core/paths.js';
 import { generatedSchemas } from './schemas.js';
 
 const dir = join(packageRoot(), 'reports', 'schema');

@@ -1,8 +1,8 @@
 import { mkdir } from 'node:fs/promises';
-import { writeReportFile } from './atomic-write.js';
+import { writeReportFile } from '../core/atomic-write.js';
 import { dirname } from 'node:path';
-import type { SecurityScorecard, TaskScorecard } from '../harness/model/scorecard.js';
-import { safeJsonStringify } from './clean-text.js';
+import type { SecurityScorecard, TaskScorecard } from '../model/scorecard.js';
+import { safeJsonStringify } from '../core/clean-text.js';
 
 export async function writeJsonReport(path: string, card: SecurityScorecard | TaskScorecard): Promise<void> {
   await mkdir(dirname(path), { recursive: true });

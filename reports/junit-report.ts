@@ -1,11 +1,11 @@
 import { mkdir } from 'node:fs/promises';
-import { writeReportFile } from './atomic-write.js';
+import { writeReportFile } from '../core/atomic-write.js';
 import { dirname } from 'node:path';
 import * as junitModule from 'junit-report-builder';
 import type { Builder as JUnitBuilder } from 'junit-report-builder';
-import type { SecurityResult, SecurityScorecard, TaskResult, TaskScorecard } from '../harness/model/scorecard.js';
-import type { Evidence } from '../harness/model/evidence.js';
-import { cleanForReport } from './clean-text.js';
+import type { SecurityResult, SecurityScorecard, TaskResult, TaskScorecard } from '../model/scorecard.js';
+import type { Evidence } from '../model/evidence.js';
+import { cleanForReport } from '../core/clean-text.js';
 import { markWaived } from './junit-waived.js';
 import { dropRootSkippedCount, hoistCaseProperties, skipWithMessage } from './junit-conform.js';
 import { threatOf } from './threat-mapping.js';

@@ -1,6 +1,6 @@
 import type { XMLElement } from 'xmlbuilder';
-import type { WaiverNote } from '../harness/model/waiver.js';
-import { cleanForReport } from './clean-text.js';
+import type { WaiverNote } from '../model/waiver.js';
+import { cleanForReport } from '../core/clean-text.js';
 
 /** The testcase API junit-report-builder gives us, as far as a waived case needs it. */
 interface SkippableCase {

@@ -1,5 +1,5 @@
-import type { Evidence } from '../harness/model/evidence.js';
-import { capText, visibleLine, visibleText } from './clean-text.js';
+import type { Evidence } from '../model/evidence.js';
+import { capText, visibleLine, visibleText } from '../core/clean-text.js';
 
 const HTML: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' };
 

@@ -1,7 +1,7 @@
 import type { MatrixCell, MatrixColumn, MatrixReport } from './matrix-model.js';
 import { cellVerdict, claimRows, claimText, coldStartText, columnFacts } from './matrix-markdown.js';
 import { htmlText } from './markdown-text.js';
-import { visibleLine } from './clean-text.js';
+import { visibleLine } from '../core/clean-text.js';
 
 /**
  * `matrix.html`: one self-contained file (inline CSS, no script, no external resource). Every text that

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { SecuritySummarySchema, TaskSummarySchema, type SecurityResult, type SecurityScorecard, type TaskResult, type TaskScorecard } from '../harness/model/scorecard.js';
-import { Category, SecurityVerdict } from '../harness/model/verdict.js';
-import { capText, visibleText } from './clean-text.js';
+import { SecuritySummarySchema, TaskSummarySchema, type SecurityResult, type SecurityScorecard, type TaskResult, type TaskScorecard } from '../model/scorecard.js';
+import { Category, SecurityVerdict } from '../model/verdict.js';
+import { capText, visibleText } from '../core/clean-text.js';
 
 /** `sandcheck matrix`: several backends side by side, one column each; the data both renderers (Markdown, HTML) draw from. */
 

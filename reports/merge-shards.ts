@@ -1,12 +1,12 @@
 import { join } from 'node:path';
-import { SandcheckError } from '../harness/errors.js';
+import { SandcheckError } from '../core/errors.js';
 import { exitCodeFor, securityScorecard, taskScorecard, type BackendFacts } from '../harness/scorecard-builder.js';
-import type { SecurityScorecard, TaskScorecard } from '../harness/model/scorecard.js';
+import type { SecurityScorecard, TaskScorecard } from '../model/scorecard.js';
 import { allProbes } from '../suites/index.js';
-import { readConfigFile } from '../harness/config-file.js';
+import { readConfigFile } from '../core/config-file.js';
 import { validateScorecard } from './validate.js';
 import { writeScorecards, type CardFiles } from './write-cards.js';
-import { visibleLine } from './clean-text.js';
+import { visibleLine } from '../core/clean-text.js';
 
 export interface ShardCards {
   dir: string;

@@ -1,7 +1,7 @@
 import { lstat, mkdir, statfs, unlink, writeFile } from 'node:fs/promises';
 import { isAbsolute, join, normalize, sep } from 'node:path';
-import { SandcheckError, errorMessage } from '../harness/errors.js';
-import { visibleLine } from './clean-text.js';
+import { SandcheckError, errorMessage } from '../core/errors.js';
+import { visibleLine } from '../core/clean-text.js';
 
 function code(err: unknown): string | undefined {
   return err !== null && typeof err === 'object' && 'code' in err && typeof err.code === 'string' ? err.code : undefined;

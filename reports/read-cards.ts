@@ -1,7 +1,7 @@
 import { join } from 'node:path';
-import { readConfigFile } from '../harness/config-file.js';
-import { SandcheckError } from '../harness/errors.js';
-import type { SecurityScorecard, TaskScorecard } from '../harness/model/scorecard.js';
+import { readConfigFile } from '../core/config-file.js';
+import { SandcheckError } from '../core/errors.js';
+import type { SecurityScorecard, TaskScorecard } from '../model/scorecard.js';
 import { validateScorecard } from './validate.js';
 
 /** One scorecard of a `sandcheck run --out DIR`, validated against its published schema (CONFIG_INVALID when it is not one). */

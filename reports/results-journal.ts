@@ -1,14 +1,14 @@
 import { appendFileSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { SandcheckError } from '../harness/errors.js';
-import type { AnyResult } from '../harness/events.js';
-import { PolicySchema, type Policy } from '../harness/model/policy.js';
-import { BackendInfoSchema, ID_MAX, SecurityResultSchema, TaskResultSchema, WATCH_DAEMON_MAX, WatchedDaemonSchema, type SecurityResult, type TaskResult, type WatchedDaemon } from '../harness/model/scorecard.js';
+import { SandcheckError } from '../core/errors.js';
+import type { AnyResult } from '../model/events.js';
+import { PolicySchema, type Policy } from '../model/policy.js';
+import { BackendInfoSchema, ID_MAX, SecurityResultSchema, TaskResultSchema, WATCH_DAEMON_MAX, WatchedDaemonSchema, type SecurityResult, type TaskResult, type WatchedDaemon } from '../model/scorecard.js';
 import { processStartTime, readBootIdSync } from '../harness/ownership/journal.js';
 import { securityScorecard, taskScorecard, type BackendFacts } from '../harness/scorecard-builder.js';
 import { writeScorecards, type CardFiles } from './write-cards.js';
-import { EnvironmentSchema, type RunEnvironment } from '../harness/environment-model.js';
+import { EnvironmentSchema, type RunEnvironment } from '../model/environment.js';
 
 /** Results are appended here as they come; a finished run removes it, a dead run leaves it for recovery. */
 export const RESULTS_JOURNAL = 'run-journal.jsonl';

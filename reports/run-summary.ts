@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { SecuritySummarySchema, TaskSummarySchema, type SecurityScorecard, type TaskScorecard } from '../harness/model/scorecard.js';
+import { SecuritySummarySchema, TaskSummarySchema, type SecurityScorecard, type TaskScorecard } from '../model/scorecard.js';
 import type { CardFiles } from './write-cards.js';
 
 export const RUN_SUMMARY_VERSION = '1.0.0';

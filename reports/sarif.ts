@@ -9,12 +9,12 @@
  * logical one, the backend and the policy item.
  */
 import { mkdir } from 'node:fs/promises';
-import { writeReportFile } from './atomic-write.js';
+import { writeReportFile } from '../core/atomic-write.js';
 import { dirname } from 'node:path';
-import type { SecurityResult, SecurityScorecard } from '../harness/model/scorecard.js';
-import type { Severity } from '../harness/model/verdict.js';
-import { packageVersion } from '../harness/paths.js';
-import { capText, safeJsonStringify, visibleText } from './clean-text.js';
+import type { SecurityResult, SecurityScorecard } from '../model/scorecard.js';
+import type { Severity } from '../model/verdict.js';
+import { packageVersion } from '../core/paths.js';
+import { capText, safeJsonStringify, visibleText } from '../core/clean-text.js';
 import { threatOf } from './threat-mapping.js';
 
 export const SARIF_SCHEMA_URI = 'https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json';

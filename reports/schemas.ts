@@ -1,17 +1,17 @@
 import { z } from 'zod';
-import { SecurityScorecardSchema, TaskScorecardSchema } from '../harness/model/scorecard.js';
-import { PolicySchema } from '../harness/model/policy.js';
+import { SecurityScorecardSchema, TaskScorecardSchema } from '../model/scorecard.js';
+import { PolicySchema } from '../model/policy.js';
 import { TaskCaseFileSchema } from '../harness/task/load-tasks.js';
 import { AdapterCheckReportSchema } from '../adapter/check/model.js';
 import { commandBackendJsonSchemas } from '../backends/command/json-schema.js';
 import { dockerContainerJsonSchemas } from '../backends/docker/json-schema.js';
 import { exporterJsonSchemas } from '../harness/export/json-schema.js';
 import { rpcProtocolJsonSchemas } from '../backends/rpc/protocol.js';
-import { WaiversFileSchema } from '../harness/model/waiver.js';
+import { WaiversFileSchema } from '../model/waiver.js';
 import { GateReportSchema } from './gate.js';
 import { RunSummarySchema } from './run-summary.js';
 import { EnvironmentFingerprintSchema } from '../harness/environment-fingerprint.js';
-import { DoctorReportSchema } from '../harness/cli/doctor.js';
+import { DoctorReportSchema } from '../cli/doctor.js';
 import { MatrixReportSchema } from './matrix-model.js';
 
 /** JSON Schemas generated from the zod schemas: the published contract of the JSON reports. */

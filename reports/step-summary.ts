@@ -1,5 +1,5 @@
 import { appendFile, stat } from 'node:fs/promises';
-import type { SecurityScorecard, TaskScorecard } from '../harness/model/scorecard.js';
+import type { SecurityScorecard, TaskScorecard } from '../model/scorecard.js';
 import { evidenceFingerprint } from '../harness/waivers.js';
 import { securityCounts, taskCounts } from './gate-render.js';
 import { evidenceDetails, fitMarkdown, mdCell, mdRow, mdTableHead } from './markdown-text.js';

@@ -1,5 +1,5 @@
-import type { SecurityScorecard, TaskScorecard } from '../harness/model/scorecard.js';
-import { visibleText } from './clean-text.js';
+import type { SecurityScorecard, TaskScorecard } from '../model/scorecard.js';
+import { visibleText } from '../core/clean-text.js';
 
 function table(rows: string[][]): string {
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];

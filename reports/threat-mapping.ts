@@ -1,5 +1,5 @@
-import type { SecurityProbe } from '../harness/model/probe.js';
-import type { SecurityResult, SecurityScorecard } from '../harness/model/scorecard.js';
+import type { SecurityProbe } from '../model/probe.js';
+import type { SecurityResult, SecurityScorecard } from '../model/scorecard.js';
 import { allowlistSuite } from '../suites/allowlist.js';
 import { securitySuite } from '../suites/security.js';
 

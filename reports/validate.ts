@@ -3,8 +3,8 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { ValidateFunction } from 'ajv';
-import { packageRoot } from '../harness/paths.js';
-import { SecurityScorecardSchema, TaskScorecardSchema } from '../harness/model/scorecard.js';
+import { packageRoot } from '../core/paths.js';
+import { SecurityScorecardSchema, TaskScorecardSchema } from '../model/scorecard.js';
 
 type Kind = 'security' | 'task';
 

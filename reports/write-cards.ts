@@ -1,6 +1,6 @@
 import { join } from 'node:path';
-import { SandcheckError } from '../harness/errors.js';
-import type { SecurityScorecard, TaskScorecard } from '../harness/model/scorecard.js';
+import { SandcheckError } from '../core/errors.js';
+import type { SecurityScorecard, TaskScorecard } from '../model/scorecard.js';
 import { writeJsonReport } from './json-report.js';
 import { redactDeep } from './redact.js';
 import { writeSarif } from './sarif.js';

@@ -16,14 +16,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { packageRoot } from '../harness/paths.js';
+import { packageRoot } from '../core/paths.js';
 import { defaultJournalDir } from '../harness/ownership/journal.js';
 import { hostLeftovers, journalLeftovers } from './chaos-snapshot.js';
 import { CHAOS_PREFIX, journalsIn, markChaosOwner, sweepStaleChaos } from './chaos-stale.js';
 import { defaultSweepHooks } from '../harness/ownership/sweep-hooks.js';
 import { validateScorecard } from '../reports/validate.js';
 
-const CLI = join(packageRoot(), 'dist', 'harness', 'cli', 'main.js');
+const CLI = join(packageRoot(), 'dist', 'cli', 'main.js');
 const PROBES = ['identity-uid', 'wall-clock-sleep', 'metadata-ipv4', 'fork-bomb', 'average-correct'];
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGKILL'] as const;
 type Sig = (typeof SIGNALS)[number];

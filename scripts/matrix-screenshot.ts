@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { execa } from 'execa';
-import { findBinary } from '../backends/shared/find-binary.js';
+import { findBinary } from '../core/find-binary.js';
 
 /**
  * Renders a matrix.html in headless Debian chromium: a PNG screenshot (`--screenshot`) or the DOM after

@@ -1,4 +1,4 @@
-import type { SecurityProbe } from '../harness/model/probe.js';
+import type { SecurityProbe } from '../model/probe.js';
 import { allowlistDnsResolvers } from '../probes/allowlist-dns-resolvers/probe.js';
 import { allowlistHostSni } from '../probes/allowlist-host-sni/probe.js';
 import { allowlistNat64 } from '../probes/allowlist-nat64/probe.js';

@@ -1,4 +1,4 @@
-import type { SecurityProbe } from '../harness/model/probe.js';
+import type { SecurityProbe } from '../model/probe.js';
 import { escapeFileHandle } from '../probes/escape-file-handle/probe.js';
 import { escapeKernelModule } from '../probes/escape-kernel-module/probe.js';
 import { escapeMknodDisk } from '../probes/escape-mknod-disk/probe.js';

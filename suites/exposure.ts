@@ -1,4 +1,4 @@
-import type { SecurityProbe } from '../harness/model/probe.js';
+import type { SecurityProbe } from '../model/probe.js';
 import { agentSocket } from '../probes/agent-socket/probe.js';
 import { abstractSocket } from '../probes/abstract-socket/probe.js';
 import { hostCredentialPaths } from '../probes/host-credential-paths/probe.js';

@@ -1,5 +1,5 @@
-import { SandcheckError } from '../harness/errors.js';
-import type { ProbeSpec } from '../harness/model/probe.js';
+import { SandcheckError } from '../core/errors.js';
+import type { ProbeSpec } from '../model/probe.js';
 import { allowlistSuite } from './allowlist.js';
 import { securitySuite } from './security.js';
 import { taskSuite } from './task.js';

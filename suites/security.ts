@@ -1,4 +1,4 @@
-import type { SecurityProbe } from '../harness/model/probe.js';
+import type { SecurityProbe } from '../model/probe.js';
 import { escapeProbes } from './escapes.js';
 import { exposureProbes } from './exposure.js';
 import { dnsExfil } from '../probes/dns-exfil/probe.js';

@@ -1,4 +1,4 @@
-import type { TaskCase } from '../harness/model/probe.js';
+import type { TaskCase } from '../model/probe.js';
 import { averageCopiedFromInput } from '../probes/average-copied-from-input/probe.js';
 import { averageCorrect } from '../probes/average-correct/probe.js';
 import { averageCorrected } from '../probes/average-corrected/probe.js';

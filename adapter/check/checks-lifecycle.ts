@@ -1,10 +1,10 @@
 import { readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { POLICY_ITEMS, type PolicyItem } from '../../backends/contract.js';
+import { POLICY_ITEMS, type PolicyItem } from '../../model/backend-contract.js';
 import { findProcessesWithCmdline, killPids } from '../../lab/process-scan.js';
 import { watchForProcess } from '../../harness/process-watch.js';
-import { errorMessage } from '../../harness/errors.js';
+import { errorMessage } from '../../core/errors.js';
 import { fail, pass, skip, type CheckOutcome } from './model.js';
 import { CheckSink, describeRun, within, type CheckSession } from './session.js';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { PolicyItem } from '../../backends/contract.js';
+import type { PolicyItem } from '../../model/backend-contract.js';
 
 /**
  * The adapter's own conformance checks. `blocking` is `true` (the harness cannot trust any verdict

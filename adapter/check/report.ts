@@ -1,9 +1,9 @@
-import { writeReportFile } from '../../reports/atomic-write.js';
+import { writeReportFile } from '../../core/atomic-write.js';
 import { prepareOutDir } from '../../reports/out-dir.js';
 import { join } from 'node:path';
 import * as junitModule from 'junit-report-builder';
 import type { Builder as JUnitBuilder } from 'junit-report-builder';
-import { cleanForReport } from '../../reports/clean-text.js';
+import { cleanForReport } from '../../core/clean-text.js';
 import type { AdapterCheckReport } from './model.js';
 
 // The package is CommonJS with `module.exports = builder`, which its types describe as a default export.

@@ -1,9 +1,9 @@
 import { createHash, randomBytes, type Hash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import type { Backend, BackendContext, Environment, ExecResult, LabHandle, PolicyItem, PutFile } from '../../backends/contract.js';
-import type { Policy } from '../../harness/model/policy.js';
+import type { Backend, BackendContext, Environment, ExecResult, LabHandle, PolicyItem, PutFile } from '../../model/backend-contract.js';
+import type { Policy } from '../../model/policy.js';
 import { findProcessesWithCmdline, killPids } from '../../lab/process-scan.js';
-import { errorMessage } from '../../harness/errors.js';
+import { errorMessage } from '../../core/errors.js';
 
 /** A ByteSink that counts and hashes everything, keeps the first `keep` bytes and notices a needle. */
 export class CheckSink {

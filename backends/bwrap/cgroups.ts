@@ -3,7 +3,7 @@ import { constants, existsSync, mkdirSync, rmdirSync } from 'node:fs';
 import { access, mkdir, readdir, realpath, rmdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ResourceReport } from '../contract.js';
+import type { ResourceReport } from '../../model/backend-contract.js';
 import { observedOnly, readV1Counters, readV2Counters, type CgroupCounters } from '../shared/cgroup-counters.js';
 import { cgroupMounts, parseKeyed, readPids, readText, tryWriteControl, writeControl, type CgroupMount } from '../shared/cgroup-files.js';
 import { killQuietly } from '../shared/process-kill.js';

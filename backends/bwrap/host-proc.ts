@@ -1,5 +1,5 @@
 import { readdirSync } from 'node:fs';
-import { procText } from '../../lab/proc-files.js';
+import { procText } from '../../core/proc-files.js';
 
 /** What bwrap alone reads from the host's /proc (the rest: ../shared/host-proc.ts), synchronously (lab/proc-files.ts says why). */
 

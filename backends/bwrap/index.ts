@@ -1,7 +1,7 @@
-import { formatIssues } from '../../harness/config-issues.js';
-import { SandcheckError } from '../../harness/errors.js';
-import type { Backend } from '../contract.js';
-import { findBinary } from '../shared/find-binary.js';
+import { formatIssues } from '../../core/config-issues.js';
+import { SandcheckError } from '../../core/errors.js';
+import type { Backend } from '../../model/backend-contract.js';
+import { findBinary } from '../../core/find-binary.js';
 import { withAppliedOptions } from '../shared/applied-options.js';
 import { BwrapBackend, resolveRuntime } from './bwrap-backend.js';
 import { detectCgroups } from './cgroups.js';

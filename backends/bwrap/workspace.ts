@@ -3,9 +3,9 @@ import { chmod, chown, lstat, mkdir, open, readFile, readlink, rm, unlink } from
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import { z } from 'zod';
-import { SandcheckError } from '../../harness/errors.js';
-import { repairStateRoot, STATE_ROOT } from '../../harness/state-root.js';
-import type { FileKind, GotFile, PutFile } from '../contract.js';
+import { SandcheckError } from '../../core/errors.js';
+import { repairStateRoot, STATE_ROOT } from '../../core/state-root.js';
+import type { FileKind, GotFile, PutFile } from '../../model/backend-contract.js';
 import { kindOf, statEntry } from '../file-entry.js';
 import { ownerAlive as processOwnerAlive, selfOwner } from '../shared/process-owner.js';
 import { segmentsOf } from '../shared/workspace-path.js';

@@ -1,11 +1,11 @@
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
-import { formatIssues } from '../../harness/config-issues.js';
-import { readConfigFile } from '../../harness/config-file.js';
+import { formatIssues } from '../../core/config-issues.js';
+import { readConfigFile } from '../../core/config-file.js';
 import { withAppliedOptions } from '../shared/applied-options.js';
-import { SandcheckError } from '../../harness/errors.js';
-import { findBinary } from '../shared/find-binary.js';
+import { SandcheckError } from '../../core/errors.js';
+import { findBinary } from '../../core/find-binary.js';
 import { CommandBackend, type CommandRuntime } from './command-backend.js';
 import { CommandBackendConfigSchema, type CommandBackendConfig } from './config.js';
 import { detectCountingRoots } from './counting-cgroup.js';

@@ -3,7 +3,7 @@ import { closeSync, openSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { z } from 'zod';
-import type { ExecRequest } from '../contract.js';
+import type { ExecRequest } from '../../model/backend-contract.js';
 import { inheritableFds } from '../bwrap/host-proc.js';
 import { StatusReader } from '../bwrap/status.js';
 import { killQuietly } from '../shared/process-kill.js';

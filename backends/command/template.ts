@@ -1,5 +1,5 @@
-import { SandcheckError } from '../../harness/errors.js';
-import type { Policy } from '../../harness/model/policy.js';
+import { SandcheckError } from '../../core/errors.js';
+import type { Policy } from '../../model/policy.js';
 import type { CommandBackendConfig } from './config.js';
 
 /**

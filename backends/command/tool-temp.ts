@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { lstat, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { errorMessage } from '../../harness/errors.js';
+import { errorMessage } from '../../core/errors.js';
 import { readNoFollow } from '../../harness/left-in-box.js';
 
 /**

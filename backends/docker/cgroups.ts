@@ -1,6 +1,6 @@
 import { mkdir, readdir, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { ResourceReport } from '../contract.js';
+import type { ResourceReport } from '../../model/backend-contract.js';
 import { readV1Counters, readV2Counters, type CgroupCounters } from '../shared/cgroup-counters.js';
 import { cgroupMounts, readNumber, readPids, readText, tryWriteControl } from '../shared/cgroup-files.js';
 import { CGROUP_NAMES } from '../shared/cgroup-names.js';

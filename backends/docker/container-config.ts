@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { POLICY_ITEMS } from '../contract.js';
+import { POLICY_ITEMS } from '../../model/backend-contract.js';
 
 /**
  * The user's own container configuration, in Docker's own key names (paste `Config` and `HostConfig`

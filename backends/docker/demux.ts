@@ -1,4 +1,4 @@
-import type { ByteSink } from '../contract.js';
+import type { ByteSink } from '../../model/backend-contract.js';
 
 /**
  * Splits Docker's multiplexed attach/exec stream (`Tty: false`): frames of an 8-byte header

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { chmod, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createEnvRoot, ensurePrivateDir, ownerAlive, ownerRecord, readOwner, removeEnvRoot, type EnvRoot } from '../bwrap/workspace.js';
-import { findBinary } from '../shared/find-binary.js';
+import { findBinary } from '../../core/find-binary.js';
 
 /**
  * The disk-image workspace of a Docker environment: bwrap's sized ext4 image (backends/bwrap/workspace.ts) in the

@@ -1,9 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
-import { SandcheckError, errorMessage } from '../../harness/errors.js';
-import type { Tristate } from '../../harness/model/observation.js';
-import type { Policy } from '../../harness/model/policy.js';
-import type { Environment, ExecRequest, ExecResult, GotFile, Leftovers, PutFile } from '../contract.js';
+import { SandcheckError, errorMessage } from '../../core/errors.js';
+import type { Tristate } from '../../model/observation.js';
+import type { Policy } from '../../model/policy.js';
+import type { Environment, ExecRequest, ExecResult, GotFile, Leftovers, PutFile } from '../../model/backend-contract.js';
 import { processTree, readStat, sameProcessAlive } from '../shared/host-proc.js';
 import { killMarkedProcesses, killQuietly } from '../shared/process-kill.js';
 import { stopRunningExec, TeardownOnce } from '../shared/teardown.js';

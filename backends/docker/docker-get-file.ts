@@ -1,7 +1,7 @@
 import { lstat, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { errorMessage } from '../../harness/errors.js';
-import type { GotFile } from '../contract.js';
+import { errorMessage } from '../../core/errors.js';
+import type { GotFile } from '../../model/backend-contract.js';
 import type { DockerClient, PathStat } from './client.js';
 import { WORKSPACE } from './profiles.js';
 import { readFirstEntry, readWantedEntries, workspaceSegments, type ArchiveEntry } from './tar.js';

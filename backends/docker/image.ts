@@ -3,7 +3,7 @@ import { lstat, readlink, realpath } from 'node:fs/promises';
 import { dirname, join, posix } from 'node:path';
 import { Readable } from 'node:stream';
 import { execa } from 'execa';
-import { SandcheckError, errorMessage } from '../../harness/errors.js';
+import { SandcheckError, errorMessage } from '../../core/errors.js';
 import type { DockerClient } from './client.js';
 import { DEFAULT_BOX_UID } from './options.js';
 import { packStream, type LazyPackEntry } from './tar.js';

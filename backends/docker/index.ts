@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
-import { formatIssues } from '../../harness/config-issues.js';
+import { formatIssues } from '../../core/config-issues.js';
 import { ContainerConfigSchema } from './container-config.js';
 import { withAppliedOptions } from '../shared/applied-options.js';
-import { SandcheckError } from '../../harness/errors.js';
+import { SandcheckError } from '../../core/errors.js';
 import { DockerBackend } from './docker-backend.js';
 import { createDockerodeClient } from './dockerode-client.js';
 import { checkUserImage, ensureProbeImage } from './image.js';

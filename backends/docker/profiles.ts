@@ -1,6 +1,6 @@
-import type { Policy } from '../../harness/model/policy.js';
-import { POLICY_ITEMS, type Capabilities, type PolicyItem } from '../contract.js';
-import { SandcheckError } from '../../harness/errors.js';
+import type { Policy } from '../../model/policy.js';
+import { POLICY_ITEMS, type Capabilities, type PolicyItem } from '../../model/backend-contract.js';
+import { SandcheckError } from '../../core/errors.js';
 import type { HostConfigSpec, UserMount, VolumeMount } from './client.js';
 import { ContainerConfigSchema, type ContainerConfig, type ContainerConfigInput } from './container-config.js';
 import { DEFAULT_BOX_UID, type ProfileName } from './options.js';

@@ -2,7 +2,7 @@ import { closeSync, constants, fstatSync, lstatSync, openSync, readFileSync, ren
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { STATE_ROOT, mkdirWithTraversableParents } from '../../harness/state-root.js';
+import { STATE_ROOT, mkdirWithTraversableParents } from '../../core/state-root.js';
 
 /**
  * What a probe image build learned, kept for the next run: which host files go in (ldd over every extension module

@@ -1,4 +1,4 @@
-import { errorMessage } from '../../harness/errors.js';
+import { errorMessage } from '../../core/errors.js';
 import { ownerAlive } from '../shared/process-owner.js';
 import type { DockerClient } from './client.js';
 import { LABEL_OWNER, LABEL_RUN } from './labels.js';

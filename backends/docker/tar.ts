@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import * as tar from 'tar-stream';
-import { SandcheckError } from '../../harness/errors.js';
+import { SandcheckError } from '../../core/errors.js';
 import { segmentsOf } from '../shared/workspace-path.js';
 
 /**

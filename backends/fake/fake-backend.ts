@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import type { Policy } from '../../harness/model/policy.js';
-import type { Tristate } from '../../harness/model/observation.js';
+import type { Policy } from '../../model/policy.js';
+import type { Tristate } from '../../model/observation.js';
 import { CHALLENGE_FILE, makeProof, type ExecProof } from '../../harness/proof.js';
 import { markOwnCounters } from '../own-counters.js';
-import { POLICY_ITEMS, type Backend, type BackendContext, type Capabilities, type Environment, type ExecRequest, type ExecResult, type GotFile, type PutFile, type ResourceReport } from '../contract.js';
+import { POLICY_ITEMS, type Backend, type BackendContext, type Capabilities, type Environment, type ExecRequest, type ExecResult, type GotFile, type PutFile, type ResourceReport } from '../../model/backend-contract.js';
 
 /** What a scripted execution does: output, outcome, and files it leaves behind. */
 export interface FakeOutcome {

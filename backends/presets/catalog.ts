@@ -1,7 +1,7 @@
 import { isAbsolute } from 'node:path';
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
-import { findBinary } from '../shared/find-binary.js';
+import { findBinary } from '../../core/find-binary.js';
 import { bwrapCli } from './bwrap-cli.js';
 import { codexSandbox, codexSandboxWorkspace } from './codex.js';
 import { firejail } from './firejail.js';

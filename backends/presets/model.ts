@@ -1,4 +1,4 @@
-import type { PolicyItem } from '../contract.js';
+import type { PolicyItem } from '../../model/backend-contract.js';
 
 /** A program a preset needs on this machine, and the exact Debian command that installs it. */
 export interface PresetRequirement {

@@ -2,7 +2,7 @@ import { createWriteStream } from 'node:fs';
 import { mkdir, mkdtemp, rename, rm, stat } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import { join } from 'node:path';
-import { SandcheckError, errorMessage } from '../../harness/errors.js';
+import { SandcheckError, errorMessage } from '../../core/errors.js';
 
 /** Where the podman presets keep the probe root filesystem, one directory per content hash (shared by runs, never written by a box). */
 export const PODMAN_ROOTFS_DIR = '/var/lib/sandcheck/podman-rootfs';

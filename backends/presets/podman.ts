@@ -1,4 +1,4 @@
-import type { PolicyItem } from '../contract.js';
+import type { PolicyItem } from '../../model/backend-contract.js';
 import { ADAPTER_CLAIMS, IMAGE_AT_FIRST_BOX, type PresetDefinition } from './model.js';
 import { ensurePodmanRootfs } from './podman-rootfs.js';
 

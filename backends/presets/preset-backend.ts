@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { SandcheckError } from '../../harness/errors.js';
-import type { BackendContext, Environment } from '../contract.js';
-import type { Policy } from '../../harness/model/policy.js';
+import { SandcheckError } from '../../core/errors.js';
+import type { BackendContext, Environment } from '../../model/backend-contract.js';
+import type { Policy } from '../../model/policy.js';
 import { CommandBackend, commandRuntime, parseCommandConfig, type CommandRuntime } from '../command/index.js';
 import { findPreset, missingRequirements, PRESET_PREFIX, presetNames } from './catalog.js';
 import type { PresetDefinition } from './model.js';

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { PolicyItem } from '../contract.js';
+import type { PolicyItem } from '../../model/backend-contract.js';
 import { ADAPTER_CLAIMS, type PresetDefinition } from './model.js';
 import { npmInstallCommand, presetToolPrefix } from './tools-dir.js';
 

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { packageRoot } from '../../harness/paths.js';
+import { packageRoot } from '../../core/paths.js';
 
 /** npm-installed sandbox tools live in a private prefix under the package (never global): .presets/<tool> (outside node_modules, which npm ci empties). */
 export function presetToolPrefix(tool: string): string {

@@ -1,5 +1,5 @@
-import type { Backend } from '../contract.js';
-import { SandcheckError } from '../../harness/errors.js';
+import type { Backend } from '../../model/backend-contract.js';
+import { SandcheckError } from '../../core/errors.js';
 import { withAppliedOptions } from '../shared/applied-options.js';
 import { ProcessBackend } from './process-backend.js';
 

@@ -3,11 +3,11 @@ import { describeEntry } from '../file-entry.js';
 import { dirname, join, resolve, sep } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { execa } from 'execa';
-import { allowRules, parseAllowEntry, type AllowRule } from '../../harness/network-allow.js';
+import { allowRules, parseAllowEntry, type AllowRule } from '../../model/network-allow.js';
 import { PROOF_SUFFIX } from '../../lab/lab-session.js';
 import { LAB_FRONT_RELAY_SOURCE } from '../../lab/netns/addresses.js';
-import type { Policy } from '../../harness/model/policy.js';
-import { SandcheckError } from '../../harness/errors.js';
+import type { Policy } from '../../model/policy.js';
+import { SandcheckError } from '../../core/errors.js';
 import { findProcessesWithEnvMarker, killPids } from '../../lab/process-scan.js';
 import { killGroup } from '../shared/process-kill.js';
 import { CpuMeter } from './cpu-meter.js';
@@ -21,7 +21,7 @@ import type {
   GotFile,
   Leftovers,
   PutFile,
-} from '../contract.js';
+} from '../../model/backend-contract.js';
 import { markOwnCounters } from '../own-counters.js';
 
 export const ENV_MARKER = 'SANDCHECK_ENV';

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import { SandcheckError } from '../../harness/errors.js';
+import { SandcheckError } from '../../core/errors.js';
 import { MAX_LINE_BYTES, RpcLineSchema, type RpcMethod } from './protocol.js';
 
 const STDERR_KEEP = 4096;

@@ -1,4 +1,4 @@
-import { SandcheckError } from '../../harness/errors.js';
+import { SandcheckError } from '../../core/errors.js';
 import { minimalEnv } from '../../lab/netns/capture.js';
 import { RpcConnection } from './connection.js';
 import { HelloResultSchema, RPC_PROTOCOL_VERSION } from './protocol.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { POLICY_ITEMS } from '../contract.js';
+import { POLICY_ITEMS } from '../../model/backend-contract.js';
 
 /**
  * sandcheck's language-neutral adapter protocol (`--backend rpc:<command>`), version 1: JSON lines over

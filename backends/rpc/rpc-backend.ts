@@ -1,6 +1,6 @@
-import { SandcheckError } from '../../harness/errors.js';
-import type { Policy } from '../../harness/model/policy.js';
-import type { Backend, BackendContext, Capabilities, Environment, ExecRequest, ExecResult, GotFile, Leftovers, PutFile } from '../contract.js';
+import { SandcheckError } from '../../core/errors.js';
+import type { Policy } from '../../model/policy.js';
+import type { Backend, BackendContext, Capabilities, Environment, ExecRequest, ExecResult, GotFile, Leftovers, PutFile } from '../../model/backend-contract.js';
 import { TeardownOnce } from '../shared/teardown.js';
 import type { RpcConnection } from './connection.js';
 import { CapabilitiesResultSchema, CreateResultSchema, DestroyResultSchema, EmptyResultSchema, ExecResultSchema, GetResultSchema, HostPidsResultSchema, type HelloResult } from './protocol.js';

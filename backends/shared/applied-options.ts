@@ -1,4 +1,4 @@
-import type { Backend } from '../contract.js';
+import type { Backend } from '../../model/backend-contract.js';
 
 /**
  * Gives a built-in backend its `appliedOptions()`: the options exactly as its own schema parsed them (defaults filled

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { ResourceReport } from '../contract.js';
+import type { ResourceReport } from '../../model/backend-contract.js';
 import { parseKeyed, readNumber, readText } from './cgroup-files.js';
 
 /** A cgroup's counters at one instant, as a ResourceReport carries them (absent = not observable). */

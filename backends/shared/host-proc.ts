@@ -1,4 +1,4 @@
-import { procPids, procText } from '../../lab/proc-files.js';
+import { procPids, procText } from '../../core/proc-files.js';
 import { childrenOf } from '../../lab/user-space-kernel.js';
 
 /** Facts about host processes, read from the host's /proc (from outside any box). */

@@ -1,4 +1,4 @@
-import type { Leftovers } from '../contract.js';
+import type { Leftovers } from '../../model/backend-contract.js';
 
 /** An environment's destroy(): its teardown runs once, and an exec still running is stopped first. */
 

@@ -1,5 +1,5 @@
 import { posix } from 'node:path';
-import { SandcheckError } from '../../harness/errors.js';
+import { SandcheckError } from '../../core/errors.js';
 
 /** Normalised relative segments of a workspace path; refuses absolute paths, '..' and the workspace itself. */
 export function segmentsOf(rel: string): string[] {

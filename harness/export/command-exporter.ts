@@ -4,9 +4,9 @@ import { lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm } from 'node:fs/
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { z } from 'zod';
-import { readConfigFile } from '../config-file.js';
-import { formatIssues } from '../config-issues.js';
-import { SandcheckError } from '../errors.js';
+import { readConfigFile } from '../../core/config-file.js';
+import { formatIssues } from '../../core/config-issues.js';
+import { SandcheckError } from '../../core/errors.js';
 import { FILES_DIR, MANIFEST_NAME, writeStaging } from './staging.js';
 import type { ExportCandidate, ExportDecision, ExportedFile, Exporter, ExportLimits, Refusal } from './types.js';
 

@@ -1,4 +1,4 @@
-import { SandcheckError } from '../errors.js';
+import { SandcheckError } from '../../core/errors.js';
 
 /** Stable codes for harness-side export failures (the box's own misdeeds are refusals, not errors). */
 export type ExportErrorCode =

@@ -1,6 +1,6 @@
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { SandcheckError, errorMessage } from '../errors.js';
+import { SandcheckError, errorMessage } from '../../core/errors.js';
 import { loadCommandExporter } from './command-exporter.js';
 import type { Exporter } from './types.js';
 

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { lstat, mkdir, open, realpath, rmdir, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../../core/errors.js';
 import { ExportError } from './errors.js';
 import type { ExportedFile } from './types.js';
 

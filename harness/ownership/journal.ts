@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { isAbsolute, join, normalize } from 'node:path';
 import { z } from 'zod';
 import { DECOY_KEY_DESCRIPTION } from '../../lab/keyring.js';
-import { mkdirWithTraversableParents } from '../state-root.js';
+import { mkdirWithTraversableParents } from '../../core/state-root.js';
 
 /**
  * The ownership journal: one append-only file per run listing every host resource the run creates,

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../../core/errors.js';
 import { LAB_STATE_DIR } from '../../lab/netns/state.js';
 import { teardownNamespace } from '../../lab/netns/teardown.js';
 import { removeCgroupTree, runIdCgroups } from './run-id-cgroups.js';

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import type { PutFile } from '../../backends/contract.js';
-import type { CaptureSummary } from '../model/observation.js';
-import type { Policy } from '../model/policy.js';
-import { SandcheckError, errorMessage } from '../errors.js';
-import { outside } from '../model/evidence.js';
-import type { Observation, PredicateResult, ProbeContext, TaskCase } from '../model/probe.js';
+import type { PutFile } from '../../model/backend-contract.js';
+import type { CaptureSummary } from '../../model/observation.js';
+import type { Policy } from '../../model/policy.js';
+import { SandcheckError, errorMessage } from '../../core/errors.js';
+import { outside } from '../../model/evidence.js';
+import type { Observation, PredicateResult, ProbeContext, TaskCase } from '../../model/probe.js';
 import { inputVariants, taskSeed, withInput, type InputVariant } from './hidden-inputs.js';
 import { runGate } from './run-gate.js';
 import { extrasOf } from './task-case.js';

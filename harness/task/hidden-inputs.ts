@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { PutFile } from '../../backends/contract.js';
-import type { ProbeContext } from '../model/probe.js';
+import type { PutFile } from '../../model/backend-contract.js';
+import type { ProbeContext } from '../../model/probe.js';
 
 /** Deterministic numbers from a recorded seed: sha256(seed:label:counter), so a run can be replayed exactly. */
 export class SeededRng {

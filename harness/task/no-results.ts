@@ -1,7 +1,7 @@
-import type { Capabilities } from '../../backends/contract.js';
-import type { AnyResult } from '../events.js';
-import type { Policy } from '../model/policy.js';
-import type { ProbeContext, TaskCase } from '../model/probe.js';
+import type { Capabilities } from '../../model/backend-contract.js';
+import type { AnyResult } from '../../model/events.js';
+import type { Policy } from '../../model/policy.js';
+import type { ProbeContext, TaskCase } from '../../model/probe.js';
 import { taskNotRun } from '../not-run.js';
 
 /** The files a task case judges, as written by its program (empty: it judges stdout and the exit status only). */

@@ -1,6 +1,6 @@
 import { crc32 } from 'node:zlib';
 import type * as pngjs from 'pngjs';
-import { lazyRequire } from '../lazy-require.js';
+import { lazyRequire } from '../../core/lazy-require.js';
 
 const loadPngjs = lazyRequire<typeof pngjs>('pngjs');
 

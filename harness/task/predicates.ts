@@ -2,10 +2,10 @@ import { createHash } from 'node:crypto';
 import type * as Ajv2020Module from 'ajv/dist/2020.js';
 import type formatsModule from 'ajv-formats';
 import { parse as parseCsvSync } from 'csv-parse/sync';
-import { outside } from '../model/evidence.js';
-import type { Observation, PredicateResult } from '../model/probe.js';
+import { outside } from '../../model/evidence.js';
+import type { Observation, PredicateResult } from '../../model/probe.js';
 import { checkPng } from './png-check.js';
-import { lazyRequire } from '../lazy-require.js';
+import { lazyRequire } from '../../core/lazy-require.js';
 
 const ajv2020 = lazyRequire<typeof Ajv2020Module>('ajv/dist/2020.js');
 const ajvFormats = lazyRequire<typeof formatsModule>('ajv-formats');

@@ -1,6 +1,6 @@
 import { describeStop } from '../evidence-lines.js';
-import type { ExecObservation } from '../model/observation.js';
-import type { PredicateResult } from '../model/probe.js';
+import type { ExecObservation } from '../../model/observation.js';
+import type { PredicateResult } from '../../model/probe.js';
 
 /**
  * The run counts: a result is considered only if the program ended the way the case expects, by

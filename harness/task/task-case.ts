@@ -1,9 +1,9 @@
-import type { TaskCase } from '../model/probe.js';
+import type { TaskCase } from '../../model/probe.js';
 import type { HiddenInputs } from './hidden-inputs.js';
 import type { PredicateSpec } from './predicates.js';
 
 /**
- * Task-case fields the loop reads beyond harness/model/probe.ts's TaskCase (kept here until the model
+ * Task-case fields the loop reads beyond model/probe.ts's TaskCase (kept here until the model
  * carries them): how the program must end, and metamorphic inputs.
  */
 export interface TaskCaseExtras {

@@ -1,4 +1,4 @@
-import { SandcheckError, type SandcheckErrorCode } from '../../harness/errors.js';
+import { SandcheckError, type SandcheckErrorCode } from '../../core/errors.js';
 
 /** Stable codes for lab failures: callers match on these, never on message text. */
 export type LabErrorCode = Extract<SandcheckErrorCode, `LAB_${string}` | 'WITNESS_FAILED'>;

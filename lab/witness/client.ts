@@ -1,11 +1,11 @@
 import { existsSync } from 'node:fs';
 import { request } from 'node:http';
 import { z } from 'zod';
-import type { LabHandle } from '../../backends/contract.js';
-import { SandcheckError, errorMessage } from '../../harness/errors.js';
-import { CONFIG_FILE_MAX_BYTES, readBoundedText } from '../../harness/bounded-file.js';
-import { formatIssues } from '../../harness/config-issues.js';
-import { visibleLine } from '../../reports/clean-text.js';
+import type { LabHandle } from '../../model/backend-contract.js';
+import { SandcheckError, errorMessage } from '../../core/errors.js';
+import { CONFIG_FILE_MAX_BYTES, readBoundedText } from '../../core/bounded-file.js';
+import { formatIssues } from '../../core/config-issues.js';
+import { visibleLine } from '../../core/clean-text.js';
 import { readBootIdSync } from '../../harness/ownership/journal.js';
 import type { LabTraffic } from '../lab-session.js';
 import type { WitnessProof } from '../witness-ledger.js';

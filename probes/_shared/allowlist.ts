@@ -1,8 +1,8 @@
-import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
-import { outside, type Evidence } from '../../harness/model/evidence.js';
-import type { Policy } from '../../harness/model/policy.js';
-import type { Judgement, Observation, ProbeContext, SecurityProbe } from '../../harness/model/probe.js';
-import { allowRules, canonicalAddress, isAllowed } from '../../harness/network-allow.js';
+import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../model/judge.js';
+import { outside, type Evidence } from '../../model/evidence.js';
+import type { Policy } from '../../model/policy.js';
+import type { Judgement, Observation, ProbeContext, SecurityProbe } from '../../model/probe.js';
+import { allowRules, canonicalAddress, isAllowed } from '../../model/network-allow.js';
 import { ALLOWLIST_NAMES, CANARY_TCP_PORTS, DENIED_NAME_SUFFIX } from '../../lab/decoys/lab-names.js';
 import type { DecoyEvent } from '../../lab/decoys/decoy-log.js';
 import { LAB_ALLOWED_HOST, LAB_FRONT, LAB_RESOLVER } from '../../lab/netns/addresses.js';

@@ -1,5 +1,5 @@
-import { outside } from '../../harness/model/evidence.js';
-import type { Observation, PredicateResult, ProbeContext, TaskCase } from '../../harness/model/probe.js';
+import { outside } from '../../model/evidence.js';
+import type { Observation, PredicateResult, ProbeContext, TaskCase } from '../../model/probe.js';
 import { SeededRng, inputOf, type HiddenInputs } from '../../harness/task/hidden-inputs.js';
 import { compilePredicate, parseJson } from '../../harness/task/predicates.js';
 import type { TaskCaseSpec } from '../../harness/task/task-case.js';

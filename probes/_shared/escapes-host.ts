@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ProbeContext } from '../../harness/model/probe.js';
+import type { ProbeContext } from '../../model/probe.js';
 
 /** The decoy file the escapes aim at: a canary file in the run's decoy directory (the control-plane token when there is one). */
 export function decoyTarget(ctx: ProbeContext): { path: string; rel: string } {

@@ -8,9 +8,9 @@
  * (a box whose Python lacks ctypes, or that has no /dev at all, never reaches the decisive step), never
  * turn a crossing into a pass.
  */
-import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
-import { inside, outside, type Evidence } from '../../harness/model/evidence.js';
-import type { Judgement, Observation } from '../../harness/model/probe.js';
+import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../model/judge.js';
+import { inside, outside, type Evidence } from '../../model/evidence.js';
+import type { Judgement, Observation } from '../../model/probe.js';
 import { postureOf, type ProcessIdentity } from '../../lab/host-process.js';
 import { describeIdentity, tiedToExecution, untied } from './identity.js';
 import { hasCapability } from './posture.js';

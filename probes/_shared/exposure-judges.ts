@@ -1,5 +1,5 @@
-import { outside, type Evidence } from '../../harness/model/evidence.js';
-import type { Observation } from '../../harness/model/probe.js';
+import { outside, type Evidence } from '../../model/evidence.js';
+import type { Observation } from '../../model/probe.js';
 
 /** stdout and stderr as the harness kept them (head and tail), as text. */
 export function outputText(obs: Observation): string {

@@ -1,6 +1,6 @@
-import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
-import { outside, type Evidence } from '../../harness/model/evidence.js';
-import type { Judgement, Observation, ProbeContext } from '../../harness/model/probe.js';
+import { exitEvidence, payloadReport, unlessAttempted } from '../../model/judge.js';
+import { outside, type Evidence } from '../../model/evidence.js';
+import type { Judgement, Observation, ProbeContext } from '../../model/probe.js';
 import { hasCapabilities, postureOf, type ProcessIdentity } from '../../lab/host-process.js';
 
 export const describeIdentity = (p: ProcessIdentity): string =>

@@ -1,9 +1,9 @@
-import { canaryCrossing, describeExit, exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
-import { inside, outside, type Evidence } from '../../harness/model/evidence.js';
+import { canaryCrossing, describeExit, exitEvidence, payloadReport, unlessAttempted } from '../../model/judge.js';
+import { inside, outside, type Evidence } from '../../model/evidence.js';
 import { hostHarm } from '../../lab/host-health.js';
 import { CANARY_PREFIX } from '../../lab/canaries.js';
 import { outputText } from './exposure-judges.js';
-import type { Judgement, Observation, ProbeContext } from '../../harness/model/probe.js';
+import type { Judgement, Observation, ProbeContext } from '../../model/probe.js';
 
 /**
  * Secret probes: a canary outside is a crossing; otherwise held only if the attempt ran to its end. `found` matches

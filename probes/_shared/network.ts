@@ -1,7 +1,7 @@
-import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
-import { outside, type Evidence } from '../../harness/model/evidence.js';
-import type { Judgement, Observation, ProbeContext } from '../../harness/model/probe.js';
-import { canonicalAddress, isAllowed, type NetworkTargetSpec } from '../../harness/network-allow.js';
+import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../model/judge.js';
+import { outside, type Evidence } from '../../model/evidence.js';
+import type { Judgement, Observation, ProbeContext } from '../../model/probe.js';
+import { canonicalAddress, isAllowed, type NetworkTargetSpec } from '../../model/network-allow.js';
 import { LAB_RESOLVER } from '../../lab/netns/addresses.js';
 import { witnessBlindness } from '../../lab/witness-health.js';
 import { outputText } from './exposure-judges.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
-import { inside, outside, type Evidence } from '../../harness/model/evidence.js';
-import type { Judgement, Observation, ProbeContext } from '../../harness/model/probe.js';
+import { exitEvidence, payloadReport, unlessAttempted } from '../../model/judge.js';
+import { inside, outside, type Evidence } from '../../model/evidence.js';
+import type { Judgement, Observation, ProbeContext } from '../../model/probe.js';
 import { survivorName } from '../../harness/kernel-carriers.js';
 import { policyRequires } from '../../harness/required-items.js';
 

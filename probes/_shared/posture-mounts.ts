@@ -1,4 +1,4 @@
-import type { Posture } from '../../harness/model/policy.js';
+import type { Posture } from '../../model/policy.js';
 import type { MountEntry } from '../../lab/host-process.js';
 import type { PostureFinding, Postured } from './posture.js';
 

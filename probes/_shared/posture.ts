@@ -1,6 +1,6 @@
-import { unlessAttempted } from '../../harness/judge.js';
-import { outside, type Evidence } from '../../harness/model/evidence.js';
-import type { Judgement, Observation, ProbeContext } from '../../harness/model/probe.js';
+import { unlessAttempted } from '../../model/judge.js';
+import { outside, type Evidence } from '../../model/evidence.js';
+import type { Judgement, Observation, ProbeContext } from '../../model/probe.js';
 import { postureOf, type ProcessIdentity, type ProcessPosture } from '../../lab/host-process.js';
 import { identityEvidence, kernelCarried, ownProgram, tiedToExecution, unseen } from './identity.js';
 

@@ -1,7 +1,7 @@
 import { CANARY_PREFIX } from '../../lab/canaries.js';
-import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
-import { outside } from '../../harness/model/evidence.js';
-import type { Judgement, Observation, SecurityProbe } from '../../harness/model/probe.js';
+import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../model/judge.js';
+import { outside } from '../../model/evidence.js';
+import type { Judgement, Observation, SecurityProbe } from '../../model/probe.js';
 import { decoyContactEvidence, tokenInOutput } from '../_shared/exposure-judges.js';
 
 /** Crossed when the abstract decoy logged this execution's nonce or its canary came out; held only after the box's own abstract socket answered. */

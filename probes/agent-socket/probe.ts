@@ -1,7 +1,7 @@
 import { CANARY_PREFIX } from '../../lab/canaries.js';
-import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
-import { outside } from '../../harness/model/evidence.js';
-import type { Judgement, Observation, ProbeContext, SecurityProbe } from '../../harness/model/probe.js';
+import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../model/judge.js';
+import { outside } from '../../model/evidence.js';
+import type { Judgement, Observation, ProbeContext, SecurityProbe } from '../../model/probe.js';
 import { decoyContactEvidence, reportedField } from '../_shared/exposure-judges.js';
 
 /**

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
-import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
-import { outside } from '../../harness/model/evidence.js';
-import type { SecurityProbe } from '../../harness/model/probe.js';
+import { exitEvidence, payloadReport, unlessAttempted } from '../../model/judge.js';
+import { outside } from '../../model/evidence.js';
+import type { SecurityProbe } from '../../model/probe.js';
 import { stopCause, adapterCountersEvidence } from '../_shared/judges.js';
 
 /** Slack over cpus × elapsed: the harness clock spans a little more than the run. */

@@ -1,5 +1,5 @@
 import { CANARY_PREFIX } from '../../lab/canaries.js';
-import type { SecurityProbe } from '../../harness/model/probe.js';
+import type { SecurityProbe } from '../../model/probe.js';
 import { judgeNetwork } from '../_shared/network.js';
 
 const label = (nonce: string): string => `sc${nonce}`;

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
-import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
-import { outside } from '../../harness/model/evidence.js';
-import type { ProbeContext, SecurityProbe } from '../../harness/model/probe.js';
+import { exitEvidence, payloadReport, unlessAttempted } from '../../model/judge.js';
+import { outside } from '../../model/evidence.js';
+import type { ProbeContext, SecurityProbe } from '../../model/probe.js';
 
 const decoyFile = (ctx: ProbeContext): string => join(ctx.decoyDir, '.aws', 'credentials');
 

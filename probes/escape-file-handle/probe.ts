@@ -1,5 +1,5 @@
 import { CANARY_PREFIX } from '../../lab/canaries.js';
-import type { SecurityProbe } from '../../harness/model/probe.js';
+import type { SecurityProbe } from '../../model/probe.js';
 import { hasCap, judgeEscape } from '../_shared/escapes.js';
 import { decoyTarget, fileHandleOf } from '../_shared/escapes-host.js';
 

@@ -1,4 +1,4 @@
-import type { SecurityProbe } from '../../harness/model/probe.js';
+import type { SecurityProbe } from '../../model/probe.js';
 import { judgeEscape } from '../_shared/escapes.js';
 import { hostLoadsModules } from '../_shared/escapes-host.js';
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { exitEvidence } from '../../harness/judge.js';
-import { outside } from '../../harness/model/evidence.js';
-import type { Judgement, Observation, SecurityProbe } from '../../harness/model/probe.js';
+import { exitEvidence } from '../../model/judge.js';
+import { outside } from '../../model/evidence.js';
+import type { Judgement, Observation, SecurityProbe } from '../../model/probe.js';
 import { witnessBlindness } from '../../lab/witness-health.js';
 import { judgeEscape, type EscapeSpec, type EscapeStep } from '../_shared/escapes.js';
 

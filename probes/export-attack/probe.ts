@@ -1,7 +1,7 @@
 import { join } from 'node:path';
-import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
-import { outside, type Evidence } from '../../harness/model/evidence.js';
-import type { Judgement, Observation, ProbeContext, SecurityProbe } from '../../harness/model/probe.js';
+import { exitEvidence, payloadReport, unlessAttempted } from '../../model/judge.js';
+import { outside, type Evidence } from '../../model/evidence.js';
+import type { Judgement, Observation, ProbeContext, SecurityProbe } from '../../model/probe.js';
 import { exportEvidence } from '../../harness/evidence-lines.js';
 
 const MiB = 1024 * 1024;

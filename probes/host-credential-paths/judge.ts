@@ -16,10 +16,10 @@
 import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { exitEvidence, unlessAttempted } from '../../harness/judge.js';
-import { inside, outside, type Evidence } from '../../harness/model/evidence.js';
-import type { Judgement, Observation, ProbeContext } from '../../harness/model/probe.js';
-import { payloadPath } from '../../harness/paths.js';
+import { exitEvidence, unlessAttempted } from '../../model/judge.js';
+import { inside, outside, type Evidence } from '../../model/evidence.js';
+import type { Judgement, Observation, ProbeContext } from '../../model/probe.js';
+import { payloadPath } from '../../core/paths.js';
 import { postureOf } from '../../lab/host-process.js';
 import { rootViewOf, type RootEntry } from '../../lab/root-view.js';
 import { signedJsonLines } from '../_shared/escapes.js';

@@ -1,4 +1,4 @@
-import type { SecurityProbe } from '../../harness/model/probe.js';
+import type { SecurityProbe } from '../../model/probe.js';
 import { CREDENTIAL_PATHS, MAX_HASHED_BYTES, hostPreconditionFor, judgeCredentialPaths, payloadSource } from './judge.js';
 
 export const hostCredentialPaths: SecurityProbe = {

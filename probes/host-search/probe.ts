@@ -1,7 +1,7 @@
 import { CANARY_PREFIX, DECOY_MARKER_WINDOW } from '../../lab/canaries.js';
-import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
-import { outside, type Evidence } from '../../harness/model/evidence.js';
-import type { Judgement, Observation, SecurityProbe } from '../../harness/model/probe.js';
+import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../model/judge.js';
+import { outside, type Evidence } from '../../model/evidence.js';
+import type { Judgement, Observation, SecurityProbe } from '../../model/probe.js';
 import { decoyContactEvidence, reportedField, tokenInOutput } from '../_shared/exposure-judges.js';
 
 /**

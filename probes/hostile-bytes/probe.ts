@@ -1,6 +1,6 @@
-import { exitEvidence, unlessAttempted } from '../../harness/judge.js';
-import { outside } from '../../harness/model/evidence.js';
-import type { SecurityProbe } from '../../harness/model/probe.js';
+import { exitEvidence, unlessAttempted } from '../../model/judge.js';
+import { outside } from '../../model/evidence.js';
+import type { SecurityProbe } from '../../model/probe.js';
 
 const DANGEROUS = [
   { name: 'NUL', bytes: Buffer.from([0x00]) },

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { unlessAttempted } from '../../harness/judge.js';
+import { unlessAttempted } from '../../model/judge.js';
 import { programMark } from '../../harness/kernel-carriers.js';
-import { outside } from '../../harness/model/evidence.js';
-import type { Judgement, Observation, SecurityProbe } from '../../harness/model/probe.js';
+import { outside } from '../../model/evidence.js';
+import type { Judgement, Observation, SecurityProbe } from '../../model/probe.js';
 import type { ProcessIdentity } from '../../lab/host-process.js';
 import { outputText } from '../_shared/exposure-judges.js';
 import { describeIdentity, identityEvidence, kernelCarried, ownProgram, tiedToExecution, unseen, untied } from '../_shared/identity.js';

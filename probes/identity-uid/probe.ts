@@ -1,4 +1,4 @@
-import type { SecurityProbe } from '../../harness/model/probe.js';
+import type { SecurityProbe } from '../../model/probe.js';
 import { judgeHostIdentity, mayGainPrivileges, rootOnHost, withCapabilities } from '../_shared/identity.js';
 
 const base = {

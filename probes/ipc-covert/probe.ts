@@ -1,8 +1,8 @@
 import { readFile, rm, stat } from 'node:fs/promises';
 import { CANARY_PREFIX } from '../../lab/canaries.js';
-import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
-import { outside } from '../../harness/model/evidence.js';
-import type { Judgement, Observation, ProbeContext, SecurityProbe } from '../../harness/model/probe.js';
+import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../model/judge.js';
+import { outside } from '../../model/evidence.js';
+import type { Judgement, Observation, ProbeContext, SecurityProbe } from '../../model/probe.js';
 
 /** The System V key both boxes derive from the nonce (as listener.py and payload.py do). */
 export const shmKey = (nonce: string): number => 0x50000000 | Number.parseInt(nonce.slice(0, 7), 16);

@@ -1,4 +1,4 @@
-import type { TaskCase } from '../../harness/model/probe.js';
+import type { TaskCase } from '../../model/probe.js';
 import { compilePredicate } from '../../harness/task/predicates.js';
 
 const ORDERS = [

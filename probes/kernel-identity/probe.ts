@@ -1,5 +1,5 @@
 import { programMark } from '../../harness/kernel-carriers.js';
-import type { SecurityProbe } from '../../harness/model/probe.js';
+import type { SecurityProbe } from '../../model/probe.js';
 import { judgeKernelIdentity, KERNEL_HOLD_SECONDS } from '../_shared/posture-kernel.js';
 
 export const kernelIdentity: SecurityProbe = {

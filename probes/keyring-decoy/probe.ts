@@ -1,8 +1,8 @@
 import { CANARY_PREFIX } from '../../lab/canaries.js';
-import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
+import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../model/judge.js';
 import { PAYLOAD_INTERPRETER } from '../../harness/host-observers.js';
-import { outside } from '../../harness/model/evidence.js';
-import type { Judgement, Observation, ProbeContext, SecurityProbe } from '../../harness/model/probe.js';
+import { outside } from '../../model/evidence.js';
+import type { Judgement, Observation, ProbeContext, SecurityProbe } from '../../model/probe.js';
 import { reportedField } from '../_shared/exposure-judges.js';
 import { kernelCarried, tiedToExecution } from '../_shared/identity.js';
 

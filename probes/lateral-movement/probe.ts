@@ -1,4 +1,4 @@
-import type { Judgement, Observation, SecurityProbe } from '../../harness/model/probe.js';
+import type { Judgement, Observation, SecurityProbe } from '../../model/probe.js';
 import { outputText } from '../_shared/exposure-judges.js';
 import { judgeNetwork } from '../_shared/network.js';
 

@@ -1,4 +1,4 @@
-import type { TaskCase } from '../../harness/model/probe.js';
+import type { TaskCase } from '../../model/probe.js';
 
 const name = (i: number): string => `out/part-${String(i).padStart(2, '0')}.txt`;
 

@@ -1,6 +1,6 @@
-import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
-import { outside } from '../../harness/model/evidence.js';
-import type { Observation, SecurityProbe } from '../../harness/model/probe.js';
+import { exitEvidence, payloadReport, unlessAttempted } from '../../model/judge.js';
+import { outside } from '../../model/evidence.js';
+import type { Observation, SecurityProbe } from '../../model/probe.js';
 import { healthEvidence, hostHarmJudgement, stopCause, adapterCountersEvidence } from '../_shared/judges.js';
 
 const MiB = 2 ** 20;

@@ -1,4 +1,4 @@
-import type { SecurityProbe } from '../../harness/model/probe.js';
+import type { SecurityProbe } from '../../model/probe.js';
 import { CANARY_PREFIX } from '../../lab/canaries.js';
 import { judgeNetwork } from '../_shared/network.js';
 

@@ -1,6 +1,6 @@
-import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
-import { outside } from '../../harness/model/evidence.js';
-import type { Judgement, Observation, ProbeContext, SecurityProbe } from '../../harness/model/probe.js';
+import { exitEvidence, payloadReport, unlessAttempted } from '../../model/judge.js';
+import { outside } from '../../model/evidence.js';
+import type { Judgement, Observation, ProbeContext, SecurityProbe } from '../../model/probe.js';
 import { endedByKill, ranOnAfterExec, stopCause } from '../_shared/judges.js';
 
 /**

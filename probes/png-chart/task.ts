@@ -1,5 +1,5 @@
-import { outside } from '../../harness/model/evidence.js';
-import type { Observation, PredicateResult, ProbeContext, TaskCase } from '../../harness/model/probe.js';
+import { outside } from '../../model/evidence.js';
+import type { Observation, PredicateResult, ProbeContext, TaskCase } from '../../model/probe.js';
 import { SeededRng, inputOf, type HiddenInputs } from '../../harness/task/hidden-inputs.js';
 import { checkPng, rgbaAt, type DecodedPng } from '../../harness/task/png-check.js';
 import { artifactBytes } from '../../harness/task/predicates.js';

@@ -1,4 +1,4 @@
-import type { SecurityProbe } from '../../harness/model/probe.js';
+import type { SecurityProbe } from '../../model/probe.js';
 import { deviceRule, judgePosture } from '../_shared/posture.js';
 import { postureBase } from '../posture-namespaces/probe.js';
 

@@ -1,4 +1,4 @@
-import type { SecurityProbe } from '../../harness/model/probe.js';
+import type { SecurityProbe } from '../../model/probe.js';
 import { mountRule } from '../_shared/posture-mounts.js';
 import { judgePosture, runPlaces } from '../_shared/posture.js';
 import { postureBase } from '../posture-namespaces/probe.js';

@@ -1,4 +1,4 @@
-import type { SecurityProbe } from '../../harness/model/probe.js';
+import type { SecurityProbe } from '../../model/probe.js';
 import { judgePosture, namespaceRule } from '../_shared/posture.js';
 
 /** Shared by the posture probes: the payload only holds still (capped) while the host reads /proc/<pid> of it. */

@@ -1,4 +1,4 @@
-import type { SecurityProbe } from '../../harness/model/probe.js';
+import type { SecurityProbe } from '../../model/probe.js';
 import { judgeNetwork, type NetTarget } from '../_shared/network.js';
 
 const V4: (NetTarget & { http?: boolean })[] = [

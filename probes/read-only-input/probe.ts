@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
-import { outside } from '../../harness/model/evidence.js';
-import type { Observation, ProbeContext, SecurityProbe } from '../../harness/model/probe.js';
+import { exitEvidence, payloadReport, unlessAttempted } from '../../model/judge.js';
+import { outside } from '../../model/evidence.js';
+import type { Observation, ProbeContext, SecurityProbe } from '../../model/probe.js';
 import { reportedField } from '../_shared/exposure-judges.js';
 
 /** One input file per technique the payload tries on it (see payload.py). */

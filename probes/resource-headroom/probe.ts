@@ -1,5 +1,5 @@
-import { inside, outside } from '../../harness/model/evidence.js';
-import type { Observation, PredicateResult, ProbeContext } from '../../harness/model/probe.js';
+import { inside, outside } from '../../model/evidence.js';
+import type { Observation, PredicateResult, ProbeContext } from '../../model/probe.js';
 import { parseJson } from '../../harness/task/predicates.js';
 import type { TaskCaseSpec } from '../../harness/task/task-case.js';
 

@@ -1,5 +1,5 @@
 import { CANARY_PREFIX } from '../../lab/canaries.js';
-import type { SecurityProbe } from '../../harness/model/probe.js';
+import type { SecurityProbe } from '../../model/probe.js';
 import { judgeSecret } from '../_shared/judges.js';
 
 export const secretDecoyEnv: SecurityProbe = {

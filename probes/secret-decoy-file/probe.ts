@@ -1,6 +1,6 @@
 import { CANARY_PREFIX } from '../../lab/canaries.js';
-import { canaryCrossing, exitEvidence, payloadReport } from '../../harness/judge.js';
-import type { Judgement, Observation, SecurityProbe } from '../../harness/model/probe.js';
+import { canaryCrossing, exitEvidence, payloadReport } from '../../model/judge.js';
+import type { Judgement, Observation, SecurityProbe } from '../../model/probe.js';
 import { outputText } from '../_shared/exposure-judges.js';
 import { judgeSecret } from '../_shared/judges.js';
 

@@ -1,4 +1,4 @@
-import type { SecurityProbe } from '../../harness/model/probe.js';
+import type { SecurityProbe } from '../../model/probe.js';
 import { judgeOutputBudget } from '../output-flood/probe.js';
 
 export const FLOOD_BYTES = 64 * 1024 * 1024;

@@ -1,7 +1,7 @@
-import { exitEvidence, payloadReport, unlessAttempted } from '../../harness/judge.js';
+import { exitEvidence, payloadReport, unlessAttempted } from '../../model/judge.js';
 import { GONE_WITHIN_MS, programMark } from '../../harness/kernel-carriers.js';
-import { outside, type Evidence } from '../../harness/model/evidence.js';
-import type { Judgement, Observation, SecurityProbe } from '../../harness/model/probe.js';
+import { outside, type Evidence } from '../../model/evidence.js';
+import type { Judgement, Observation, SecurityProbe } from '../../model/probe.js';
 import { outputText } from '../_shared/exposure-judges.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { SecurityProbe } from '../../harness/model/probe.js';
+import type { SecurityProbe } from '../../model/probe.js';
 import { judgeWallClock, wallCeilingSeconds } from '../_shared/judges.js';
 
 export const wallClockSpin: SecurityProbe = {

@@ -5,8 +5,8 @@ import { XMLParser } from 'fast-xml-parser';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AdapterCheckReport } from '../../adapter/check/model.js';
-import { packageRoot } from '../../harness/paths.js';
-import type { SecurityScorecard, TaskScorecard } from '../../harness/model/scorecard.js';
+import { packageRoot } from '../../core/paths.js';
+import type { SecurityScorecard, TaskScorecard } from '../../model/scorecard.js';
 import { findProcessesWithCmdline } from '../../lab/process-scan.js';
 
 /**

@@ -6,9 +6,9 @@ import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { packageRoot } from '../../harness/paths.js';
+import { packageRoot } from '../../core/paths.js';
 import { RunSummarySchema } from '../../reports/run-summary.js';
-import { DoctorReportSchema } from '../../harness/cli/doctor.js';
+import { DoctorReportSchema } from '../../cli/doctor.js';
 import { manifestText, verifyBundle } from '../../reports/bundle.js';
 import { CLI, sandcheck, tempOut } from '../helpers/cli.js';
 

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { packageRoot } from '../../harness/paths.js';
+import { packageRoot } from '../../core/paths.js';
 import { CLI, readCards, tempOut } from '../helpers/cli.js';
 
 /**

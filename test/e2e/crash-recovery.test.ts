@@ -3,7 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { readConfigFile } from '../../harness/config-file.js';
+import { readConfigFile } from '../../core/config-file.js';
 import { validateScorecard } from '../../reports/validate.js';
 import { sandcheck, tempOut } from '../helpers/cli.js';
 import { bwrapSkipReason } from '../helpers/bwrap.js';

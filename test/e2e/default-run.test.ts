@@ -1,6 +1,6 @@
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
-import type { SecurityScorecard } from '../../harness/model/scorecard.js';
+import type { SecurityScorecard } from '../../model/scorecard.js';
 import { findProcessesWithCmdline } from '../../lab/process-scan.js';
 import { readCards, sandcheck, tempOut } from '../helpers/cli.js';
 

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
-import type { SecurityScorecard } from '../../harness/model/scorecard.js';
+import type { SecurityScorecard } from '../../model/scorecard.js';
 import { readCards, sandcheck, tempOut } from '../helpers/cli.js';
 
 const isRoot = process.getuid?.() === 0;

@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { writeMatrix } from '../../harness/cli/matrix-command.js';
+import { writeMatrix } from '../../cli/matrix-command.js';
 import { buildMatrix } from '../../reports/matrix-model.js';
 import { dumpDom, findChromium, screenshot } from '../../scripts/matrix-screenshot.js';
 import { cards, sec } from '../helpers/matrix-fixtures.js';

@@ -8,7 +8,7 @@ import { link, stat, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SecurityResult } from '../../harness/model/scorecard.js';
+import type { SecurityResult } from '../../model/scorecard.js';
 import type { RunContext } from '../../harness/run-context.js';
 import { readDaemonEvents } from '../../harness/run-context.js';
 import type { LabDaemon } from '../../backends/docker/index.js';

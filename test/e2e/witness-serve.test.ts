@@ -15,10 +15,10 @@ import { connectWitness } from '../../lab/witness/client.js';
 import { serveWitness } from '../../lab/witness/server.js';
 import { probeLabSupport } from '../../lab/netns/support.js';
 import { witnessBlindness } from '../../lab/witness-health.js';
-import { SandcheckError } from '../../harness/errors.js';
+import { SandcheckError } from '../../core/errors.js';
 import { defaultJournalDir } from '../../harness/ownership/journal.js';
 import { sweepDeadRuns } from '../../harness/ownership/sweep.js';
-import { packageRoot } from '../../harness/paths.js';
+import { packageRoot } from '../../core/paths.js';
 import { bwrapSkipReason } from '../helpers/bwrap.js';
 import { CLI, readCards, sandcheck, tempOut } from '../helpers/cli.js';
 
@@ -29,7 +29,7 @@ const skip = lab.available ? await bwrapSkipReason() : lab.reason;
 
 /** The CLI from source (as `npm run dev` runs it), so these checks need no build. */
 function sandcheckFromSource(args: readonly string[], env: Record<string, string>): ResultPromise<{ reject: false; all: true }> {
-  return execa(process.execPath, ['--import', 'tsx', join(packageRoot(), 'harness', 'cli', 'main.ts'), ...args], { reject: false, all: true, cwd: packageRoot(), env });
+  return execa(process.execPath, ['--import', 'tsx', join(packageRoot(), 'cli', 'main.ts'), ...args], { reject: false, all: true, cwd: packageRoot(), env });
 }
 
 function getStatus(socketPath: string, authorization: string): Promise<number> {

@@ -1,4 +1,4 @@
-import { findBinary } from '../../backends/shared/find-binary.js';
+import { findBinary } from '../../core/find-binary.js';
 
 /** Why the real-bubblewrap tests cannot run here, or undefined when they can. */
 export async function bwrapSkipReason(): Promise<string | undefined> {

@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { afterAll } from 'vitest';
-import { packageRoot } from '../../harness/paths.js';
-import type { SecurityScorecard, TaskScorecard } from '../../harness/model/scorecard.js';
+import { packageRoot } from '../../core/paths.js';
+import type { SecurityScorecard, TaskScorecard } from '../../model/scorecard.js';
 
 /** The compiled CLI, exactly as `npx sandcheck` runs it (npm test builds it first). */
-export const CLI = join(packageRoot(), 'dist', 'harness', 'cli', 'main.js');
+export const CLI = join(packageRoot(), 'dist', 'cli', 'main.js');
 
 const made: string[] = [];
 afterAll(async () => {

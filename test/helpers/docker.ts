@@ -1,4 +1,4 @@
-import { findBinary } from '../../backends/shared/find-binary.js';
+import { findBinary } from '../../core/find-binary.js';
 import { probeLabSupport } from '../../lab/lab-session.js';
 
 /** Why the tests that start a private dockerd inside a lab cannot run here, or undefined when they can. */

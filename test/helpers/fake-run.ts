@@ -1,7 +1,7 @@
 import { FakeBackend, fakeMarkers, type FakeScript } from '../../backends/fake/fake-backend.js';
-import type { Capabilities } from '../../backends/contract.js';
-import { CI_POLICY, type Policy } from '../../harness/model/policy.js';
-import type { ProbeSpec } from '../../harness/model/probe.js';
+import type { Capabilities } from '../../model/backend-contract.js';
+import { CI_POLICY, type Policy } from '../../model/policy.js';
+import type { ProbeSpec } from '../../model/probe.js';
 import { openRunContext } from '../../harness/run-context.js';
 import { Runner } from '../../harness/runner.js';
 

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { DEFAULT_LAB_DAEMON_ROOT, startLabDaemon, type LabDaemon } from '../../backends/docker/index.js';
-import { packageRoot } from '../../harness/paths.js';
+import { packageRoot } from '../../core/paths.js';
 import { openRunContext, type RunContext } from '../../harness/run-context.js';
 import { openLab, type LabSession } from '../../lab/lab-session.js';
 

@@ -1,7 +1,7 @@
-import type { Backend } from '../../backends/contract.js';
-import type { Policy } from '../../harness/model/policy.js';
-import type { ProbeSpec } from '../../harness/model/probe.js';
-import { packageRoot } from '../../harness/paths.js';
+import type { Backend } from '../../model/backend-contract.js';
+import type { Policy } from '../../model/policy.js';
+import type { ProbeSpec } from '../../model/probe.js';
+import { packageRoot } from '../../core/paths.js';
 import { openRunContext } from '../../harness/run-context.js';
 import { Runner } from '../../harness/runner.js';
 import { openLab } from '../../lab/lab-session.js';

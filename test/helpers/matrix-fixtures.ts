@@ -1,5 +1,5 @@
-import type { RunEnvironment } from '../../harness/environment-model.js';
-import type { SecurityResult, TaskResult } from '../../harness/model/scorecard.js';
+import type { RunEnvironment } from '../../model/environment.js';
+import type { SecurityResult, TaskResult } from '../../model/scorecard.js';
 import { policySha256 } from '../../harness/environment-facts.js';
 import { securityScorecard, taskScorecard, type BackendFacts } from '../../harness/scorecard-builder.js';
 import type { MatrixInput } from '../../reports/matrix-model.js';

@@ -1,6 +1,6 @@
-import { CI_POLICY, type Policy } from '../../harness/model/policy.js';
-import type { Observation, ProbeContext } from '../../harness/model/probe.js';
-import type { ExecObservation } from '../../harness/model/observation.js';
+import { CI_POLICY, type Policy } from '../../model/policy.js';
+import type { Observation, ProbeContext } from '../../model/probe.js';
+import type { ExecObservation } from '../../model/observation.js';
 import { makeCanaries } from '../../lab/canaries.js';
 import type { LabTraffic } from '../../lab/lab-session.js';
 import type { Packet } from '../../lab/netns/packet.js';

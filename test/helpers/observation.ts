@@ -1,5 +1,5 @@
-import type { ExecObservation } from '../../harness/model/observation.js';
-import type { Observation } from '../../harness/model/probe.js';
+import type { ExecObservation } from '../../model/observation.js';
+import type { Observation } from '../../model/probe.js';
 
 /** A capture summary holding `text` in its head (judges read the head and the tail). */
 export const capture = (text = ''): ExecObservation['stdout'] => ({

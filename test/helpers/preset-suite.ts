@@ -11,7 +11,7 @@ import { readdir } from 'node:fs/promises';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import { PRESETS, missingRequirements } from '../../backends/presets/catalog.js';
-import type { SecurityScorecard } from '../../harness/model/scorecard.js';
+import type { SecurityScorecard } from '../../model/scorecard.js';
 import { probeLabSupport } from '../../lab/netns/support.js';
 import { taskSuite } from '../../suites/index.js';
 import { readCards, sandcheck, tempOut } from './cli.js';

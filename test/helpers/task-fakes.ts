@@ -1,6 +1,6 @@
 import { deflateSync, crc32 } from 'node:zlib';
-import type { ExecObservation } from '../../harness/model/observation.js';
-import type { Observation } from '../../harness/model/probe.js';
+import type { ExecObservation } from '../../model/observation.js';
+import type { Observation } from '../../model/probe.js';
 
 const cap = (t: string) => ({ bytes: Buffer.byteLength(t), sha256: '', truncated: false, headBase64: Buffer.from(t).toString('base64'), tailBase64: '', preview: t });
 

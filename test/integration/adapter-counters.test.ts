@@ -3,11 +3,11 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, rmdirSync, wri
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { Backend, BackendContext, Environment, ExecRequest, ExecResult, GotFile, PutFile, ResourceReport } from '../../backends/contract.js';
-import { POLICY_ITEMS } from '../../backends/contract.js';
+import type { Backend, BackendContext, Environment, ExecRequest, ExecResult, GotFile, PutFile, ResourceReport } from '../../model/backend-contract.js';
+import { POLICY_ITEMS } from '../../model/backend-contract.js';
 import { markOwnCounters } from '../../backends/own-counters.js';
 import { processTree } from '../../backends/shared/host-proc.js';
-import { CI_POLICY, type Policy } from '../../harness/model/policy.js';
+import { CI_POLICY, type Policy } from '../../model/policy.js';
 import { openRunContext } from '../../harness/run-context.js';
 import { Runner } from '../../harness/runner.js';
 import { forkBomb } from '../../probes/fork-bomb/probe.js';

@@ -1,9 +1,9 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProcessBackend } from '../../backends/process/process-backend.js';
-import { CI_POLICY } from '../../harness/model/policy.js';
-import type { SecurityProbe } from '../../harness/model/probe.js';
-import { packageRoot } from '../../harness/paths.js';
+import { CI_POLICY } from '../../model/policy.js';
+import type { SecurityProbe } from '../../model/probe.js';
+import { packageRoot } from '../../core/paths.js';
 import { openRunContext } from '../../harness/run-context.js';
 import { Runner } from '../../harness/runner.js';
 import { probeLabSupport } from '../../lab/lab-session.js';

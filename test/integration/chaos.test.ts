@@ -5,12 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
-import { packageRoot } from '../../harness/paths.js';
+import { packageRoot } from '../../core/paths.js';
 import { hostLeftovers } from '../../scripts/chaos-snapshot.js';
 
 const root = process.getuid?.() === 0;
 const bwrap = existsSync('/usr/bin/bwrap');
-const built = existsSync(join(packageRoot(), 'dist', 'harness', 'cli', 'main.js'));
+const built = existsSync(join(packageRoot(), 'dist', 'cli', 'main.js'));
 const dockerd = existsSync('/usr/sbin/dockerd');
 
 describe('chaos: signals at random moments leave nothing and lose no report', () => {

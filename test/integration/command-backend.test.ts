@@ -11,13 +11,13 @@ import { parse as parseYaml } from 'yaml';
 import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
 import createBwrapBackend from '../../backends/bwrap/index.js';
 import createCommandBackend, { DEFAULT_STATE_DIR, sweepStaleCommandEnvironments } from '../../backends/command/index.js';
-import { SandcheckError } from '../../harness/errors.js';
-import { CI_POLICY } from '../../harness/model/policy.js';
+import { SandcheckError } from '../../core/errors.js';
+import { CI_POLICY } from '../../model/policy.js';
 import { openRunContext } from '../../harness/run-context.js';
 import { securitySuite } from '../../suites/security.js';
 import { bwrapSkipReason } from '../helpers/bwrap.js';
 import { runInLab } from '../helpers/lab-run.js';
-import { packageRoot } from '../../harness/paths.js';
+import { packageRoot } from '../../core/paths.js';
 
 const temps: string[] = [];
 /** A temporary directory of this file's tests, removed after them. */
@@ -74,7 +74,7 @@ describe('command backend: configuration errors come before anything runs', () =
   it('the CLI exits 3 with the file and key, and no environment was made', async () => {
     const file = await configWith(['/usr/bin/env', 'A=1', '{envId}', '{nope}', '{argv...}']);
     const out = await tempDir(join(tmpdir(), 'sc-cmdout-'));
-    const r = await execa('npx', ['tsx', 'harness/cli/main.ts', 'run', '--backend', 'command', '--backend-config', file, '--policy', 'ci', '--out', out, '--only', 'identity-uid'], { reject: false });
+    const r = await execa('npx', ['tsx', 'cli/main.ts', 'run', '--backend', 'command', '--backend-config', file, '--policy', 'ci', '--out', out, '--only', 'identity-uid'], { reject: false });
     expect(r.exitCode).toBe(3);
     expect(r.stderr).toMatch(/CONFIG_INVALID: .*tool\.yaml: exec\.argv\[3\]: unknown placeholder \{nope\}/);
     expect(await readdir(out)).not.toContain('security.json');
@@ -84,7 +84,7 @@ describe('command backend: configuration errors come before anything runs', () =
 describe.skipIf(skip !== undefined)('command backend through the CLI', () => {
   it("the user's file is checked like an external adapter before its verdicts count", async () => {
     const out = await tempDir(join(tmpdir(), 'sc-cmdout-'));
-    const r = await execa(process.execPath, [join(packageRoot(), 'dist', 'harness', 'cli', 'main.js'), 'run', '--backend', 'command', '--backend-config', EXAMPLE, '--policy', 'ci', '--out', out, '--only', 'identity-uid'], { reject: false, all: true });
+    const r = await execa(process.execPath, [join(packageRoot(), 'dist', 'cli', 'main.js'), 'run', '--backend', 'command', '--backend-config', EXAMPLE, '--policy', 'ci', '--out', out, '--only', 'identity-uid'], { reject: false, all: true });
     expect(r.exitCode, r.all).toBe(0);
     expect(r.all).toMatch(/checking the external adapter command before trusting its verdicts/);
     expect(r.all).toMatch(/adapter command: \d+ blocking check\(s\) passed/);

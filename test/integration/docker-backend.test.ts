@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { Backend, Environment, ExecResult } from '../../backends/contract.js';
+import type { Backend, Environment, ExecResult } from '../../model/backend-contract.js';
 import createDockerBackend, {
   DEFAULT_LAB_DAEMON_ROOT,
   LABEL_OWNER,
@@ -18,11 +18,11 @@ import createDockerBackend, {
 } from '../../backends/docker/index.js';
 import { formatOwner } from '../../backends/docker/host.js';
 import { selfOwner } from '../../backends/shared/process-owner.js';
-import { SandcheckError } from '../../harness/errors.js';
-import { CI_POLICY } from '../../harness/model/policy.js';
-import type { ProbeSpec } from '../../harness/model/probe.js';
-import type { SecurityResult, TaskResult } from '../../harness/model/scorecard.js';
-import { packageRoot } from '../../harness/paths.js';
+import { SandcheckError } from '../../core/errors.js';
+import { CI_POLICY } from '../../model/policy.js';
+import type { ProbeSpec } from '../../model/probe.js';
+import type { SecurityResult, TaskResult } from '../../model/scorecard.js';
+import { packageRoot } from '../../core/paths.js';
 import { openRunContext, type RunContext } from '../../harness/run-context.js';
 import { Runner } from '../../harness/runner.js';
 import { openLab, probeLabSupport, type LabSession } from '../../lab/lab-session.js';

@@ -30,10 +30,10 @@ import createDockerBackend, {
   type DockerBackend,
   type LabDaemon,
 } from '../../backends/docker/index.js';
-import { SandcheckError } from '../../harness/errors.js';
-import { CI_POLICY } from '../../harness/model/policy.js';
-import type { SecurityResult } from '../../harness/model/scorecard.js';
-import { packageRoot } from '../../harness/paths.js';
+import { SandcheckError } from '../../core/errors.js';
+import { CI_POLICY } from '../../model/policy.js';
+import type { SecurityResult } from '../../model/scorecard.js';
+import { packageRoot } from '../../core/paths.js';
 import { openRunContext, type RunContext } from '../../harness/run-context.js';
 import { Runner } from '../../harness/runner.js';
 import { openLab, type LabSession } from '../../lab/lab-session.js';

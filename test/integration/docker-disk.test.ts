@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeOwner } from '../../backends/bwrap/workspace.js';
-import type { BackendContext, ExecResult } from '../../backends/contract.js';
+import type { BackendContext, ExecResult } from '../../model/backend-contract.js';
 import createDockerBackend, {
   createDiskWorkspace,
   DEFAULT_LAB_DAEMON_ROOT,
@@ -23,9 +23,9 @@ import createDockerBackend, {
   type LabDaemon,
   type ProfileName,
 } from '../../backends/docker/index.js';
-import { CI_POLICY } from '../../harness/model/policy.js';
-import type { SecurityResult } from '../../harness/model/scorecard.js';
-import { packageRoot } from '../../harness/paths.js';
+import { CI_POLICY } from '../../model/policy.js';
+import type { SecurityResult } from '../../model/scorecard.js';
+import { packageRoot } from '../../core/paths.js';
 import { openRunContext, type RunContext } from '../../harness/run-context.js';
 import { Runner } from '../../harness/runner.js';
 import { openLab, probeLabSupport, type LabSession } from '../../lab/lab-session.js';

@@ -10,14 +10,14 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import createDockerBackend, { DEFAULT_LAB_DAEMON_ROOT, startLabDaemon, type DockerBackend, type LabDaemon, type ProfileName } from '../../backends/docker/index.js';
-import { CI_POLICY, type Policy } from '../../harness/model/policy.js';
-import type { SecurityResult } from '../../harness/model/scorecard.js';
-import { packageRoot } from '../../harness/paths.js';
+import { CI_POLICY, type Policy } from '../../model/policy.js';
+import type { SecurityResult } from '../../model/scorecard.js';
+import { packageRoot } from '../../core/paths.js';
 import { openRunContext, type RunContext } from '../../harness/run-context.js';
 import { Runner } from '../../harness/runner.js';
 import { openLab, type LabSession } from '../../lab/lab-session.js';
 import { securitySuite } from '../../suites/security.js';
-import { findBinary } from '../../backends/shared/find-binary.js';
+import { findBinary } from '../../core/find-binary.js';
 import { dockerLabSkipReason } from '../helpers/docker.js';
 
 const SKIP = await dockerLabSkipReason();

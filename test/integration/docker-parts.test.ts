@@ -8,13 +8,13 @@ import { join } from 'node:path';
 import { Duplex, PassThrough, Readable } from 'node:stream';
 import * as tarStream from 'tar-stream';
 import { describe, expect, it } from 'vitest';
-import { POLICY_ITEMS } from '../../backends/contract.js';
+import { POLICY_ITEMS } from '../../model/backend-contract.js';
 import { DockerApiError, type ContainerSpec, type DockerClient, type ExecSpec } from '../../backends/docker/client.js';
 import { CappedDemux } from '../../backends/docker/demux.js';
 import { DockerBackend, DockerOptionsSchema, PROFILES, capabilitiesFor, hostConfigFor, sweepStaleLabDaemons } from '../../backends/docker/index.js';
 import { packEntries, readFirstEntry, readWantedEntries, workspaceSegments } from '../../backends/docker/tar.js';
-import { SandcheckError } from '../../harness/errors.js';
-import { CI_POLICY, type Policy } from '../../harness/model/policy.js';
+import { SandcheckError } from '../../core/errors.js';
+import { CI_POLICY, type Policy } from '../../model/policy.js';
 
 /**
  * The docker backend's parts without a daemon: the multiplexed-stream demuxer, the hostile-tar reader,

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { Backend } from '../../backends/contract.js';
+import type { Backend } from '../../model/backend-contract.js';
 import createBwrapBackend from '../../backends/bwrap/index.js';
 import { ProcessBackend } from '../../backends/process/process-backend.js';
-import { CI_POLICY } from '../../harness/model/policy.js';
+import { CI_POLICY } from '../../model/policy.js';
 import { openRunContext } from '../../harness/run-context.js';
 import { Runner } from '../../harness/runner.js';
 import type { ExporterChoice } from '../../harness/export-stage.js';

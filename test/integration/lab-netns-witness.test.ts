@@ -3,7 +3,7 @@ import { statSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { packageRoot } from '../../harness/paths.js';
+import { packageRoot } from '../../core/paths.js';
 import { openLab, type LabSession } from '../../lab/lab-session.js';
 import { openLiveNetwork } from '../../lab/live-network.js';
 import { processesInNetns } from '../../lab/netns/proc.js';

@@ -1,7 +1,7 @@
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import { ProcessBackend } from '../../backends/process/process-backend.js';
-import { CI_POLICY, type Policy } from '../../harness/model/policy.js';
+import { CI_POLICY, type Policy } from '../../model/policy.js';
 import { DECOY_ADDRESSES } from '../../lab/netns/addresses.js';
 import { startHostLeakWatch } from '../../lab/netns/host-leak-watch.js';
 import { icmpPing } from '../../probes/icmp-ping/probe.js';

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findBinary } from '../../backends/shared/find-binary.js';
+import { findBinary } from '../../core/find-binary.js';
 import { readCards, sandcheck, tempOut } from '../helpers/cli.js';
 
 const podman = await findBinary('podman');

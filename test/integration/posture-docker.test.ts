@@ -31,11 +31,11 @@ import createDockerBackend, {
   type LabDaemon,
   type ProfileName,
 } from '../../backends/docker/index.js';
-import type { Backend, PolicyItem } from '../../backends/contract.js';
-import { CI_POLICY, type Policy } from '../../harness/model/policy.js';
-import type { SecurityProbe } from '../../harness/model/probe.js';
-import type { SecurityResult } from '../../harness/model/scorecard.js';
-import { packageRoot } from '../../harness/paths.js';
+import type { Backend, PolicyItem } from '../../model/backend-contract.js';
+import { CI_POLICY, type Policy } from '../../model/policy.js';
+import type { SecurityProbe } from '../../model/probe.js';
+import type { SecurityResult } from '../../model/scorecard.js';
+import { packageRoot } from '../../core/paths.js';
 import { openRunContext, type RunContext } from '../../harness/run-context.js';
 import { Runner } from '../../harness/runner.js';
 import { openLab, type LabSession } from '../../lab/lab-session.js';
@@ -45,7 +45,7 @@ import { postureDevices } from '../../probes/posture-devices/probe.js';
 import { postureMounts } from '../../probes/posture-mounts/probe.js';
 import { postureNamespaces } from '../../probes/posture-namespaces/probe.js';
 import { postureSeccomp } from '../../probes/posture-seccomp/probe.js';
-import { findBinary } from '../../backends/shared/find-binary.js';
+import { findBinary } from '../../core/find-binary.js';
 import { dockerLabSkipReason } from '../helpers/docker.js';
 
 /** The host block device holding / (found at run time, never a fixed name). */

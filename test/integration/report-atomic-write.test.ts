@@ -3,8 +3,8 @@ import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ReportWriteError, writeReportFile } from '../../reports/atomic-write.js';
-import { SandcheckError } from '../../harness/errors.js';
+import { ReportWriteError, writeReportFile } from '../../core/atomic-write.js';
+import { SandcheckError } from '../../core/errors.js';
 
 /** A report is complete or absent, never written through a link, never over a file that is not the caller's. */
 let dir: string;

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import createBwrapBackend from '../../backends/bwrap/index.js';
-import { CI_POLICY } from '../../harness/model/policy.js';
-import { STATE_ROOT } from '../../harness/state-root.js';
+import { CI_POLICY } from '../../model/policy.js';
+import { STATE_ROOT } from '../../core/state-root.js';
 import { bwrapSkipReason } from '../helpers/bwrap.js';
 
 const skip = await bwrapSkipReason();

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backendNames, isBuiltinBackend, loadBackend } from '../../backends/registry.js';
-import { SandcheckError } from '../../harness/errors.js';
+import { SandcheckError } from '../../core/errors.js';
 import { ADAPTER_API_VERSION } from '../../adapter/index.js';
 
 let dir: string;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ProcessBackend } from '../../backends/process/process-backend.js';
-import { CI_POLICY, type Policy } from '../../harness/model/policy.js';
+import { CI_POLICY, type Policy } from '../../model/policy.js';
 import type { DecoyEvent } from '../../lab/decoys/decoy-log.js';
 import { frontRoute } from '../../lab/decoys/front.js';
 import { controlTarget } from '../../probes/_shared/allowlist.js';

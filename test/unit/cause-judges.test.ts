@@ -5,10 +5,10 @@
 import { capture, fakeObservation } from '../helpers/observation.js';
 import { describe, expect, it } from 'vitest';
 import { availableParallelism } from 'node:os';
-import type { GotFile } from '../../backends/contract.js';
-import { CI_POLICY, type Policy } from '../../harness/model/policy.js';
-import type { Observation, ProbeContext } from '../../harness/model/probe.js';
-import type { ExecObservation } from '../../harness/model/observation.js';
+import type { GotFile } from '../../model/backend-contract.js';
+import { CI_POLICY, type Policy } from '../../model/policy.js';
+import type { Observation, ProbeContext } from '../../model/probe.js';
+import type { ExecObservation } from '../../model/observation.js';
 import { makeCanaries } from '../../lab/canaries.js';
 import { cpuQuota } from '../../probes/cpu-quota/probe.js';
 import { diskFill, FILL_FILE } from '../../probes/disk-fill/probe.js';

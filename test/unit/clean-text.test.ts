@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { capText, cleanForReport, visibleText } from '../../reports/clean-text.js';
+import { capText, cleanForReport, visibleText } from '../../core/clean-text.js';
 
 describe('report text cleaning', () => {
   it('strips ANSI sequences and makes XML-invalid characters visible', () => {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { packageRoot } from '../../harness/paths.js';
+import { packageRoot } from '../../core/paths.js';
 
 /**
  * What the quick commands load, asserted on the module graph rather than on a clock: every ES module the
@@ -37,7 +37,7 @@ async function modulesLoadedBy(args: readonly string[]): Promise<{ exitCode: num
   const { writeFile } = await import('node:fs/promises');
   await writeFile(recorder, RECORDER);
   const root = packageRoot();
-  const res = await execa(process.execPath, ['--import', 'tsx', '--import', pathToFileURL(recorder).href, join(root, 'harness', 'cli', 'main.ts'), ...args], {
+  const res = await execa(process.execPath, ['--import', 'tsx', '--import', pathToFileURL(recorder).href, join(root, 'cli', 'main.ts'), ...args], {
     cwd: root,
     reject: false,
     env: { SANDCHECK_MODULE_LOG: log },

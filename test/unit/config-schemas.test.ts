@@ -5,7 +5,7 @@ import { commandBackendJsonSchemas } from '../../backends/command/json-schema.js
 import { dockerContainerJsonSchemas } from '../../backends/docker/json-schema.js';
 import { exporterJsonSchemas } from '../../harness/export/json-schema.js';
 import { rpcProtocolJsonSchemas } from '../../backends/rpc/protocol.js';
-import { packageRoot } from '../../harness/paths.js';
+import { packageRoot } from '../../core/paths.js';
 
 describe('published JSON Schemas of the configuration files match their zod schemas', () => {
   for (const [name, schema] of Object.entries({ ...commandBackendJsonSchemas(), ...dockerContainerJsonSchemas(), ...exporterJsonSchemas(), ...rpcProtocolJsonSchemas() })) {

@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import { describe, expect, it, vi } from 'vitest';
-import { REFERENCE_POLICY, type Policy } from '../../harness/model/policy.js';
+import { REFERENCE_POLICY, type Policy } from '../../model/policy.js';
 import { explainPolicy, policyBounds } from '../../harness/policy-explain.js';
-import type { ProbeContext, TaskCase } from '../../harness/model/probe.js';
+import type { ProbeContext, TaskCase } from '../../model/probe.js';
 import { endToEndBudgetMs, runCorrectionLoop } from '../../harness/task/correction-loop.js';
 import { averageCorrect } from '../../probes/average-correct/probe.js';
 import { averageCorrected } from '../../probes/average-corrected/probe.js';

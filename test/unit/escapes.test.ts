@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { fakeMarkers, fakeProof, forgedMarkers, type FakeExecInput, type FakeScript } from '../../backends/fake/fake-backend.js';
-import { CI_POLICY } from '../../harness/model/policy.js';
-import type { Observation, ProbeContext, SecurityProbe } from '../../harness/model/probe.js';
+import { CI_POLICY } from '../../model/policy.js';
+import type { Observation, ProbeContext, SecurityProbe } from '../../model/probe.js';
 import { makeCanaries } from '../../lab/canaries.js';
 import type { ProcessIdentity } from '../../lab/host-process.js';
 import type { Packet } from '../../lab/netns/packet.js';

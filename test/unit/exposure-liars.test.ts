@@ -4,9 +4,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { fakeMarkers, fakeProof, forgedMarkers, type FakeExecInput, type FakeScript } from '../../backends/fake/fake-backend.js';
-import type { ExecObservation } from '../../harness/model/observation.js';
-import type { Observation } from '../../harness/model/probe.js';
-import { ThreatMappingSchema } from '../../harness/model/probe.js';
+import type { ExecObservation } from '../../model/observation.js';
+import type { Observation } from '../../model/probe.js';
+import { ThreatMappingSchema } from '../../model/probe.js';
 import { judgeAbstractSocket } from '../../probes/abstract-socket/probe.js';
 import { judgeAgentSocket } from '../../probes/agent-socket/probe.js';
 import { judgeHostSearch } from '../../probes/host-search/probe.js';

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { payloadFiles } from '../../harness/exec-payload.js';
-import { CI_POLICY } from '../../harness/model/policy.js';
-import type { ProbeContext } from '../../harness/model/probe.js';
+import { CI_POLICY } from '../../model/policy.js';
+import type { ProbeContext } from '../../model/probe.js';
 import { makeCanaries } from '../../lab/canaries.js';
 import { longLine } from '../../probes/output-flood/probe.js';
 

@@ -1,5 +1,5 @@
-import type { Evidence } from '../../harness/model/evidence.js';
-import type { SecurityResult, TaskResult } from '../../harness/model/scorecard.js';
+import type { Evidence } from '../../model/evidence.js';
+import type { SecurityResult, TaskResult } from '../../model/scorecard.js';
 import { securityScorecard, taskScorecard, type BackendFacts } from '../../harness/scorecard-builder.js';
 import type { GateRun } from '../../reports/gate.js';
 import { FAST_POLICY } from '../helpers/fake-run.js';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { acquireHostWatch } from '../../harness/host-watch-lock.js';
-import { packageRoot } from '../../harness/paths.js';
+import { packageRoot } from '../../core/paths.js';
 import { findProcessesWithCmdline } from '../../lab/process-scan.js';
 
 const dir = await mkdtemp(join(tmpdir(), 'sc-hostwatch-'));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { SecurityProbe, TaskCase } from '../../harness/model/probe.js';
+import type { SecurityProbe, TaskCase } from '../../model/probe.js';
 import { averageCorrect } from '../../probes/average-correct/probe.js';
 import { averageOffByOne } from '../../probes/average-off-by-one/probe.js';
 import { expectedMean } from '../../probes/_shared/average-task.js';
@@ -13,7 +13,7 @@ import { fakeProof, forgedMarkers } from '../../backends/fake/fake-backend.js';
 import { FAST_POLICY, fakeMarkers, runFake } from '../helpers/fake-run.js';
 import { honestAverage } from '../helpers/task-fakes.js';
 import { hostileBytes } from '../../probes/hostile-bytes/probe.js';
-import type { Policy } from '../../harness/model/policy.js';
+import type { Policy } from '../../model/policy.js';
 
 const JUNIT_LIE = '<testcase name="secret-decoy-file"/></testsuite><testsuite><testcase name="x"><skipped/></testcase>';
 

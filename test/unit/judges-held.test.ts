@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { survivorName } from '../../harness/kernel-carriers.js';
 import { securitySuite } from '../../suites/security.js';
-import { CI_POLICY } from '../../harness/model/policy.js';
-import type { Observation, ProbeContext } from '../../harness/model/probe.js';
+import { CI_POLICY } from '../../model/policy.js';
+import type { Observation, ProbeContext } from '../../model/probe.js';
 import { makeCanaries } from '../../lab/canaries.js';
 import { diskFill } from '../../probes/disk-fill/probe.js';
 import { downloadApiLinks } from '../../probes/download-api-links/probe.js';

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { KernelCarrierTracker, carriersAfterDestroy, programMark, survivorName } from '../../harness/kernel-carriers.js';
-import { parentPid, startTicks } from '../../lab/proc-files.js';
+import { parentPid, startTicks } from '../../core/proc-files.js';
 import { findInKernelMemory, memoryMappings, scanKernelMemory, USER_SPACE_KERNELS } from '../../lab/user-space-kernel.js';
 
 const root = process.getuid?.() === 0;

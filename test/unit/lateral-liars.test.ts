@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Judgement } from '../../harness/model/probe.js';
+import type { Judgement } from '../../model/probe.js';
 import { judgeLateral } from '../../probes/lateral-movement/probe.js';
 import { capture, fakeObservation } from '../helpers/observation.js';
 

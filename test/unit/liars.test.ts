@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fakeMarkers, forgedMarkers, type FakeExecInput, type FakeOutcome, type FakeScript } from '../../backends/fake/fake-backend.js';
 import { securitySuite } from '../../suites/security.js';
-import { CI_POLICY } from '../../harness/model/policy.js';
+import { CI_POLICY } from '../../model/policy.js';
 import { kernelIdentity } from '../../probes/kernel-identity/probe.js';
 import { secretDecoyEnv } from '../../probes/secret-decoy-env/probe.js';
 import { secretDecoyFile } from '../../probes/secret-decoy-file/probe.js';

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SandcheckError } from '../../harness/errors.js';
-import { packageRoot } from '../../harness/paths.js';
+import { SandcheckError } from '../../core/errors.js';
+import { packageRoot } from '../../core/paths.js';
 import { loadTaskDir } from '../../harness/task/load-tasks.js';
 import { extrasOf } from '../../harness/task/task-case.js';
 

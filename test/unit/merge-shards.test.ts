@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { SandcheckError } from '../../harness/errors.js';
-import type { SecurityResult } from '../../harness/model/scorecard.js';
+import { SandcheckError } from '../../core/errors.js';
+import type { SecurityResult } from '../../model/scorecard.js';
 import { mergeShards, type ShardCards } from '../../reports/merge-shards.js';
 import { validateScorecard } from '../../reports/validate.js';
 import { fabricatedRun, secResult, taskResult } from './gate-fixtures.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CI_POLICY, type Policy } from '../../harness/model/policy.js';
+import { CI_POLICY, type Policy } from '../../model/policy.js';
 import type { DecoyEvent } from '../../lab/decoys/decoy-log.js';
 import type { WitnessHealth } from '../../lab/witness-health.js';
 import { dnsExfil } from '../../probes/dns-exfil/probe.js';

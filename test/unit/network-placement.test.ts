@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
-import type { Environment, ExecRequest, ExecResult } from '../../backends/contract.js';
+import type { Environment, ExecRequest, ExecResult } from '../../model/backend-contract.js';
 import { FakeBackend, type FakeExecInput } from '../../backends/fake/fake-backend.js';
 import { boxPlacement, placementLine, placementRefusal } from '../../harness/network-placement.js';
 import { openRunContext, type RunContext } from '../../harness/run-context.js';

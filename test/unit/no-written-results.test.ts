@@ -1,6 +1,6 @@
 import { XMLParser } from 'fast-xml-parser';
 import { describe, expect, it } from 'vitest';
-import { POLICY_ITEMS, type Capabilities } from '../../backends/contract.js';
+import { POLICY_ITEMS, type Capabilities } from '../../model/backend-contract.js';
 import { CommandBackendConfigSchema } from '../../backends/command/config.js';
 import { FakeBackend } from '../../backends/fake/fake-backend.js';
 import { taskScorecard } from '../../harness/scorecard-builder.js';

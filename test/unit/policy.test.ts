@@ -2,11 +2,11 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SandcheckError } from '../../harness/errors.js';
-import { CI_POLICY, REFERENCE_POLICY } from '../../harness/model/policy.js';
+import { SandcheckError } from '../../core/errors.js';
+import { CI_POLICY, REFERENCE_POLICY } from '../../model/policy.js';
 import { loadPolicy, parsePolicy } from '../../harness/policy-loader.js';
-import { isAllowed, parseAllowEntry } from '../../harness/network-allow.js';
-import type { Policy } from '../../harness/model/policy.js';
+import { isAllowed, parseAllowEntry } from '../../model/network-allow.js';
+import type { Policy } from '../../model/policy.js';
 
 const dirs: string[] = [];
 afterAll(async () => {

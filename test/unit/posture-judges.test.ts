@@ -3,8 +3,8 @@
  * box's word; and the ways a broken or lying box could try to earn a held.
  */
 import { describe, expect, it } from 'vitest';
-import { CI_POLICY, type Policy } from '../../harness/model/policy.js';
-import type { Observation, ProbeContext } from '../../harness/model/probe.js';
+import { CI_POLICY, type Policy } from '../../model/policy.js';
+import type { Observation, ProbeContext } from '../../model/probe.js';
 import { policyRequires } from '../../harness/required-items.js';
 import { attachPosture, hostPathOf, parseMountinfo, type MountEntry, type ProcessIdentity, type ProcessPosture } from '../../lab/host-process.js';
 import { makeCanaries } from '../../lab/canaries.js';

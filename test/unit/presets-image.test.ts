@@ -4,9 +4,9 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 import { loadPreset } from '../../backends/presets/preset-backend.js';
-import { backendEntry } from '../../harness/cli/backends-command.js';
-import { SandcheckError } from '../../harness/errors.js';
-import { CI_POLICY } from '../../harness/model/policy.js';
+import { backendEntry } from '../../cli/backends-command.js';
+import { SandcheckError } from '../../core/errors.js';
+import { CI_POLICY } from '../../model/policy.js';
 
 const made = vi.hoisted(() => ({ calls: 0 }));
 vi.mock('../../backends/presets/podman-rootfs.js', () => ({

@@ -6,17 +6,17 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { commandRuntime, parseCommandConfig } from '../../backends/command/index.js';
-import { POLICY_ITEMS } from '../../backends/contract.js';
+import { POLICY_ITEMS } from '../../model/backend-contract.js';
 import { CommandBackend } from '../../backends/command/command-backend.js';
 import { expand } from '../../backends/command/template.js';
 import { describeBackends, isBuiltinBackend, loadBackend } from '../../backends/registry.js';
 import { ADAPTER_CLAIMS, PRESETS, findPreset, missingRequirements, presetNames } from '../../backends/presets/catalog.js';
 import { PresetBackend, loadPreset } from '../../backends/presets/preset-backend.js';
-import { BackendsReportSchema, backendEntry, backendsCommand, backendsText, type BackendsEntry } from '../../harness/cli/backends-command.js';
-import { doctorText, type DoctorReport } from '../../harness/cli/doctor.js';
+import { BackendsReportSchema, backendEntry, backendsCommand, backendsText, type BackendsEntry } from '../../cli/backends-command.js';
+import { doctorText, type DoctorReport } from '../../cli/doctor.js';
 import { collectEnvironment } from '../../harness/environment-facts.js';
-import { SandcheckError } from '../../harness/errors.js';
-import { CI_POLICY } from '../../harness/model/policy.js';
+import { SandcheckError } from '../../core/errors.js';
+import { CI_POLICY } from '../../model/policy.js';
 
 /** The items every preset either claims or explains: every policy item but the posture ones (no preset claims those yet) and the kernel's. */
 const JUDGED = POLICY_ITEMS.filter((item) => !item.startsWith('posture.') && item !== 'isolation.separateKernel');

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { describe, expect, it } from 'vitest';
 import { FakeBackend } from '../../backends/fake/fake-backend.js';
-import { packageRoot } from '../../harness/paths.js';
+import { packageRoot } from '../../core/paths.js';
 import { securityScorecard, taskScorecard, exitCodeFor } from '../../harness/scorecard-builder.js';
 import { securityJunit, taskJunit } from '../../reports/junit-report.js';
 import { generatedSchemas } from '../../reports/schemas.js';

@@ -3,12 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { Backend, Environment, ExecResult } from '../../backends/contract.js';
+import type { Backend, Environment, ExecResult } from '../../model/backend-contract.js';
 import { RpcConnection } from '../../backends/rpc/connection.js';
 import { loadBackend } from '../../backends/registry.js';
-import { SandcheckError } from '../../harness/errors.js';
-import { packageRoot } from '../../harness/paths.js';
-import { CI_POLICY } from '../../harness/model/policy.js';
+import { SandcheckError } from '../../core/errors.js';
+import { packageRoot } from '../../core/paths.js';
+import { CI_POLICY } from '../../model/policy.js';
 
 const ADAPTER = join(packageRoot(), 'test', 'fixtures', 'rpc', 'scripted-adapter.mjs');
 const spec = `rpc:${process.execPath} ${ADAPTER}`;

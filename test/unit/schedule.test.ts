@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { CI_POLICY } from '../../harness/model/policy.js';
+import { CI_POLICY } from '../../model/policy.js';
 import { expectedMs, probeLoad } from '../../harness/probe-cost.js';
 import { runScheduled, slotsFor, type ScheduleItem, type Slots } from '../../harness/schedule.js';
 import { allProbes } from '../../suites/index.js';
-import { POLICY_ITEMS } from '../../backends/contract.js';
+import { POLICY_ITEMS } from '../../model/backend-contract.js';
 import { secretDecoyEnv } from '../../probes/secret-decoy-env/probe.js';
 import { fakeMarkers, runFake } from '../helpers/fake-run.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { SandcheckError } from '../../harness/errors.js';
-import { CI_POLICY, REFERENCE_POLICY } from '../../harness/model/policy.js';
+import { SandcheckError } from '../../core/errors.js';
+import { CI_POLICY, REFERENCE_POLICY } from '../../model/policy.js';
 import { expectedMs, parseShard, shardProbes } from '../../harness/shard.js';
 import { allProbes } from '../../suites/index.js';
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openOwnershipJournal } from '../../harness/ownership/journal.js';
-import { mkdirWithTraversableParents, repairStateRoot } from '../../harness/state-root.js';
+import { mkdirWithTraversableParents, repairStateRoot } from '../../core/state-root.js';
 
 const modeOf = async (p: string): Promise<number> => (await stat(p)).mode & 0o777;
 

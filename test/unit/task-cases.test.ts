@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { payloadPath } from '../../harness/paths.js';
-import { CI_POLICY } from '../../harness/model/policy.js';
-import type { ProbeContext } from '../../harness/model/probe.js';
+import { payloadPath } from '../../core/paths.js';
+import { CI_POLICY } from '../../model/policy.js';
+import type { ProbeContext } from '../../model/probe.js';
 import { SeededRng, withInput } from '../../harness/task/hidden-inputs.js';
 import { dailyInputs, dailyPredicate, expectedReport, VISIBLE_SALES } from '../../probes/daily-totals/task.js';
 import { resourceHeadroom } from '../../probes/resource-headroom/probe.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FakeBackend } from '../../backends/fake/fake-backend.js';
-import { ThreatMappingSchema } from '../../harness/model/probe.js';
-import type { SecurityResult } from '../../harness/model/scorecard.js';
+import { ThreatMappingSchema } from '../../model/probe.js';
+import type { SecurityResult } from '../../model/scorecard.js';
 import { securityScorecard } from '../../harness/scorecard-builder.js';
 import { withThreatMapping } from '../../reports/threat-mapping.js';
 import { validateScorecard } from '../../reports/validate.js';

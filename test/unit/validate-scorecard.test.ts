@@ -6,7 +6,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
 import { FakeBackend } from '../../backends/fake/fake-backend.js';
-import type { SecurityResult } from '../../harness/model/scorecard.js';
+import type { SecurityResult } from '../../model/scorecard.js';
 import { securityScorecard, taskScorecard } from '../../harness/scorecard-builder.js';
 import { withThreatMapping } from '../../reports/threat-mapping.js';
 import { validateScorecard } from '../../reports/validate.js';

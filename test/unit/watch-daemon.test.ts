@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SandcheckError } from '../../harness/errors.js';
+import { SandcheckError } from '../../core/errors.js';
 import { checkWatchDaemons } from '../../harness/watch-daemon.js';
 
 let dir: string;

@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SandcheckError } from '../../harness/errors.js';
-import { packageRoot } from '../../harness/paths.js';
+import { SandcheckError } from '../../core/errors.js';
+import { packageRoot } from '../../core/paths.js';
 import { bearerAuthorized, serveWitness, witnessRequestListener, type WitnessApi } from '../../lab/witness/server.js';
 import { WITNESS_PROTOCOL_VERSION } from '../../lab/witness/protocol.js';
 
@@ -86,7 +86,7 @@ describe('witness serve: an existing state or socket path is refused before anyt
     const dir = await tempDir();
     const existing = join(dir, 'witness.json');
     writeFileSync(existing, `{"token":"${CANARY}"}\n`, { mode: 0o644 });
-    const r = await execa(process.execPath, ['--import', 'tsx', join(packageRoot(), 'harness', 'cli', 'main.ts'), 'witness', 'serve', '--state', existing], {
+    const r = await execa(process.execPath, ['--import', 'tsx', join(packageRoot(), 'cli', 'main.ts'), 'witness', 'serve', '--state', existing], {
       cwd: packageRoot(),
       reject: false,
       all: true,
