@@ -6,7 +6,7 @@
  * from outside, bounded capture, idempotent teardown). Reference: docs/adapters.md.
  */
 
-export { ADAPTER_API_VERSION } from './version.js';
+export { ADAPTER_API_VERSION } from '../model/adapter-version.js';
 
 export {
   POLICY_ITEMS,
@@ -39,8 +39,8 @@ export { processTree, readStat, parseStat, sameProcessAlive, commOf, type ProcSt
 export { killGroup, killTree, killQuietly, killMarkedProcesses, type KilledProcess } from '../backends/shared/process-kill.js';
 
 // cgroup counters, read from the host's cgroupfs.
-export { readV1Counters, readV2Counters, observedOnly, type CgroupCounters } from '../backends/shared/cgroup-counters.js';
-export { readNumber, parseKeyed, readPids, cgroupMounts } from '../backends/shared/cgroup-files.js';
+export { readV1Counters, readV2Counters, observedOnly, type CgroupCounters } from '../lab/cgroup-counters.js';
+export { readNumber, parseKeyed, readPids, cgroupMounts } from '../core/cgroup-files.js';
 
 // Output, files and teardown.
 export { BoundedCapture, type BoundedCaptureOptions } from '../lab/bounded-capture.js';

@@ -1,6 +1,6 @@
 import { SandcheckError } from '../core/errors.js';
 import type { Backend } from '../model/backend-contract.js';
-import { loadModuleBackend } from '../adapter/load-module.js';
+import { loadModuleBackend } from './module/load-module.js';
 import { PRESET_PREFIX, PRESETS } from './presets/catalog.js';
 
 interface Entry {

@@ -4,7 +4,7 @@ import type { PutFile } from '../model/backend-contract.js';
 import type { Judgement, SecurityProbe } from '../model/probe.js';
 import { CANARY_PREFIX } from '../lab/canaries.js';
 import { payloadPath } from '../core/paths.js';
-import { CHALLENGE_FILE, CONTROL_ENV, makeControlValue, makeProof } from '../harness/proof.js';
+import { CHALLENGE_FILE, CONTROL_ENV, makeControlValue, makeProof } from '../lab/proof.js';
 import { secretDecoyEnv } from '../probes/secret-decoy-env/probe.js';
 
 /**

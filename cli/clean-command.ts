@@ -2,7 +2,7 @@ import { EXIT } from '../core/errors.js';
 import { visibleLine } from '../core/clean-text.js';
 import { sweepDeadRuns } from '../harness/ownership/sweep.js';
 import { defaultSweepHooks } from '../harness/ownership/sweep-hooks.js';
-import { defaultJournalDir } from '../harness/ownership/journal.js';
+import { defaultJournalDir } from '../core/ownership-journal.js';
 
 /**
  * `sandcheck clean [--dry-run]`: removes what runs that died left behind, by their ownership journals (a killed

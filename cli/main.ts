@@ -3,7 +3,7 @@ import { Command, InvalidArgumentError, Option } from '@commander-js/extra-typin
 import { describeBackends } from '../backends/registry.js';
 import { EXIT, SandcheckError, errorMessage } from '../core/errors.js';
 import { packageVersion } from '../core/paths.js';
-import { parseShard } from './shard-arg.js';
+import { parseShard } from '../model/shard-arg.js';
 import { parseBackendList } from './backend-list-arg.js';
 
 // Each command imports what it needs when it runs: `--version`, `list` and `doctor` stay quick

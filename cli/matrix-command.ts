@@ -7,7 +7,7 @@ import { safeJsonStringify, visibleLine } from '../core/clean-text.js';
 import { buildMatrix, type MatrixInput, type MatrixReport } from '../reports/matrix-model.js';
 import { matrixHtml } from '../reports/matrix-html.js';
 import { matrixMarkdown } from '../reports/matrix-markdown.js';
-import { checkOutDir, createOutDir } from '../reports/out-dir.js';
+import { checkOutDir, createOutDir } from '../core/out-dir.js';
 import { readRunCards } from '../reports/read-cards.js';
 import { EXIT, SandcheckError } from '../core/errors.js';
 import { packageRoot } from '../core/paths.js';

@@ -1,6 +1,6 @@
 import { summaryText } from '../reports/summary-table.js';
 import { mergeShardDirs } from '../reports/merge-shards.js';
-import { checkOutDir, createOutDir } from '../reports/out-dir.js';
+import { checkOutDir, createOutDir } from '../core/out-dir.js';
 
 /** `sandcheck merge DIR… --out OUT`: the shards of one evaluation (run --shard i/n) as one pair of scorecards; exit as a run would. */
 export async function mergeCommand(dirs: readonly string[], opts: { out: string }, out: NodeJS.WritableStream = process.stdout): Promise<number> {

@@ -5,7 +5,8 @@ import { summaryText } from '../reports/summary-table.js';
 import { EXIT, SandcheckError } from '../core/errors.js';
 import { loadPolicy } from '../harness/policy-loader.js';
 import { runSuite } from '../harness/run-suite.js';
-import { checkOutDir, createOutDir } from '../reports/out-dir.js';
+import { writeScorecards } from '../reports/write-cards.js';
+import { checkOutDir, createOutDir } from '../core/out-dir.js';
 import { safeJsonStringify } from '../core/clean-text.js';
 import { loadTaskDir } from '../harness/task/load-tasks.js';
 import { progressReporter } from './progress.js';
@@ -146,6 +147,7 @@ export async function runCommand(opts: RunCommandOptions): Promise<number> {
       ...(opts.label !== undefined ? { label: opts.label } : {}),
     });
     const outcome = await runSuite({
+      writeCards: writeScorecards,
       backend,
       policy,
       environment,

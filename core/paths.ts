@@ -25,6 +25,21 @@ export function packageVersion(): string {
   return parsed.version ?? '0.0.0';
 }
 
+/**
+ * A probe's or task case's folder: absolute (user and test probes), `tasks/<id>` or `probes/<id>` under the package
+ * root, or a bare name under probes/.
+ */
+export function probeFolder(payload: string): string {
+  if (isAbsolute(payload)) return payload;
+  return payload.includes('/') ? join(packageRoot(), payload) : join(packageRoot(), 'probes', payload);
+}
+
+/** The same folder relative to the package root (for dist/: where the compiled spec of a built-in probe lives). */
+export function probeFolderInPackage(payload: string): string | undefined {
+  if (isAbsolute(payload)) return undefined;
+  return payload.includes('/') ? payload : join('probes', payload);
+}
+
 export function payloadPath(probeDir: string, file = 'payload.py'): string {
-  return isAbsolute(probeDir) ? join(probeDir, file) : join(packageRoot(), 'probes', probeDir, file);
+  return join(probeFolder(probeDir), file);
 }

@@ -1,13 +1,13 @@
 import { readdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
-import { isAbsolute, join, relative } from 'node:path';
+import { join, relative } from 'node:path';
 import { z } from 'zod';
 import { visibleLine } from '../core/clean-text.js';
 import { INPUT_FILE_MAX_BYTES, readBoundedFile } from '../core/bounded-file.js';
 import { EnvironmentSchema, Sha256Hex, ToolVersionSchema, type RunEnvironment, type ToolVersion } from '../model/environment.js';
 import { sha256Hex } from './environment-facts.js';
 import type { ProbeSpec } from '../model/probe.js';
-import { packageRoot } from '../core/paths.js';
+import { packageRoot, probeFolder, probeFolderInPackage } from '../core/paths.js';
 
 /** The sign-off bundle's environment fingerprint (environment.json): what ran, on what, with which code. */
 export const FINGERPRINT_VERSION = '1.0.0';
@@ -59,7 +59,7 @@ async function hashDir(dir: string): Promise<z.infer<typeof FileHash>[]> {
   return out.flatMap((h) => (h ? [h] : []));
 }
 
-const probeDir = (payload: string): string => (isAbsolute(payload) ? payload : join(packageRoot(), 'probes', payload));
+const probeDir = probeFolder;
 
 /** Hashes of every file a probe's run depends on: its folder (payload, spec source), a companion's, the shared payload helper. */
 export async function probeFileHashes(probes: readonly ProbeSpec[]): Promise<EnvironmentFingerprint['probes']> {
@@ -70,8 +70,9 @@ export async function probeFileHashes(probes: readonly ProbeSpec[]): Promise<Env
       const files = (await Promise.all(dirs.map((d) => hashDir(probeDir(d))))).flat();
       // An installed package ships payloads, not spec sources: the compiled spec stands in.
       for (const d of dirs) {
-        if (!isAbsolute(d) && !existsSync(join(probeDir(d), 'probe.ts'))) {
-          const compiled = await hashFile(join(packageRoot(), 'dist', 'probes', d, 'probe.js'));
+        const inPackage = probeFolderInPackage(d);
+        if (inPackage !== undefined && !existsSync(join(probeDir(d), 'probe.ts'))) {
+          const compiled = await hashFile(join(packageRoot(), 'dist', inPackage, 'probe.js'));
           if (compiled) files.push(compiled);
         }
       }

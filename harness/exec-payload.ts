@@ -7,13 +7,13 @@ import { scanJoined, scanSplitAcross } from '../lab/canary-scan.js';
 import { startHostHealth } from '../lab/host-health.js';
 import { SandcheckError, errorMessage } from '../core/errors.js';
 import { startProcessSampler, type HostCgroupRead } from './host-observers.js';
-import { programMark } from './kernel-carriers.js';
-import { hitWhere } from './left-in-box.js';
+import { programMark } from '../lab/kernel-carriers.js';
+import { hitWhere } from '../lab/left-in-box.js';
 import type { ExecObservation, KilledBy } from '../model/observation.js';
 import type { Policy } from '../model/policy.js';
 import type { ProbeContext, ProbeSpec } from '../model/probe.js';
 import { payloadPath } from '../core/paths.js';
-import { CHALLENGE_FILE, CONTROL_ENV, CONTROL_FILE, makeControlValue, makeProof, type ExecProof } from './proof.js';
+import { CHALLENGE_FILE, CONTROL_ENV, CONTROL_FILE, makeControlValue, makeProof, type ExecProof } from '../lab/proof.js';
 import type { RunContext } from './run-context.js';
 
 export const DEFAULT_GRACE_MS = 2000;

@@ -4,22 +4,13 @@ import { join, relative } from 'node:path';
 import type { GotFile } from '../model/backend-contract.js';
 import { createNaiveExporter } from './export/naive-exporter.js';
 import { referenceExporter } from './export/reference-exporter.js';
-import type { ExportCandidate, ExportDecision, Exporter, ExportLimits } from './export/types.js';
+import type { ExportCandidate, Exporter, ExportLimits, ExportOutcome } from '../model/export-types.js';
 import type { Policy } from '../model/policy.js';
 
 import type { ExporterChoice } from './export/exporter-choice.js';
 export type { ExporterChoice } from './export/exporter-choice.js';
 
-export interface ExportOutcome {
-  exporter: string;
-  decision: ExportDecision;
-  /** Host files next to and above the export directory that changed, appeared or vanished. */
-  hostChanges: string[];
-  /** Run canaries found in what the exporter wrote. */
-  exportedCanaries: string[];
-  /** Where the exported files are (a scratch directory of this execution). */
-  destDir: string;
-}
+export type { ExportOutcome } from '../model/export-types.js';
 
 const MiB = 1024 * 1024;
 

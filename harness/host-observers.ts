@@ -3,14 +3,15 @@ import { exeBasename, parentPid, procLink } from '../core/proc-files.js';
 import type { Environment } from '../model/backend-contract.js';
 import type { Observation } from '../model/probe.js';
 import { attachPosture, postureOf, readHostView, readProcessIdentity, readProcessPosture, type HostView, type ProcessIdentity } from '../lab/host-process.js';
-import { KernelCarrierTracker } from './kernel-carriers.js';
+import { KernelCarrierTracker } from '../lab/kernel-carriers.js';
 import type { UserSpaceKernel } from '../model/observation.js';
 import { attachRootView, readRootView, rootViewOf } from '../lab/root-view.js';
 import { describeBoxCgroup, joinCounters, readBoxCgroup, readBoxCounters, sinceFirstRead, type BoxCgroup } from '../lab/box-cgroup.js';
-import type { CgroupCounters } from '../backends/shared/cgroup-counters.js';
+import type { CgroupCounters } from '../lab/cgroup-counters.js';
 
 /** The box's own program: the payload's interpreter, by the executable the kernel names (never by its self-chosen comm). */
-export const PAYLOAD_INTERPRETER = /^python3(\.\d+)*$/;
+export { PAYLOAD_INTERPRETER } from '../model/payload.js';
+import { PAYLOAD_INTERPRETER } from '../model/payload.js';
 
 export interface SamplerOptions {
   intervalMs?: number;

@@ -8,9 +8,10 @@ import type { LabTraffic, WitnessProof } from '../lab/lab-session.js';
 import { makeCanaries, plantDecoyFiles, type CanarySet } from '../lab/canaries.js';
 import { startHostDecoys, type HostDecoys } from '../lab/host-decoys.js';
 import { onProcessExit } from '../lab/netns/exit-hook.js';
-import type { OwnershipJournal } from './ownership/journal.js';
+import type { OwnershipJournal } from '../core/ownership-journal.js';
 
-export const RUN_MARKER = 'SANDCHECK_RUN';
+export { RUN_MARKER } from '../model/backend-contract.js';
+import { RUN_MARKER } from '../model/backend-contract.js';
 
 /** Short, lowercase, safe in namespace, cgroup and container names. */
 export function newRunId(): string {

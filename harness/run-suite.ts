@@ -2,9 +2,8 @@ import { exporterName } from './export/exporter-choice.js';
 import { rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Backend } from '../model/backend-contract.js';
-import { prepareOutDir } from '../reports/out-dir.js';
-import { RESULTS_JOURNAL, hasResultsJournal, inRunOrder, openResultsJournal, recoverResultsJournal, type RecoveredRun } from '../reports/results-journal.js';
-import { writeScorecards, type CardFiles } from '../reports/write-cards.js';
+import { prepareOutDir } from '../core/out-dir.js';
+import { RESULTS_JOURNAL, hasResultsJournal, inRunOrder, openResultsJournal, recoverResultsJournal, type RecoveredRun } from './results-journal.js';
 import { visibleLine, visibleText } from '../core/clean-text.js';
 import { SandcheckError, errorMessage } from '../core/errors.js';
 import { openLab, probeLabSupport, type LabSession } from '../lab/lab-session.js';
@@ -14,9 +13,9 @@ import { packageRoot } from '../core/paths.js';
 import { multiplex, type AnyResult, type RunReporter } from '../model/events.js';
 import type { Policy } from '../model/policy.js';
 import type { ProbeSpec } from '../model/probe.js';
-import type { SecurityScorecard, TaskScorecard, WatchedDaemon } from '../model/scorecard.js';
+import type { CardFiles, SecurityScorecard, TaskScorecard, WatchedDaemon, WriteCards } from '../model/scorecard.js';
 import { notRunResults } from './not-run.js';
-import { openOwnershipJournal, type OwnedResource } from './ownership/journal.js';
+import { openOwnershipJournal, type OwnedResource } from '../core/ownership-journal.js';
 import { sweepDeadRuns, type OwnershipSweepReport, type SweepHook } from './ownership/sweep.js';
 import { defaultSweepHooks } from './ownership/sweep-hooks.js';
 import { removeCgroupTree, runIdCgroups } from './ownership/run-id-cgroups.js';
@@ -36,6 +35,8 @@ export interface RunSuiteOptions {
   policy: Policy;
   probes: readonly ProbeSpec[];
   outDir: string;
+  /** Writes the cards (JSON, JUnit, SARIF): reports/write-cards.ts `writeScorecards`, which the package entry passes. */
+  writeCards: WriteCards;
   concurrency?: number;
   reporter?: RunReporter;
   signal?: AbortSignal;
@@ -136,7 +137,7 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
   let recovered: RecoveredRun | undefined;
   if (hasResultsJournal(opts.outDir)) {
     try {
-      recovered = await recoverResultsJournal(opts.outDir, (id) => join(opts.outDir, `incomplete-${id}`));
+      recovered = await recoverResultsJournal(opts.outDir, opts.writeCards, (id) => join(opts.outDir, `incomplete-${id}`));
       notice(`run ${recovered.runId} did not finish: its ${recovered.results} result(s) are in ${join(opts.outDir, `incomplete-${recovered.runId}`)} (marked incomplete)`);
     } catch (err) {
       if (!(err instanceof SandcheckError) || err.code !== 'RECOVER_NOTHING') throw err;
@@ -310,7 +311,7 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
   const waived = applyRunWaivers(collected.flatMap((r) => (r.kind === 'security' ? [withoutKind(r)] : [])), opts.backend.name, opts.waivers ?? [], opts.today);
   const security = waived.results;
   const task = collected.flatMap((r) => (r.kind === 'task' ? [withoutKind(r)] : []));
-  const written = await writeScorecards(opts.outDir, {
+  const written = await opts.writeCards(opts.outDir, {
     security: securityScorecard(opts.backend, opts.policy, meta, security),
     task: taskScorecard(opts.backend, opts.policy, meta, task),
   }, { harnessPeakUntilWritten: true });

@@ -1,16 +1,11 @@
-import { z } from 'zod';
-import { MAX_SHARDS } from '../cli/shard-arg.js';
 import type { Policy } from '../model/policy.js';
 import type { ProbeSpec } from '../model/probe.js';
 import { expectedMs } from './probe-cost.js';
 
-export const ShardSchema = z.strictObject({
-  index: z.number().int().positive().describe('this shard, 1-based'),
-  total: z.number().int().positive().max(MAX_SHARDS).describe('how many shards the selection was cut into'),
-});
-export type Shard = z.infer<typeof ShardSchema>;
+export { ShardSchema, type Shard } from '../model/shard.js';
+import type { Shard } from '../model/shard.js';
 
-export { parseShard } from '../cli/shard-arg.js';
+export { parseShard } from '../model/shard-arg.js';
 export { expectedMs } from './probe-cost.js';
 
 /**

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { readV1Counters, readV2Counters, type CgroupCounters } from '../backends/shared/cgroup-counters.js';
+import { readV1Counters, readV2Counters, type CgroupCounters } from './cgroup-counters.js';
 import { procText } from '../core/proc-files.js';
 
 /** The controllers whose counters decide resource verdicts (cpuacct: CPU time on cgroup v1). */

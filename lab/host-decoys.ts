@@ -5,7 +5,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { CANARY_PREFIX, newCanary } from './canaries.js';
 import { invalidateKeys } from './keyring.js';
-import { processStartTime, type OwnershipJournal } from '../harness/ownership/journal.js';
+import { processStartTime, type OwnershipJournal } from '../core/ownership-journal.js';
 
 export type HostDecoyKind = 'daemon-socket' | 'agent-socket' | 'abstract-socket';
 

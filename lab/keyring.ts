@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Descriptions of the decoy keys a run puts in the kernel keyring (lab/host-decoys.ts). */
-export const DECOY_KEY_DESCRIPTION = /^sandcheck-decoy:[A-Za-z0-9][A-Za-z0-9_-]{0,62}:(session|user)$/;
+export { DECOY_KEY_DESCRIPTION } from '../core/ownership-journal.js';
 
 export interface ListedKey {
   serial: number;

@@ -18,7 +18,7 @@ import type { Packet } from './netns/packet.js';
 import { LabError } from './netns/errors.js';
 import { decoySocketDrops } from './netns/socket-drops.js';
 import { probeLabSupport } from './netns/support.js';
-import type { WitnessHealth } from './witness-health.js';
+import type { LabTraffic } from '../model/lab-traffic.js';
 import { WitnessLedger, type WitnessProof } from './witness-ledger.js';
 
 const READY_TIMEOUT_MS = 15_000;
@@ -35,11 +35,7 @@ const SYNC_TIMEOUT_MS = 20_000;
 export const PROOF_SUFFIX = '.witness.sandcheck.invalid';
 
 /** What a run's lab saw, for one time window, and whether its witnesses could see. */
-export interface LabTraffic {
-  events: DecoyEvent[];
-  packets: Packet[];
-  witness: WitnessHealth;
-}
+export type { LabTraffic } from '../model/lab-traffic.js';
 
 export interface LabSession {
   handle: LabHandle;

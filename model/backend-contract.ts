@@ -2,6 +2,9 @@ import type { Policy } from './policy.js';
 import type { Tristate } from './observation.js';
 import type { BackendFact } from './environment.js';
 
+/** The variable every box of a run carries in its environment (value: the run id): how a sweep tells a run's boxes apart. */
+export const RUN_MARKER = 'SANDCHECK_RUN';
+
 /** Policy items a backend can claim to enforce; anything it does not claim is refused (fail closed). */
 export const POLICY_ITEMS = [
   'files.hostPaths',

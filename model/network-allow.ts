@@ -1,7 +1,11 @@
 import { BlockList, isIP } from 'node:net';
-import type { Policy } from './policy.js';
 
 export type AllowProto = 'tcp' | 'udp' | 'icmp' | 'all';
+
+/** The part of a policy these rules read (model/policy.ts parses its entries with parseAllowEntry). */
+export interface NetworkPolicy {
+  network: { mode: 'off' | 'allowlist'; allow: readonly string[] };
+}
 
 /** One parsed `network.allow` entry. */
 export interface AllowRule {
@@ -89,7 +93,7 @@ export function parseAllowEntry(entry: string): Parsed {
 }
 
 /** Every rule of the policy (entries are validated by the policy schema, so none fails here). */
-export function allowRules(policy: Policy): AllowRule[] {
+export function allowRules(policy: NetworkPolicy): AllowRule[] {
   if (policy.network.mode === 'off') return [];
   return policy.network.allow.flatMap((entry) => {
     const parsed = parseAllowEntry(entry);
@@ -117,6 +121,6 @@ export function ruleAllows(rule: AllowRule, target: NetworkTargetSpec): boolean 
 }
 
 /** Whether the policy lets the box reach `target` (an ICMP echo needs an icmp or bare entry, whatever tcp ports are open). */
-export function isAllowed(policy: Policy, target: NetworkTargetSpec): boolean {
+export function isAllowed(policy: NetworkPolicy, target: NetworkTargetSpec): boolean {
   return allowRules(policy).some((rule) => ruleAllows(rule, target));
 }

@@ -1,13 +1,15 @@
 import { z } from 'zod';
 import type { GotFile, PolicyItem, PutFile } from './backend-contract.js';
-import type { CanarySet } from '../lab/canaries.js';
-import type { LabTraffic } from '../lab/lab-session.js';
-import type { ExportOutcome } from '../harness/export-stage.js';
-import type { HostFileState } from '../harness/host-read.js';
+import type { CanarySet } from './canary.js';
+import type { LabTraffic } from './lab-traffic.js';
+import type { ExportOutcome } from './export-types.js';
+import type { HostFileState } from './host-file.js';
 import type { Evidence } from './evidence.js';
 import type { ExecObservation } from './observation.js';
 import type { Policy } from './policy.js';
 import type { Category, ExpectedTaskVerdict, SecurityVerdict, Severity } from './verdict.js';
+
+export { PAYLOAD_INTERPRETER } from './payload.js';
 
 /** A MITRE ATT&CK (Enterprise) technique or sub-technique id, e.g. T1552.005. */
 export const AttackTechniqueId = z.string().regex(/^T\d{4}(\.\d{3})?$/, 'an ATT&CK technique id looks like T1552 or T1552.005');
@@ -124,7 +126,7 @@ export interface Judgement {
 interface ProbeCommon {
   id: string;
   title: string;
-  /** Folder under probes/ holding payload.py (an absolute folder for user and test probes). */
+  /** Folder holding payload.py: a name under probes/, `tasks/<id>`, or an absolute folder (user and test probes). */
   payload: string;
   /** File in the payload folder to run; payload.py unless said otherwise. */
   payloadFile?: string;

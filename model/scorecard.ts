@@ -6,7 +6,7 @@ import { AttackTechniqueId, CweId } from './probe.js';
 import { Category, ExpectedTaskVerdict, SecurityVerdict, Severity, TaskVerdict } from './verdict.js';
 import { WaiverNoteSchema } from './waiver.js';
 import { EnvironmentSchema } from './environment.js';
-import { ShardSchema } from '../harness/shard.js';
+import { ShardSchema } from './shard.js';
 
 export const SCORECARD_VERSION = '1.0.0';
 
@@ -180,3 +180,22 @@ export const TaskScorecardSchema = z
   })
   .meta({ id: 'sandcheck-task-scorecard', title: 'sandcheck task scorecard' });
 export type TaskScorecard = z.infer<typeof TaskScorecardSchema>;
+
+/** The five report files of one pair of cards. */
+export interface CardFiles {
+  securityJson: string;
+  taskJson: string;
+  securityJunit: string;
+  taskJunit: string;
+  securitySarif: string;
+}
+
+/**
+ * Writes one pair of cards as every report file (reports/write-cards.ts `writeScorecards`): handed to the run, which
+ * never names the report formats itself. `harnessPeakUntilWritten`: the card's peak memory includes the writing.
+ */
+export type WriteCards = (
+  dir: string,
+  cards: { security: SecurityScorecard; task: TaskScorecard },
+  options?: { harnessPeakUntilWritten?: boolean },
+) => Promise<{ security: SecurityScorecard; task: TaskScorecard; files: CardFiles }>;

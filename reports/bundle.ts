@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { writeReportFile } from '../core/atomic-write.js';
-import { checkOutDir } from './out-dir.js';
+import { checkOutDir } from '../core/out-dir.js';
 import { join } from 'node:path';
 import { canonicalJson, policySha256 } from '../harness/environment-facts.js';
 import { EnvironmentFingerprintSchema, type EnvironmentFingerprint } from '../harness/environment-fingerprint.js';

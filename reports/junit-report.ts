@@ -82,7 +82,7 @@ function securityCase(s: Suite, className: string, r: SecurityResult): Case {
 
 function taskCase(s: Suite, className: string, r: TaskResult): Case {
   const c = s.testCase().className(oneLine(className)).name(oneLine(`${r.id} ${r.title}`)).time(seconds(r.durationMs));
-  c.property('file', oneLine(`probes/${r.id}/probe.ts`)).property('expected', r.expected).property('verdict', r.verdict ?? 'none').property('outcome', r.outcome);
+  c.property('file', oneLine(`tasks/${r.id}/probe.ts`)).property('expected', r.expected).property('verdict', r.verdict ?? 'none').property('outcome', r.outcome);
   c.property('attempts', String(r.attempts.length)).property('reproducible', r.reproducible === null ? 'not replayed' : String(r.reproducible));
   const attempts = r.attempts.map((a) => `attempt ${a.attempt}: ${a.verdict}: ${a.reason}`).join('\n');
   const budget = `budget: ${Math.round(r.budget.elapsedMs)} of ${r.budget.limitMs} ms, at most ${r.budget.maxAttempts} attempts`;

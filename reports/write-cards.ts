@@ -1,19 +1,13 @@
 import { join } from 'node:path';
 import { SandcheckError } from '../core/errors.js';
-import type { SecurityScorecard, TaskScorecard } from '../model/scorecard.js';
+import type { CardFiles, SecurityScorecard, TaskScorecard, WriteCards } from '../model/scorecard.js';
 import { writeJsonReport } from './json-report.js';
 import { redactDeep } from './redact.js';
 import { writeSarif } from './sarif.js';
 import { withThreatMapping } from './threat-mapping.js';
 import { validateScorecard } from './validate.js';
 
-export interface CardFiles {
-  securityJson: string;
-  taskJson: string;
-  securityJunit: string;
-  taskJunit: string;
-  securitySarif: string;
-}
+export type { CardFiles } from '../model/scorecard.js';
 
 export function cardFiles(dir: string): CardFiles {
   return {
@@ -31,7 +25,7 @@ export function cardFiles(dir: string): CardFiles {
  * harness peak memory to this process's peak as of the JSON write (not for a merge or a recovery, whose process
  * is not the run's).
  */
-export async function writeScorecards(
+export const writeScorecards: WriteCards = async function writeScorecards(
   dir: string,
   cards: { security: SecurityScorecard; task: TaskScorecard },
   options: { harnessPeakUntilWritten?: boolean } = {},
@@ -57,4 +51,4 @@ export async function writeScorecards(
   await writeJsonReport(files.securityJson, security);
   await writeJsonReport(files.taskJson, task);
   return { security, task, files };
-}
+};

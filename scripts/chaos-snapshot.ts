@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { defaultJournalDir, parseJournal } from '../harness/ownership/journal.js';
+import { defaultJournalDir, parseJournal } from '../core/ownership-journal.js';
 import { listKeys } from '../lab/keyring.js';
 
 /** Everything on the host that names the run: the snapshot half of the leak check. */

@@ -7,7 +7,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { processStartTime, readBootIdSync } from '../harness/ownership/journal.js';
+import { processStartTime, readBootIdSync } from '../core/ownership-journal.js';
 import { sweepDeadRuns, type SweepHook } from '../harness/ownership/sweep.js';
 
 export const CHAOS_PREFIX = 'sandcheck-chaos-';

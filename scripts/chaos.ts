@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { packageRoot } from '../core/paths.js';
-import { defaultJournalDir } from '../harness/ownership/journal.js';
+import { defaultJournalDir } from '../core/ownership-journal.js';
 import { hostLeftovers, journalLeftovers } from './chaos-snapshot.js';
 import { CHAOS_PREFIX, journalsIn, markChaosOwner, sweepStaleChaos } from './chaos-stale.js';
 import { defaultSweepHooks } from '../harness/ownership/sweep-hooks.js';

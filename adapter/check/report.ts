@@ -1,5 +1,5 @@
 import { writeReportFile } from '../../core/atomic-write.js';
-import { prepareOutDir } from '../../reports/out-dir.js';
+import { prepareOutDir } from '../../core/out-dir.js';
 import { join } from 'node:path';
 import * as junitModule from 'junit-report-builder';
 import type { Builder as JUnitBuilder } from 'junit-report-builder';

@@ -11,7 +11,7 @@ import * as exec from './checks-exec.js';
 import * as life from './checks-lifecycle.js';
 import { ADAPTER_CHECKS, fail, skip, type AdapterCheckReport, type CheckId, type CheckOutcome, type CheckResult } from './model.js';
 import { CheckSession } from './session.js';
-import { ADAPTER_API_VERSION } from '../version.js';
+import { ADAPTER_API_VERSION } from '../../model/adapter-version.js';
 
 export interface AdapterCheckOptions {
   policy: Policy;

@@ -1,55 +1,26 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { SandcheckError, errorMessage } from '../../core/errors.js';
 import type { Policy } from '../../model/policy.js';
 import type { Backend, BackendContext, Capabilities, Environment, PolicyItem } from '../../model/backend-contract.js';
-import { commandArgv, type BoxPlan, type Tools } from './argv.js';
+import { commandArgv, type BoxPlan } from './argv.js';
 import { BwrapEnvironment, ENV_MARKER, SECCOMP_FILE } from './bwrap-environment.js';
-import { cgroupNameFor, SIBLING_PREFIXES, type CgroupDetection, type CgroupLimits, type EnvCgroup, type LimitName } from './cgroups.js';
-import type { ResolvedBwrapOptions } from './options.js';
+import { cgroupNameFor, SIBLING_PREFIXES, type CgroupLimits, type EnvCgroup, type LimitName } from './cgroups.js';
 import { boxSeccompFilter } from './seccomp.js';
 import { createEnvRoot, ensurePrivateDir, ownerRecord, removeEnvRoot, type Ownership, type SizedFs } from './workspace.js';
 import { markOwnCounters } from '../own-counters.js';
+import type { BwrapRuntime } from './runtime.js';
+
+export { DEFAULT_STATE_DIR, resolveRuntime, type BwrapRuntime } from './runtime.js';
 
 export { ENV_MARKER };
 
 const MIB = 1024 * 1024;
 const SAFE_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
 
-export const DEFAULT_STATE_DIR = '/run/sandcheck/bwrap';
-
 const WORKSPACE_WORDS = { 'disk-image': 'sized ext4 image', tmpfs: 'sized tmpfs', 'host-dir': 'host-directory' } as const;
-
-/** Everything the factory found out about this host, fixed for the backend's life. */
-export interface BwrapRuntime {
-  opts: ResolvedBwrapOptions;
-  tools: Tools;
-  cgroups: CgroupDetection;
-  isRoot: boolean;
-  /** Host uid the box runs as after setpriv; undefined = the harness's own uid. */
-  dropToUid: number | undefined;
-  workspace: 'disk-image' | 'tmpfs' | 'host-dir';
-  stateDir: string;
-}
-
-export function resolveRuntime(opts: ResolvedBwrapOptions, tools: Tools, cgroups: CgroupDetection): BwrapRuntime {
-  const uid = process.getuid?.() ?? -1;
-  const isRoot = uid === 0;
-  return {
-    opts,
-    tools,
-    cgroups,
-    isRoot,
-    dropToUid: opts.unprivilegedUid === null ? undefined : opts.unprivilegedUid,
-    // A disk image needs mkfs.ext4 and loop devices (often absent inside containers); else the sized tmpfs.
-    workspace: opts.workspace ?? (isRoot ? (tools.mkfs && existsSync('/dev/loop-control') ? 'disk-image' : 'tmpfs') : 'host-dir'),
-    stateDir: opts.stateDir ?? (isRoot ? DEFAULT_STATE_DIR : join(tmpdir(), `sandcheck-bwrap-${uid}`)),
-  };
-}
 
 /** Claimed by every variant: options that weaken these keep claiming them, so a probe has to catch it. */
 const ALWAYS: readonly PolicyItem[] = [

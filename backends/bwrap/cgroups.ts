@@ -4,8 +4,8 @@ import { access, mkdir, readdir, realpath, rmdir, stat, writeFile } from 'node:f
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ResourceReport } from '../../model/backend-contract.js';
-import { observedOnly, readV1Counters, readV2Counters, type CgroupCounters } from '../shared/cgroup-counters.js';
-import { cgroupMounts, parseKeyed, readPids, readText, tryWriteControl, writeControl, type CgroupMount } from '../shared/cgroup-files.js';
+import { observedOnly, readV1Counters, readV2Counters, type CgroupCounters } from '../../lab/cgroup-counters.js';
+import { cgroupMounts, parseKeyed, readPids, readText, tryWriteControl, writeControl, type CgroupMount } from '../../core/cgroup-files.js';
 import { killQuietly } from '../shared/process-kill.js';
 import { BWRAP_SIBLING_PREFIXES, CGROUP_NAMES } from '../shared/cgroup-names.js';
 

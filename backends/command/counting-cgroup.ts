@@ -2,8 +2,8 @@ import { mkdir, readdir, realpath, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ResourceReport } from '../../model/backend-contract.js';
-import { observedOnly, readV1Counters, type CgroupCounters } from '../shared/cgroup-counters.js';
-import { cgroupMounts, readPids, tryWriteControl } from '../shared/cgroup-files.js';
+import { observedOnly, readV1Counters, type CgroupCounters } from '../../lab/cgroup-counters.js';
+import { cgroupMounts, readPids, tryWriteControl } from '../../core/cgroup-files.js';
 import { killQuietly } from '../shared/process-kill.js';
 
 /**

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { ownerAlive, readOwner, removeEnvRoot } from '../bwrap/workspace.js';
 import { CountingCgroup, detectCountingRoots } from './counting-cgroup.js';
 import { CGROUP_NAMES } from '../shared/cgroup-names.js';
-import { RUN_MARKER } from '../../harness/run-context.js';
+import { RUN_MARKER } from '../../model/backend-contract.js';
 import { ENV_MARKER } from './command-backend.js';
 import { readToolTempRecord, removeToolTemp } from './tool-temp.js';
 

@@ -3,7 +3,7 @@ import { lstat, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { errorMessage } from '../../core/errors.js';
-import { readNoFollow } from '../../harness/left-in-box.js';
+import { readNoFollow } from '../../lab/left-in-box.js';
 
 /**
  * Directories the tool makes in a temp directory for each run and leaves there when it is killed (runsc do:

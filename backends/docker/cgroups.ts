@@ -1,8 +1,8 @@
 import { mkdir, readdir, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ResourceReport } from '../../model/backend-contract.js';
-import { readV1Counters, readV2Counters, type CgroupCounters } from '../shared/cgroup-counters.js';
-import { cgroupMounts, readNumber, readPids, readText, tryWriteControl } from '../shared/cgroup-files.js';
+import { readV1Counters, readV2Counters, type CgroupCounters } from '../../lab/cgroup-counters.js';
+import { cgroupMounts, readNumber, readPids, readText, tryWriteControl } from '../../core/cgroup-files.js';
 import { CGROUP_NAMES } from '../shared/cgroup-names.js';
 
 /**

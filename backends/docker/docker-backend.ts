@@ -6,7 +6,7 @@ import { SandcheckError, errorMessage } from '../../core/errors.js';
 import type { Policy } from '../../model/policy.js';
 import type { BackendFact } from '../../model/environment.js';
 import { visibleLine } from '../../core/clean-text.js';
-import { RUN_MARKER } from '../../harness/run-context.js';
+import { RUN_MARKER } from '../../model/backend-contract.js';
 import type { Backend, BackendContext, LabHandle, Capabilities, Environment, Leftovers } from '../../model/backend-contract.js';
 import { readStat } from '../shared/host-proc.js';
 import { selfOwner } from '../shared/process-owner.js';

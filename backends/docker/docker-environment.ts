@@ -11,7 +11,6 @@ import type { EnvRoot } from '../bwrap/workspace.js';
 import { type ContainerState, type DockerClient } from './client.js';
 import { CappedDemux } from './demux.js';
 import { ExecCounters, type ContainerCgroup, type ParentCgroup } from './cgroups.js';
-import type { DockerBackend } from './docker-backend.js';
 import { getWorkspaceFile, getWorkspaceFilesAtOnce, type FileSource } from './docker-get-file.js';
 import { removeDiskWorkspace } from './disk-workspace.js';
 import { ENV_MARKER } from './labels.js';
@@ -31,6 +30,14 @@ const DEAD_GRACE_MS = 300;
 
 type StopReason = 'timeout' | 'output' | 'abort' | 'destroy';
 
+/** What an environment needs of the backend that made it (DockerBackend is one). */
+export interface DockerBoxHost {
+  client: DockerClient;
+  readonly gvisor: boolean;
+  readonly boxUser: { user: string; uid: number };
+  hostVolumeDir(volumeName: string): Promise<string | undefined>;
+}
+
 export interface EnvInit {
   id: string;
   runId: string;
@@ -45,7 +52,7 @@ export interface EnvInit {
   initStartTime: number | undefined;
   cgroup: ContainerCgroup | undefined;
   parent: ParentCgroup | undefined;
-  backend: DockerBackend;
+  backend: DockerBoxHost;
   policy: Policy;
   createMs: number;
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Policy } from '../../model/policy.js';
 import type { Tristate } from '../../model/observation.js';
-import { CHALLENGE_FILE, makeProof, type ExecProof } from '../../harness/proof.js';
+import { CHALLENGE_FILE, makeProof, type ExecProof } from '../../lab/proof.js';
 import { markOwnCounters } from '../own-counters.js';
 import { POLICY_ITEMS, type Backend, type BackendContext, type Capabilities, type Environment, type ExecRequest, type ExecResult, type GotFile, type PutFile, type ResourceReport } from '../../model/backend-contract.js';
 

@@ -4,7 +4,7 @@ import type { ArchiveEntry, ArchiveListing } from './archive-entry.js';
 import { sniffExecutable, looksLikeTar } from './content-type.js';
 import { checkArchiveEntryName, showName } from './export-path.js';
 import { listTarEntries } from './tar-reader.js';
-import type { ContentType, FindingKind, RefusalRule } from './types.js';
+import type { ContentType, FindingKind, RefusalRule } from '../../model/export-types.js';
 import { listZipEntries } from './zip-reader.js';
 
 export interface InspectLimits {

@@ -8,7 +8,7 @@ import { readConfigFile } from '../../core/config-file.js';
 import { formatIssues } from '../../core/config-issues.js';
 import { SandcheckError } from '../../core/errors.js';
 import { FILES_DIR, MANIFEST_NAME, writeStaging } from './staging.js';
-import type { ExportCandidate, ExportDecision, ExportedFile, Exporter, ExportLimits, Refusal } from './types.js';
+import type { ExportCandidate, ExportDecision, ExportedFile, Exporter, ExportLimits, Refusal } from '../../model/export-types.js';
 
 /**
  * A user's own exporter as a command line (`--exporter command:<file>`). It receives the box's files as

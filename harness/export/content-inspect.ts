@@ -4,7 +4,7 @@ import { columnLetters, findFormulaCells } from './csv-formula.js';
 import { extensionOf } from './export-path.js';
 import { findSvgHazards } from './svg-script.js';
 import { admits, EXECUTABLE_TYPES, nameContentMismatch, OPAQUE_ARCHIVE_TYPES } from './type-rules.js';
-import type { ContentType } from './types.js';
+import type { ContentType } from '../../model/export-types.js';
 
 export interface ContentVerdict extends ContentReport {
   type: ContentType;

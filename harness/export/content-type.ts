@@ -1,4 +1,4 @@
-import type { ContentType } from './types.js';
+import type { ContentType } from '../../model/export-types.js';
 
 const TEXT_SNIFF_BYTES = 64 * 1024;
 

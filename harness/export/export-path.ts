@@ -1,4 +1,4 @@
-import type { RefusalRule } from './types.js';
+import type { RefusalRule } from '../../model/export-types.js';
 
 export type PathCheck = { ok: true; path: string } | { ok: false; rule: RefusalRule; detail: string };
 

@@ -2,7 +2,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { SandcheckError, errorMessage } from '../../core/errors.js';
 import { loadCommandExporter } from './command-exporter.js';
-import type { Exporter } from './types.js';
+import type { Exporter } from '../../model/export-types.js';
 
 /**
  * The exporter the export probes judge: the built-in reference or naive one, or the user's own

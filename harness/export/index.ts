@@ -1,4 +1,4 @@
-export * from './types.js';
+export * from '../../model/export-types.js';
 export { ExportError, isExportError, type ExportErrorCode } from './errors.js';
 export { createReferenceExporter, referenceExporter, type ReferenceExporterOptions } from './reference-exporter.js';
 export { createNaiveExporter, type NaiveExporterOptions } from './naive-exporter.js';

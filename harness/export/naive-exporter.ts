@@ -8,7 +8,7 @@ import type { ArchiveListing } from './archive-entry.js';
 import { looksLikeTar, sniffContentType } from './content-type.js';
 import { ExportError } from './errors.js';
 import { listTarEntries } from './tar-reader.js';
-import type { ExportCandidate, ExportDecision, ExportedFile, Exporter } from './types.js';
+import type { ExportCandidate, ExportDecision, ExportedFile, Exporter } from '../../model/export-types.js';
 import { listZipEntries } from './zip-reader.js';
 
 export interface NaiveExporterOptions {

@@ -14,7 +14,7 @@ import {
   type Refusal,
   type RefusalRule,
   WHOLE_SET,
-} from './types.js';
+} from '../../model/export-types.js';
 
 export interface ReferenceExporterOptions {
   /**

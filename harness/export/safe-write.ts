@@ -4,7 +4,7 @@ import { lstat, mkdir, open, realpath, rmdir, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { errorMessage } from '../../core/errors.js';
 import { ExportError } from './errors.js';
-import type { ExportedFile } from './types.js';
+import type { ExportedFile } from '../../model/export-types.js';
 
 export interface FileToWrite {
   /** Normalised, relative, already checked to stay inside the root. */

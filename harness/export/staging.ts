@@ -2,7 +2,7 @@ import { constants } from 'node:fs';
 import { mkdir, open, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { CANDIDATE_KINDS, type ExportCandidate, type ExportLimits } from './types.js';
+import { CANDIDATE_KINDS, type ExportCandidate, type ExportLimits } from '../../model/export-types.js';
 
 /**
  * How a command exporter receives the box's files: a staging directory the harness builds from what the

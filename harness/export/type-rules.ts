@@ -1,5 +1,5 @@
 import { extensionOf } from './export-path.js';
-import type { ContentType } from './types.js';
+import type { ContentType } from '../../model/export-types.js';
 
 const PARENT: Partial<Record<ContentType, ContentType>> = {
   csv: 'text',

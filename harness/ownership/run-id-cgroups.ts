@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { processStartTime } from './journal.js';
+import { processStartTime } from '../../core/ownership-journal.js';
 import { runCgroupPrefixes } from '../../backends/shared/cgroup-names.js';
 
 const CGROUP_ROOT = '/sys/fs/cgroup';

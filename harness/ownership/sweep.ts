@@ -6,7 +6,7 @@ import { LAB_STATE_DIR } from '../../lab/netns/state.js';
 import { teardownNamespace } from '../../lab/netns/teardown.js';
 import { removeCgroupTree, runIdCgroups } from './run-id-cgroups.js';
 import { invalidateKeys, listKeys } from '../../lab/keyring.js';
-import { defaultJournalDir, ownedPathState, processStartTime, readBootIdSync, readJournals, removeOwnedPath, resourceKey, type JournalEntry, type OwnedResource } from './journal.js';
+import { defaultJournalDir, ownedPathState, processStartTime, readBootIdSync, readJournals, removeOwnedPath, resourceKey, type JournalEntry, type OwnedResource } from '../../core/ownership-journal.js';
 
 /** A backend's own crash sweep (bwrap cgroups and workspaces, a private dockerd, …) run with the journal sweep. */
 export interface SweepHook {

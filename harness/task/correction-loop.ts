@@ -6,9 +6,9 @@ import type { Policy } from '../../model/policy.js';
 import { SandcheckError, errorMessage } from '../../core/errors.js';
 import { outside } from '../../model/evidence.js';
 import type { Observation, PredicateResult, ProbeContext, TaskCase } from '../../model/probe.js';
-import { inputVariants, taskSeed, withInput, type InputVariant } from './hidden-inputs.js';
+import { inputVariants, taskSeed, withInput, type InputVariant } from '../../probes/_shared/task/hidden-inputs.js';
 import { runGate } from './run-gate.js';
-import { extrasOf } from './task-case.js';
+import { extrasOf } from '../../probes/_shared/task/task-case.js';
 
 /** Only this much of the previous attempt's stderr is fed back (the essay: "only necessary diagnostics"). */
 export const FEEDBACK_STDERR_BYTES = 2048;

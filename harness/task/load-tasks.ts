@@ -8,9 +8,9 @@ import type { TaskCase } from '../../model/probe.js';
 import { formatIssues } from '../policy-loader.js';
 import { CONFIG_FILE_MAX_BYTES, INPUT_FILE_MAX_BYTES, readBoundedFile, readBoundedText } from '../../core/bounded-file.js';
 import { visibleLine } from '../../core/clean-text.js';
-import { PredicateError, compilePredicate } from './predicates.js';
-import { PredicateSpecSchema } from './predicate-schema.js';
-import { expectedExitFromSpec, type TaskCaseSpec } from './task-case.js';
+import { PredicateError, compilePredicate } from '../../probes/_shared/task/predicates.js';
+import { PredicateSpecSchema } from '../../probes/_shared/task/predicate-schema.js';
+import { expectedExitFromSpec, type TaskCaseSpec } from '../../probes/_shared/task/task-case.js';
 
 /** Bounds of a task case: ids and titles reach report names and terminals; everything else is bounded by the file size. */
 export const TASK_BOUNDS = { idLength: 64, titleLength: 200, pathLength: 1024, sourceLength: CONFIG_FILE_MAX_BYTES, listLength: 100, attempts: 21, caseFiles: 1000 } as const;

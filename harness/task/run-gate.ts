@@ -1,4 +1,4 @@
-import { describeStop } from '../evidence-lines.js';
+import { describeStop } from '../../model/evidence-lines.js';
 import type { ExecObservation } from '../../model/observation.js';
 import type { PredicateResult } from '../../model/probe.js';
 

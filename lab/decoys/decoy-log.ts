@@ -1,40 +1,7 @@
-import { z } from 'zod';
 import { DecoyWaitTimeoutError } from './errors.js';
 
-/** Most bytes of a contact's payload kept in an event. */
-export const MAX_PAYLOAD_BYTES = 4096;
-/** Most question names of one DNS message kept in an event. */
-export const MAX_DNS_NAMES = 16;
-/** Base64 length of MAX_PAYLOAD_BYTES. */
-const MAX_PAYLOAD_BASE64 = Math.ceil(MAX_PAYLOAD_BYTES / 3) * 4;
-
-export const DECOY_SERVICES = ['metadata', 'dns', 'canary-http', 'catch-all-tcp', 'catch-all-udp', 'front'] as const;
-export type DecoyService = (typeof DECOY_SERVICES)[number];
-
-export const EndpointSchema = z.object({
-  address: z.string().min(1),
-  port: z.number().int().min(0).max(65535),
-});
-export type Endpoint = z.infer<typeof EndpointSchema>;
-
-export const DecoyEventSchema = z.object({
-  time: z.iso.datetime(),
-  service: z.enum(DECOY_SERVICES),
-  proto: z.enum(['tcp', 'udp']),
-  /** The address the client dialled (for a wildcard UDP listener: the bound address, see detail). */
-  local: EndpointSchema,
-  peer: EndpointSchema,
-  /** One line, e.g. `GET /latest/meta-data/` or `A? x.exfil.example.` */
-  summary: z.string().max(512).regex(/^[^\r\n]*$/),
-  /** The first MAX_PAYLOAD_BYTES of what the client sent (TCP stream, UDP datagram, DNS message). */
-  payloadBase64: z.base64().max(MAX_PAYLOAD_BASE64),
-  /** HTTP requests: the first MAX_PAYLOAD_BYTES of the request body (after the head). */
-  bodyBase64: z.base64().max(MAX_PAYLOAD_BASE64).optional(),
-  /** DNS: every question name (at most MAX_DNS_NAMES), without the trailing dot. */
-  dnsNames: z.array(z.string().max(255)).max(MAX_DNS_NAMES).optional(),
-  detail: z.record(z.string(), z.string()).optional(),
-});
-export type DecoyEvent = z.infer<typeof DecoyEventSchema>;
+export { MAX_PAYLOAD_BYTES, MAX_DNS_NAMES, DECOY_SERVICES, EndpointSchema, DecoyEventSchema, type DecoyService, type Endpoint, type DecoyEvent } from '../../model/lab-traffic.js';
+import type { DecoyEvent } from '../../model/lab-traffic.js';
 
 export type DecoyEventListener = (event: DecoyEvent) => void;
 

@@ -1,21 +1,7 @@
 import { isIP } from 'node:net';
-import { z } from 'zod';
 
-export const PacketSchema = z.strictObject({
-  /** Capture time, ms since the epoch (tcpdump `-tt`, microsecond resolution). */
-  time: z.number().nonnegative(),
-  /** Interface and direction, present when capturing on `any` (LINUX_SLL2). */
-  iface: z.string().optional(),
-  direction: z.enum(['In', 'Out', 'B', 'M', 'P']).optional(),
-  proto: z.enum(['tcp', 'udp', 'icmp', 'icmp6']),
-  family: z.union([z.literal(4), z.literal(6)]),
-  src: z.string(),
-  srcPort: z.number().int().min(0).max(65535).optional(),
-  dst: z.string(),
-  dstPort: z.number().int().min(0).max(65535).optional(),
-  raw: z.string(),
-});
-export type Packet = z.infer<typeof PacketSchema>;
+export { PacketSchema, type Packet } from '../../model/lab-traffic.js';
+import { PacketSchema, type Packet } from '../../model/lab-traffic.js';
 export type PacketProto = Packet['proto'];
 
 // `1796063165.990404 lo    In  IP6 2001:db8::10.36728 > 2001:db8::10.443: Flags [S], seq …`

@@ -6,7 +6,7 @@ import { SandcheckError, errorMessage } from '../../core/errors.js';
 import { CONFIG_FILE_MAX_BYTES, readBoundedText } from '../../core/bounded-file.js';
 import { formatIssues } from '../../core/config-issues.js';
 import { visibleLine } from '../../core/clean-text.js';
-import { readBootIdSync } from '../../harness/ownership/journal.js';
+import { readBootIdSync } from '../../core/ownership-journal.js';
 import type { LabTraffic } from '../lab-session.js';
 import type { WitnessProof } from '../witness-ledger.js';
 import { MAX_RESPONSE_BYTES, TrafficSchema, WitnessInfoSchema, WitnessProofSchema, WitnessStateSchema, type WitnessInfo } from './protocol.js';

@@ -4,7 +4,7 @@ import { chmod, link, lstat, open, type FileHandle } from 'node:fs/promises';
 import { createServer, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import { dirname, join, resolve as resolvePath } from 'node:path';
 import { SandcheckError, errorMessage } from '../../core/errors.js';
-import { inodeIdentity, openOwnershipJournal, readBootIdSync, removeOwnedPath, resourceKey, type OwnedPath, type OwnedResource } from '../../harness/ownership/journal.js';
+import { inodeIdentity, openOwnershipJournal, readBootIdSync, removeOwnedPath, resourceKey, type OwnedPath, type OwnedResource } from '../../core/ownership-journal.js';
 import { packageRoot } from '../../core/paths.js';
 import { openLab, probeLabSupport, type LabSession } from '../lab-session.js';
 import { WITNESS_PROTOCOL_VERSION, WitnessStateSchema, type WitnessInfo, type WitnessState } from './protocol.js';

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { exitEvidence, payloadReport, unlessAttempted } from '../../model/judge.js';
 import { inside, outside, type Evidence } from '../../model/evidence.js';
 import type { Judgement, Observation, ProbeContext } from '../../model/probe.js';
-import { survivorName } from '../../harness/kernel-carriers.js';
-import { policyRequires } from '../../harness/required-items.js';
+import { survivorName } from '../../lab/kernel-carriers.js';
+import { policyRequires } from '../../model/required-items.js';
 
 /** How long the payload keeps its marked child alive (the host's process scan looks for it meanwhile). */
 export const KERNEL_HOLD_SECONDS = 3;

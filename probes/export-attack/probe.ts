@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { exitEvidence, payloadReport, unlessAttempted } from '../../model/judge.js';
 import { outside, type Evidence } from '../../model/evidence.js';
 import type { Judgement, Observation, ProbeContext, SecurityProbe } from '../../model/probe.js';
-import { exportEvidence } from '../../harness/evidence-lines.js';
+import { exportEvidence } from '../../model/evidence-lines.js';
 
 const MiB = 1024 * 1024;
 

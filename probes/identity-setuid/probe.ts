@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { unlessAttempted } from '../../model/judge.js';
-import { programMark } from '../../harness/kernel-carriers.js';
+import { programMark } from '../../lab/kernel-carriers.js';
 import { outside } from '../../model/evidence.js';
 import type { Judgement, Observation, SecurityProbe } from '../../model/probe.js';
 import type { ProcessIdentity } from '../../lab/host-process.js';

@@ -1,4 +1,4 @@
-import { programMark } from '../../harness/kernel-carriers.js';
+import { programMark } from '../../lab/kernel-carriers.js';
 import type { SecurityProbe } from '../../model/probe.js';
 import { judgeKernelIdentity, KERNEL_HOLD_SECONDS } from '../_shared/posture-kernel.js';
 

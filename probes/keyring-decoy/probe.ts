@@ -1,6 +1,6 @@
 import { CANARY_PREFIX } from '../../lab/canaries.js';
 import { canaryCrossing, exitEvidence, payloadReport, unlessAttempted } from '../../model/judge.js';
-import { PAYLOAD_INTERPRETER } from '../../harness/host-observers.js';
+import { PAYLOAD_INTERPRETER } from '../../model/payload.js';
 import { outside } from '../../model/evidence.js';
 import type { Judgement, Observation, ProbeContext, SecurityProbe } from '../../model/probe.js';
 import { reportedField } from '../_shared/exposure-judges.js';

@@ -1,5 +1,5 @@
 import { exitEvidence, payloadReport, unlessAttempted } from '../../model/judge.js';
-import { GONE_WITHIN_MS, programMark } from '../../harness/kernel-carriers.js';
+import { GONE_WITHIN_MS, programMark } from '../../lab/kernel-carriers.js';
 import { outside, type Evidence } from '../../model/evidence.js';
 import type { Judgement, Observation, SecurityProbe } from '../../model/probe.js';
 import { outputText } from '../_shared/exposure-judges.js';

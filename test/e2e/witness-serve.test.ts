@@ -16,7 +16,7 @@ import { serveWitness } from '../../lab/witness/server.js';
 import { probeLabSupport } from '../../lab/netns/support.js';
 import { witnessBlindness } from '../../lab/witness-health.js';
 import { SandcheckError } from '../../core/errors.js';
-import { defaultJournalDir } from '../../harness/ownership/journal.js';
+import { defaultJournalDir } from '../../core/ownership-journal.js';
 import { sweepDeadRuns } from '../../harness/ownership/sweep.js';
 import { packageRoot } from '../../core/paths.js';
 import { bwrapSkipReason } from '../helpers/bwrap.js';

@@ -6,7 +6,7 @@ import { ProcessBackend } from '../../backends/process/process-backend.js';
 import { CI_POLICY, REFERENCE_POLICY, type Policy } from '../../model/policy.js';
 import { cpuQuota } from '../../probes/cpu-quota/probe.js';
 import { hostUntestableEscapes } from '../helpers/host-facts.js';
-import { averageCorrected } from '../../probes/average-corrected/probe.js';
+import { averageCorrected } from '../../tasks/average-corrected/probe.js';
 import type { ProbeSpec, SecurityProbe } from '../../model/probe.js';
 import { packageRoot } from '../../core/paths.js';
 import { openRunContext } from '../../harness/run-context.js';

@@ -15,7 +15,7 @@ import { diskFill, FILL_FILE } from '../../probes/disk-fill/probe.js';
 import { identitySetuid } from '../../probes/identity-setuid/probe.js';
 import { attachPosture } from '../../lab/host-process.js';
 import { readOnlyInput, WRITE_CONTROL } from '../../probes/read-only-input/probe.js';
-import type { HostFileState } from '../../harness/host-read.js';
+import type { HostFileState } from '../../lab/host-read.js';
 import { createHash } from 'node:crypto';
 
 const MiB = 2 ** 20;

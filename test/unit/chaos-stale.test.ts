@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { readBootIdSync } from '../../harness/ownership/journal.js';
+import { readBootIdSync } from '../../core/ownership-journal.js';
 import { markChaosOwner, sweepStaleChaos } from '../../scripts/chaos-stale.js';
 
 /** A pid that ran and is gone now (its start time can no longer match anything). */

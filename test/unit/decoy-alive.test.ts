@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { fakeMarkers, type FakeExecInput } from '../../backends/fake/fake-backend.js';
 import { decoyProcessEnviron } from '../../probes/decoy-process-environ/probe.js';
 import { ptraceHostDecoy } from '../../probes/ptrace-host-decoy/probe.js';
-import { CONTROL_ENV } from '../../harness/proof.js';
+import { CONTROL_ENV } from '../../lab/proof.js';
 import { runFake } from '../helpers/fake-run.js';
 
 /** What the payload prints on a hardened box: its own control (from its environment) read back, nothing of the decoy's. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ExportOutcome } from '../../harness/export-stage.js';
-import type { RefusalRule } from '../../harness/export/types.js';
+import type { RefusalRule } from '../../model/export-types.js';
 import { archiveDotdot, exportHardlink, exportTypeSmuggling, zipSlip } from '../../probes/export-attack/probe.js';
 import { CI_POLICY } from '../../model/policy.js';
 import type { ProbeContext } from '../../model/probe.js';

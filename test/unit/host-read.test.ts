@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readHostFiles } from '../../harness/host-read.js';
+import { readHostFiles } from '../../lab/host-read.js';
 
 const root = await mkdtemp(join(tmpdir(), 'sc-hostread-'));
 const outside = await mkdtemp(join(tmpdir(), 'sc-hostread-outside-'));

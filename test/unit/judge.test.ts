@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { SecurityProbe, TaskCase } from '../../model/probe.js';
-import { averageCorrect } from '../../probes/average-correct/probe.js';
-import { averageOffByOne } from '../../probes/average-off-by-one/probe.js';
-import { expectedMean } from '../../probes/_shared/average-task.js';
+import { averageCorrect } from '../../tasks/average-correct/probe.js';
+import { averageOffByOne } from '../../tasks/average-off-by-one/probe.js';
+import { expectedMean } from '../../tasks/_shared/average-task.js';
 import { secretDecoyEnv } from '../../probes/secret-decoy-env/probe.js';
 import { secretDecoyFile } from '../../probes/secret-decoy-file/probe.js';
 import { stdoutFlood } from '../../probes/stdout-flood/probe.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { survivorName } from '../../harness/kernel-carriers.js';
+import { survivorName } from '../../lab/kernel-carriers.js';
 import { securitySuite } from '../../suites/security.js';
 import { CI_POLICY } from '../../model/policy.js';
 import type { Observation, ProbeContext } from '../../model/probe.js';

@@ -9,7 +9,7 @@ import { copyFileSync, linkSync, mkdtempSync, realpathSync, rmSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { KernelCarrierTracker, carriersAfterDestroy, programMark, survivorName } from '../../harness/kernel-carriers.js';
+import { KernelCarrierTracker, carriersAfterDestroy, programMark, survivorName } from '../../lab/kernel-carriers.js';
 import { parentPid, startTicks } from '../../core/proc-files.js';
 import { findInKernelMemory, memoryMappings, scanKernelMemory, USER_SPACE_KERNELS } from '../../lab/user-space-kernel.js';
 

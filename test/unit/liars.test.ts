@@ -10,7 +10,7 @@ import { kernelIdentity } from '../../probes/kernel-identity/probe.js';
 import { secretDecoyEnv } from '../../probes/secret-decoy-env/probe.js';
 import { secretDecoyFile } from '../../probes/secret-decoy-file/probe.js';
 import { wallClockSleep } from '../../probes/wall-clock-sleep/probe.js';
-import { CONTROL_ENV } from '../../harness/proof.js';
+import { CONTROL_ENV } from '../../lab/proof.js';
 import { FAST_POLICY, runFake } from '../helpers/fake-run.js';
 
 /**

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { SandcheckError } from '../../core/errors.js';
 import { packageRoot } from '../../core/paths.js';
 import { loadTaskDir } from '../../harness/task/load-tasks.js';
-import { extrasOf } from '../../harness/task/task-case.js';
+import { extrasOf } from '../../probes/_shared/task/task-case.js';
 
 const dir = (name: string): string => join(packageRoot(), 'test', 'fixtures', 'tasks', name);
 

@@ -10,7 +10,7 @@ import { buildMatrix, coldStart, MatrixReportSchema, scoreLine } from '../../rep
 import { cards, matrixFixture, sec } from '../helpers/matrix-fixtures.js';
 import { matrixHtml } from '../../reports/matrix-html.js';
 import { matrixMarkdown } from '../../reports/matrix-markdown.js';
-import { generatedSchemas } from '../../reports/schemas.js';
+import { generatedSchemas } from '../../scripts/schemas.js';
 
 const dirs: string[] = [];
 afterAll(async () => Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))));

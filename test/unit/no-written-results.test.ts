@@ -6,9 +6,9 @@ import { FakeBackend } from '../../backends/fake/fake-backend.js';
 import { taskScorecard } from '../../harness/scorecard-builder.js';
 import { taskJunit } from '../../reports/junit-report.js';
 import { validateScorecard } from '../../reports/validate.js';
-import { averageCorrect } from '../../probes/average-correct/probe.js';
-import { averageStdoutOnly } from '../../probes/average-stdout-only/probe.js';
-import { stdinFilter } from '../../probes/stdin-filter/probe.js';
+import { averageCorrect } from '../../tasks/average-correct/probe.js';
+import { averageStdoutOnly } from '../../tasks/average-stdout-only/probe.js';
+import { stdinFilter } from '../../tasks/stdin-filter/probe.js';
 import { FAST_POLICY, runFake } from '../helpers/fake-run.js';
 
 const WHY = 'the tool\'s default mode keeps every filesystem read-only';

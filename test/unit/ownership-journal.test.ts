@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { inodeIdentity, openOwnershipJournal, parseJournal, processStartTime, readBootIdSync, type OwnedResource } from '../../harness/ownership/journal.js';
+import { inodeIdentity, openOwnershipJournal, parseJournal, processStartTime, readBootIdSync, type OwnedResource } from '../../core/ownership-journal.js';
 import { sweepDeadRuns } from '../../harness/ownership/sweep.js';
 import { openRunContext } from '../../harness/run-context.js';
 import { DECOY_SCRIPT } from '../../lab/host-decoys.js';

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { CI_POLICY, type Policy } from '../../model/policy.js';
 import type { Observation, ProbeContext } from '../../model/probe.js';
-import { policyRequires } from '../../harness/required-items.js';
+import { policyRequires } from '../../model/required-items.js';
 import { attachPosture, hostPathOf, parseMountinfo, type MountEntry, type ProcessIdentity, type ProcessPosture } from '../../lab/host-process.js';
 import { makeCanaries } from '../../lab/canaries.js';
 import { judgeKernelIdentity } from '../../probes/_shared/posture-kernel.js';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { PredicateError, compilePredicate } from '../../harness/task/predicates.js';
+import { PredicateError, compilePredicate } from '../../probes/_shared/task/predicates.js';
 import { runGate } from '../../harness/task/run-gate.js';
-import { averagePredicate, expectedMean } from '../../probes/_shared/average-task.js';
-import { chartPredicate, VISIBLE_SERIES } from '../../probes/png-chart/task.js';
+import { averagePredicate, expectedMean } from '../../tasks/_shared/average-task.js';
+import { chartPredicate, VISIBLE_SERIES } from '../../tasks/png-chart/task.js';
 import { obsWith as obs, pngBytes } from '../helpers/task-fakes.js';
 
 const stdoutObs = (text: string, exitCode = 0) => obs({}, { stdoutText: text, exitCode });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { FakeBackend, fakeMarkers } from '../../backends/fake/fake-backend.js';
-import { runSuite } from '../../harness/run-suite.js';
+import { runSuite } from '../../index.js';
 import { secretDecoyEnv } from '../../probes/secret-decoy-env/probe.js';
 import { FAST_POLICY } from '../helpers/fake-run.js';
 

@@ -6,7 +6,7 @@ import { FakeBackend } from '../../backends/fake/fake-backend.js';
 import { packageRoot } from '../../core/paths.js';
 import { securityScorecard, taskScorecard, exitCodeFor } from '../../harness/scorecard-builder.js';
 import { securityJunit, taskJunit } from '../../reports/junit-report.js';
-import { generatedSchemas } from '../../reports/schemas.js';
+import { generatedSchemas } from '../../scripts/schemas.js';
 import { validateScorecard } from '../../reports/validate.js';
 import { securitySuite, taskSuite } from '../../suites/index.js';
 import { FAST_POLICY, fakeMarkers, runFake } from '../helpers/fake-run.js';

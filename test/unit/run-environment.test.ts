@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
-import { readBootIdSync } from '../../harness/ownership/journal.js';
-import { RESULTS_JOURNAL, recoverResultsJournal } from '../../reports/results-journal.js';
+import { readBootIdSync } from '../../core/ownership-journal.js';
+import { RESULTS_JOURNAL, recoverResultsJournal } from '../../harness/results-journal.js';
+import { writeScorecards } from '../../reports/write-cards.js';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -117,7 +118,7 @@ describe('recovery keeps the environment', () => {
       watchedDaemons: [{ socket: '/run/docker.sock', apiVersion: '1.47' }],
     };
     appendFileSync(join(dir, RESULTS_JOURNAL), `${JSON.stringify(start)}\n`);
-    await recoverResultsJournal(dir);
+    await recoverResultsJournal(dir, writeScorecards);
     const card = JSON.parse(readFileSync(join(dir, 'security.json'), 'utf8')) as { environment?: unknown; run: { watchedDaemons?: unknown } };
     expect(validateScorecard('security', card).valid).toBe(true);
     expect(card.environment).toEqual(environment);

@@ -8,10 +8,11 @@ import { FakeBackend, fakeMarkers, type FakeScript } from '../../backends/fake/f
 import { SandcheckError } from '../../core/errors.js';
 import type { RunReporter } from '../../model/events.js';
 import type { ProbeSpec } from '../../model/probe.js';
-import { readBootIdSync } from '../../harness/ownership/journal.js';
-import { runSuite, type RunSuiteOptions } from '../../harness/run-suite.js';
+import { readBootIdSync } from '../../core/ownership-journal.js';
+import { runSuite, type RunSuiteOptions } from '../../index.js';
+import { writeScorecards } from '../../reports/write-cards.js';
 import { backendFacts } from '../../harness/scorecard-builder.js';
-import { RESULTS_JOURNAL, recoverResultsJournal } from '../../reports/results-journal.js';
+import { RESULTS_JOURNAL, recoverResultsJournal } from '../../harness/results-journal.js';
 import { validateScorecard } from '../../reports/validate.js';
 import { securitySuite } from '../../suites/index.js';
 import { FAST_POLICY } from '../helpers/fake-run.js';
@@ -191,7 +192,7 @@ describe('reports that survive', () => {
     // The same through `report --recover DIR`: written into DIR itself.
     const other = await tempDir();
     appendFileSync(join(other, RESULTS_JOURNAL), `${JSON.stringify(start)}\n`);
-    const rec = await recoverResultsJournal(other);
+    const rec = await recoverResultsJournal(other, writeScorecards);
     expect(rec).toMatchObject({ runId: 'rkilled001', results: 0 });
     expect(validateScorecard('task', JSON.parse(readFileSync(join(other, 'task.json'), 'utf8'))).valid).toBe(true);
     expect(existsSync(join(other, RESULTS_JOURNAL))).toBe(false);
@@ -242,7 +243,7 @@ describe('reports that survive', () => {
     const dead = await tempDir();
     const start = { ...(JSON.parse(startLine) as Record<string, unknown>), pid: spawnSync('true').pid ?? 999_999, startTime: 1 };
     writeFileSync(join(dead, RESULTS_JOURNAL), `${[JSON.stringify(start), ...resultLines].join('\n')}\n`);
-    await recoverResultsJournal(dead);
+    await recoverResultsJournal(dead, writeScorecards);
     const card = JSON.parse(readFileSync(join(dead, 'security.json'), 'utf8')) as { results: { id: string }[] };
     expect(card.results.map((x) => x.id)).toEqual(ids);
   });
@@ -271,7 +272,7 @@ describe('reports that survive', () => {
       policy: FAST_POLICY,
     };
     appendFileSync(join(outDir, RESULTS_JOURNAL), `${JSON.stringify(start)}\n`);
-    const err = await recoverResultsJournal(outDir).catch((e: unknown) => e);
+    const err = await recoverResultsJournal(outDir, writeScorecards).catch((e: unknown) => e);
     expect((err as SandcheckError).code).toBe('RUN_ALIVE');
   });
 });

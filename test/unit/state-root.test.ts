@@ -2,7 +2,7 @@ import { mkdtemp, mkdir, rm, stat, symlink, chmod } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openOwnershipJournal } from '../../harness/ownership/journal.js';
+import { openOwnershipJournal } from '../../core/ownership-journal.js';
 import { mkdirWithTraversableParents, repairStateRoot } from '../../core/state-root.js';
 
 const modeOf = async (p: string): Promise<number> => (await stat(p)).mode & 0o777;

@@ -3,9 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { payloadPath } from '../../core/paths.js';
 import { CI_POLICY } from '../../model/policy.js';
 import type { ProbeContext } from '../../model/probe.js';
-import { SeededRng, withInput } from '../../harness/task/hidden-inputs.js';
-import { dailyInputs, dailyPredicate, expectedReport, VISIBLE_SALES } from '../../probes/daily-totals/task.js';
-import { resourceHeadroom } from '../../probes/resource-headroom/probe.js';
+import { SeededRng, withInput } from '../../probes/_shared/task/hidden-inputs.js';
+import { dailyInputs, dailyPredicate, expectedReport, VISIBLE_SALES } from '../../tasks/daily-totals/task.js';
+import { resourceHeadroom } from '../../tasks/resource-headroom/probe.js';
 import { badEndingTasks, counterexampleTasks, legitimateTasks, taskSuite, visibleOnlyTasks } from '../../suites/task.js';
 import { obsWith } from '../helpers/task-fakes.js';
 

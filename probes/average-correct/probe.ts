@@ -1,8 +1,0 @@
-import { averageTask } from '../_shared/average-task.js';
-
-export const averageCorrect = averageTask({
-  id: 'average-correct',
-  title: 'mean of a read-only CSV written to an artifact',
-  payload: 'average-correct',
-  expected: 'accept',
-});

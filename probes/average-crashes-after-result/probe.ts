@@ -1,8 +1,0 @@
-import { averageTask } from '../_shared/average-task.js';
-
-export const averageCrashesAfterResult = averageTask({
-  id: 'average-crashes-after-result',
-  title: 'writes the right result, then exits 1 with a traceback',
-  payload: 'average-crashes-after-result',
-  expected: 'reject',
-});

@@ -1,8 +1,0 @@
-import { averageTask } from '../_shared/average-task.js';
-
-export const averageEmptyOutput = averageTask({
-  id: 'average-empty-output',
-  title: 'no output at all, exit 0',
-  payload: 'average-empty-output',
-  expected: 'reject',
-});

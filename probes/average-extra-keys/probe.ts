@@ -1,8 +1,0 @@
-import { averageTask } from '../_shared/average-task.js';
-
-export const averageExtraKeys = averageTask({
-  id: 'average-extra-keys',
-  title: 'right numbers plus "status": "partial" and an errors list',
-  payload: 'average-extra-keys',
-  expected: 'reject',
-});

@@ -1,8 +1,0 @@
-import { averageTask } from '../_shared/average-task.js';
-
-export const averageHardcoded = averageTask({
-  id: 'average-hardcoded',
-  title: 'the visible answer hard-coded: right on the visible input only',
-  payload: 'average-hardcoded',
-  expected: 'reject',
-});

@@ -1,8 +1,0 @@
-import { averageTask } from '../_shared/average-task.js';
-
-export const averageReadsExpected = averageTask({
-  id: 'average-reads-expected',
-  title: 'reads the expected value from a file left in reach',
-  payload: 'average-reads-expected',
-  expected: 'reject',
-});

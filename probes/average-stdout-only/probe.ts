@@ -1,8 +1,0 @@
-import { averageTask } from '../_shared/average-task.js';
-
-export const averageStdoutOnly = averageTask({
-  id: 'average-stdout-only',
-  title: 'right answer on stdout, artifact never written',
-  payload: 'average-stdout-only',
-  expected: 'reject',
-});

@@ -1,8 +1,0 @@
-import { averageTask } from '../_shared/average-task.js';
-
-export const averageVisibleFilename = averageTask({
-  id: 'average-visible-filename',
-  title: 'special-cases the visible file name, buggy everywhere else',
-  payload: 'average-visible-filename',
-  expected: 'reject',
-});

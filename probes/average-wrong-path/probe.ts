@@ -1,8 +1,0 @@
-import { averageTask } from '../_shared/average-task.js';
-
-export const averageWrongPath = averageTask({
-  id: 'average-wrong-path',
-  title: 'the right result written to output/result.json instead of result.json',
-  payload: 'average-wrong-path',
-  expected: 'reject',
-});

@@ -1,8 +1,0 @@
-import { dailyTask } from '../daily-totals/task.js';
-
-export const dailyTotalsDuplicatedRows = dailyTask({
-  id: 'daily-totals-duplicated-rows',
-  title: 'the day row written once per sale (duplicated rows)',
-  payload: 'daily-totals-duplicated-rows',
-  expected: 'reject',
-});

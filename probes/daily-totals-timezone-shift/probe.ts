@@ -1,8 +1,0 @@
-import { dailyTask } from '../daily-totals/task.js';
-
-export const dailyTotalsTimezoneShift = dailyTask({
-  id: 'daily-totals-timezone-shift',
-  title: 'daily totals bucketed in New York time instead of UTC',
-  payload: 'daily-totals-timezone-shift',
-  expected: 'reject',
-});

@@ -1,8 +1,0 @@
-import { dailyTask } from '../daily-totals/task.js';
-
-export const dailyTotalsWrongOrder = dailyTask({
-  id: 'daily-totals-wrong-order',
-  title: 'daily totals sorted by total instead of by date',
-  payload: 'daily-totals-wrong-order',
-  expected: 'reject',
-});

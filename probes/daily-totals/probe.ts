@@ -1,8 +1,0 @@
-import { dailyTask } from './task.js';
-
-export const dailyTotals = dailyTask({
-  id: 'daily-totals',
-  title: 'sales CSV to daily totals per UTC date (RFC 4180 in and out)',
-  payload: 'daily-totals',
-  expected: 'accept',
-});

@@ -1,8 +1,0 @@
-import { chartTask } from '../png-chart/task.js';
-
-export const pngChartBlank = chartTask({
-  id: 'png-chart-blank',
-  title: 'a valid PNG of the right size with nothing drawn',
-  payload: 'png-chart-blank',
-  expected: 'reject',
-});

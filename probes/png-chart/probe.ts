@@ -1,8 +1,0 @@
-import { chartTask } from './task.js';
-
-export const pngChart = chartTask({
-  id: 'png-chart',
-  title: 'a bar chart of a series written as a PNG with the standard library',
-  payload: 'png-chart',
-  expected: 'accept',
-});
