@@ -19,19 +19,21 @@ const REGISTRY: Record<string, Entry> = {
     install: 'sudo npm run setup   (apt-get install bubblewrap util-linux)',
   },
   'docker-default': {
-    description: 'Docker (runc) as a team gets it from `docker run` with only the policy limits: root, default bridge; claims the policy the way that team trusts it',
+    description:
+      'Docker (runc) as a team gets it from `docker run` with only the policy limits: root, default bridge; claims the policy the way that team trusts it',
     load: async (options) => (await import('./docker/index.js')).default({ assumePolicy: true, ...asObject(options), profile: 'docker-default' }),
-    install: 'apt-get install -y docker.io   (sandcheck starts its own dockerd inside the run\'s lab)',
+    install: "apt-get install -y docker.io   (sandcheck starts its own dockerd inside the run's lab)",
   },
   'docker-hardened': {
     description: 'Docker (runc) hardened: non-root, no capabilities, read-only root, network none, no-new-privileges, limits',
     load: async (options) => (await import('./docker/index.js')).default({ ...asObject(options), profile: 'docker-hardened' }),
-    install: 'apt-get install -y docker.io   (sandcheck starts its own dockerd inside the run\'s lab)',
+    install: "apt-get install -y docker.io   (sandcheck starts its own dockerd inside the run's lab)",
   },
   docker: {
-    description: 'Docker with your own container configuration (--backend-config FILE: Config/HostConfig keys as `docker inspect` prints them); claims derived from the settings unless declared',
+    description:
+      'Docker with your own container configuration (--backend-config FILE: Config/HostConfig keys as `docker inspect` prints them); claims derived from the settings unless declared',
     load: async (options) => (await import('./docker/index.js')).createContainerConfigBackend(options),
-    install: 'apt-get install -y docker.io   (sandcheck starts its own dockerd inside the run\'s lab)',
+    install: "apt-get install -y docker.io   (sandcheck starts its own dockerd inside the run's lab)",
   },
   gvisor: {
     description: 'gVisor (runsc) under Docker, hardened as docker-hardened',
@@ -54,9 +56,13 @@ const REGISTRY: Record<string, Entry> = {
 function asObject(options: unknown): Record<string, unknown> {
   if (options === undefined || options === null) return {};
   if (typeof options !== 'object' || Array.isArray(options)) {
-    throw new SandcheckError('CONFIG_INVALID', `--backend-config: expected a mapping of options at the top level, got ${Array.isArray(options) ? 'a list' : typeof options === 'string' ? 'text' : `a ${typeof options}`}`, {
-      hint: 'write the options as YAML keys (see docs/adapters.md and the backend\'s schema under reports/schema)',
-    });
+    throw new SandcheckError(
+      'CONFIG_INVALID',
+      `--backend-config: expected a mapping of options at the top level, got ${Array.isArray(options) ? 'a list' : typeof options === 'string' ? 'text' : `a ${typeof options}`}`,
+      {
+        hint: "write the options as YAML keys (see docs/adapters.md and the backend's schema under reports/schema)",
+      },
+    );
   }
   return options as Record<string, unknown>;
 }
@@ -87,7 +93,8 @@ export async function loadBackend(name: string, options?: unknown): Promise<Back
   if (name.startsWith(PRESET_PREFIX)) return (await import('./presets/preset-backend.js')).loadPreset(name.slice(PRESET_PREFIX.length), options);
   const entry = isBuiltinBackend(name) ? REGISTRY[name] : undefined;
   if (!entry) {
-    if (name.trim() === '') throw new SandcheckError('BACKEND_UNKNOWN', 'empty backend name', { hint: `choose one of: ${backendNames().join(', ')}, or a module path` });
+    if (name.trim() === '')
+      throw new SandcheckError('BACKEND_UNKNOWN', 'empty backend name', { hint: `choose one of: ${backendNames().join(', ')}, or a module path` });
     return loadModuleBackend(name, options, backendNames());
   }
   return entry.load(options);
@@ -105,9 +112,13 @@ export async function defaultBackend(options?: unknown): Promise<{ backend: Back
       await bwrap.preflight();
     } catch (err) {
       await bwrap.dispose?.().catch(() => undefined);
-      throw new SandcheckError('BACKEND_UNAVAILABLE', `--backend-config was given without --backend, and the default backend bwrap cannot run here (${err instanceof Error ? err.message : String(err)})`, {
-        hint: 'name the backend the file is for with --backend, or install what `sandcheck doctor` lists',
-      });
+      throw new SandcheckError(
+        'BACKEND_UNAVAILABLE',
+        `--backend-config was given without --backend, and the default backend bwrap cannot run here (${err instanceof Error ? err.message : String(err)})`,
+        {
+          hint: 'name the backend the file is for with --backend, or install what `sandcheck doctor` lists',
+        },
+      );
     }
     return { backend: bwrap };
   }

@@ -56,7 +56,10 @@ function own(fn: () => Promise<unknown>): () => Promise<unknown> {
   return once;
 }
 async function cleanUp(): Promise<void> {
-  while (cleanups.length > 0) await cleanups.pop()?.().catch((err: unknown) => console.error(`cleanup: ${errorMessage(err)}`));
+  while (cleanups.length > 0)
+    await cleanups
+      .pop()?.()
+      .catch((err: unknown) => console.error(`cleanup: ${errorMessage(err)}`));
 }
 let cleaning: Promise<void> | undefined;
 const cleanUpOnce = (): Promise<void> => (cleaning ??= cleanUp());

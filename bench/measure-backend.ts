@@ -40,7 +40,11 @@ export async function measurePayload(input: MeasureInput, payload: BenchPayload)
   const runs: Record<Side, SideRun[]> = { raw: [], adapter: [], harness: [] };
   const problems = new Set<string>();
   const one = (side: Side, round: number): Promise<SideRun> =>
-    side === 'raw' ? rawSide(raw, payload, round) : side === 'adapter' ? adapterSide(backend, policy, run, payload) : harnessSide(backend, policy, run, payload);
+    side === 'raw'
+      ? rawSide(raw, payload, round)
+      : side === 'adapter'
+        ? adapterSide(backend, policy, run, payload)
+        : harnessSide(backend, policy, run, payload);
   for (const side of SIDES) {
     const w = await one(side, -1);
     if (w.problem) problems.add(`warm-up: ${w.problem}`);
@@ -54,7 +58,10 @@ export async function measurePayload(input: MeasureInput, payload: BenchPayload)
       runs[side].push(r);
       if (r.problem) problems.add(r.problem);
     }
-    if (input.verbose) input.log(`  ${backend.name} ${payload.name} round ${round + 1}/${input.rounds}: ${SIDES.map((s) => `${s} ${Math.round(runs[s].at(-1)?.ms ?? 0)} ms`).join(', ')}`);
+    if (input.verbose)
+      input.log(
+        `  ${backend.name} ${payload.name} round ${round + 1}/${input.rounds}: ${SIDES.map((s) => `${s} ${Math.round(runs[s].at(-1)?.ms ?? 0)} ms`).join(', ')}`,
+      );
   }
   const ms = (s: Side): number[] => runs[s].map((r) => r.ms);
   const phase = (k: 'create' | 'put' | 'exec' | 'destroy'): Summary => summarize(runs.adapter.flatMap((r) => (r.phases ? [r.phases[k]] : [])));

@@ -27,9 +27,13 @@ export function parseOptions(argv: readonly string[]): BenchOptions | { error: s
       if (!Number.isInteger(n) || n < 1 || n > 1000) return { error: '--rounds needs an integer from 1 to 1000' };
       out.rounds = n;
     } else if (flag === '--backends') {
-      const list = (value() ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+      const list = (value() ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
       const unknown = list.filter((b) => !(ALL_BACKENDS as readonly string[]).includes(b));
-      if (list.length === 0 || unknown.length > 0) return { error: `--backends takes a comma list of ${ALL_BACKENDS.join(', ')}${unknown.length ? ` (unknown: ${unknown.join(', ')})` : ''}` };
+      if (list.length === 0 || unknown.length > 0)
+        return { error: `--backends takes a comma list of ${ALL_BACKENDS.join(', ')}${unknown.length ? ` (unknown: ${unknown.join(', ')})` : ''}` };
       out.backends = list;
     } else {
       return { error: `unknown argument ${a}` };

@@ -100,7 +100,9 @@ function rawBwrap(backend: BwrapBackend, ctx: RawContext): RawTool {
 
 /** The backend's HostConfig as `docker run` flags (the presets use only these fields). */
 export function dockerRunFlags(hc: HostConfigSpec): string[] {
-  const unsupported = (['Privileged', 'Binds', 'Ulimits', 'Devices', 'Sysctls', 'IpcMode', 'PidMode', 'UsernsMode', 'CapAdd'] as const).filter((k) => hc[k] !== undefined);
+  const unsupported = (['Privileged', 'Binds', 'Ulimits', 'Devices', 'Sysctls', 'IpcMode', 'PidMode', 'UsernsMode', 'CapAdd'] as const).filter(
+    (k) => hc[k] !== undefined,
+  );
   if (unsupported.length > 0) throw new Error(`raw docker run: HostConfig fields not translated: ${unsupported.join(', ')}`);
   const f: string[] = [`--network=${hc.NetworkMode}`];
   if (hc.Memory !== undefined) f.push(`--memory=${hc.Memory}b`);
@@ -121,7 +123,12 @@ export function dockerRunFlags(hc: HostConfigSpec): string[] {
 function rawDocker(backend: DockerBackend, ctx: RawContext): RawTool {
   const socket = ctx.dockerSocket;
   if (socket === undefined) throw new Error('raw docker run needs the private daemon socket');
-  const hc = hostConfigFor(backend.profile, { policy: ctx.policy, volumeName: 'unused', gvisorRuntime: backend.parts.opts.gvisorRuntime, boxUid: backend.parts.opts.boxUid });
+  const hc = hostConfigFor(backend.profile, {
+    policy: ctx.policy,
+    volumeName: 'unused',
+    gvisorRuntime: backend.parts.opts.gvisorRuntime,
+    boxUid: backend.parts.opts.boxUid,
+  });
   const flags = dockerRunFlags(hc);
   const user = backend.boxUser.user;
   const env = { PATH: BASE_PATH, HOME: ctx.scratchDir, DOCKER_CONFIG: join(ctx.scratchDir, 'docker-config') };
@@ -132,11 +139,29 @@ function rawDocker(backend: DockerBackend, ctx: RawContext): RawTool {
       const dir = join(ctx.scratchDir, `raw-${round}`);
       const t = performance.now();
       await workDir(dir, p, undefined);
-      const envFlags = Object.entries({ PATH: BASE_PATH, HOME: '/work', LANG: 'C.UTF-8', [RUN_MARKER]: ctx.runId, SANDCHECK_ENV: 'raw', ...p.env }).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
+      const envFlags = Object.entries({ PATH: BASE_PATH, HOME: '/work', LANG: 'C.UTF-8', [RUN_MARKER]: ctx.runId, SANDCHECK_ENV: 'raw', ...p.env }).flatMap(
+        ([k, v]) => ['-e', `${k}=${v}`],
+      );
       const argv = [
-        'docker', '-H', `unix://${socket}`, 'run', '--rm', '--name', `sandcheck-${ctx.runId}-raw${round}`, '--label', `${LABEL_RUN}=${ctx.runId}`,
-        ...flags, ...(user ? [`--user=${user}`] : []), '--hostname=sandcheck',
-        '--mount', `type=bind,src=${dir},dst=/work,readonly`, '-w', '/work', ...envFlags, image, ...p.argv,
+        'docker',
+        '-H',
+        `unix://${socket}`,
+        'run',
+        '--rm',
+        '--name',
+        `sandcheck-${ctx.runId}-raw${round}`,
+        '--label',
+        `${LABEL_RUN}=${ctx.runId}`,
+        ...flags,
+        ...(user ? [`--user=${user}`] : []),
+        '--hostname=sandcheck',
+        '--mount',
+        `type=bind,src=${dir},dst=/work,readonly`,
+        '-w',
+        '/work',
+        ...envFlags,
+        image,
+        ...p.argv,
       ];
       const r = await spawnTimed(argv, { env });
       await rm(dir, { recursive: true, force: true });

@@ -45,8 +45,13 @@ export function markdown(r: BenchResults): string {
   const L: string[] = [];
   L.push(`# sandcheck bench, ${r.at}`, '');
   L.push(`Machine: ${r.machineText}. Policy ${r.policy}, ${r.rounds} rounds per row after one warm-up, raw/adapter/harness interleaved in a rotating order.`);
-  L.push(`Load average (1/5/15 min): ${r.load.start.join(' / ')} at the start, ${r.load.end.join(' / ')} at the end. Timings are medians (min–max) in ms; ratios are medians of paired rounds.`, '');
-  L.push('| backend | payload | raw tool | adapter loop | harness (Runner) | adapter ÷ raw | harness ÷ raw | harness ÷ adapter | harness CPU/exec | adapter CPU/exec | peak RSS MB | load 1-min |');
+  L.push(
+    `Load average (1/5/15 min): ${r.load.start.join(' / ')} at the start, ${r.load.end.join(' / ')} at the end. Timings are medians (min–max) in ms; ratios are medians of paired rounds.`,
+    '',
+  );
+  L.push(
+    '| backend | payload | raw tool | adapter loop | harness (Runner) | adapter ÷ raw | harness ÷ raw | harness ÷ adapter | harness CPU/exec | adapter CPU/exec | peak RSS MB | load 1-min |',
+  );
   L.push('|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const b of r.backends) {
     if (!b.available) continue;
@@ -65,7 +70,11 @@ export function markdown(r: BenchResults): string {
     }
   }
   L.push('', 'Raw tools:', '');
-  for (const b of r.backends) if (b.available) L.push(`- ${b.name}: \`${b.rawTool}\`${b.daemon ? ` (private dockerd, ${b.daemon.storageDriver}, ready in ${Math.round(b.daemon.startMs)} ms${b.daemon.startedFor !== b.name ? `, the same daemon as ${b.daemon.startedFor}` : ''})` : ''}`);
+  for (const b of r.backends)
+    if (b.available)
+      L.push(
+        `- ${b.name}: \`${b.rawTool}\`${b.daemon ? ` (private dockerd, ${b.daemon.storageDriver}, ready in ${Math.round(b.daemon.startMs)} ms${b.daemon.startedFor !== b.name ? `, the same daemon as ${b.daemon.startedFor}` : ''})` : ''}`,
+      );
   const gone = r.backends.filter((b) => !b.available);
   if (gone.length > 0) {
     L.push('', 'Not measured:', '');
@@ -77,7 +86,10 @@ export function markdown(r: BenchResults): string {
   if ('unavailable' in r.cli) L.push(`CLI: not measured (${r.cli.unavailable})`);
   else {
     L.push(`| CLI command | wall ms median (min–max), n | load 1-min |`, '|---|---|---|');
-    for (const row of r.cli.rows) L.push(`| \`${row.command}\` | ${fmtMs(row.wallMs)}${row.problems.length ? ` (${row.problems.join('; ')})` : ''} | ${ld(r.cli.load.before)}→${ld(r.cli.load.after)} |`);
+    for (const row of r.cli.rows)
+      L.push(
+        `| \`${row.command}\` | ${fmtMs(row.wallMs)}${row.problems.length ? ` (${row.problems.join('; ')})` : ''} | ${ld(r.cli.load.before)}→${ld(r.cli.load.after)} |`,
+      );
   }
   L.push('', ...suiteMarkdown(r.suites));
   L.push('', `Bench process peak RSS (VmHWM) over the whole run: ${r.peakRssMb ?? '?'} MB.`, '');

@@ -75,6 +75,7 @@ export async function harnessSide(backend: Backend, policy: Policy, run: RunCont
   const exit = r?.observation?.exitCode;
   if (!r) out.problem = 'harness: no result';
   else if (r.harnessError) out.problem = `harness: ${r.harnessError.code}: ${r.harnessError.message}`;
-  else if (exit !== 0) out.problem = `harness: payload exit ${exit ?? r.observation?.signal ?? 'unknown'}${r.observation?.startError ? ` (${r.observation.startError})` : ''}`;
+  else if (exit !== 0)
+    out.problem = `harness: payload exit ${exit ?? r.observation?.signal ?? 'unknown'}${r.observation?.startError ? ` (${r.observation.startError})` : ''}`;
   return out;
 }

@@ -72,7 +72,12 @@ export function criticalPathMs(results: readonly { id: string; ms: number }[], s
 }
 
 /** Runs `sandcheck run` once per entry (default concurrency) and reads both scorecards it wrote. */
-export async function suiteTimes(root: string, policy: Policy, entries: readonly { label: string; backend: string; only?: string[] }[], signal?: AbortSignal): Promise<SuiteRow[] | { unavailable: string }> {
+export async function suiteTimes(
+  root: string,
+  policy: Policy,
+  entries: readonly { label: string; backend: string; only?: string[] }[],
+  signal?: AbortSignal,
+): Promise<SuiteRow[] | { unavailable: string }> {
   const main = join(root, 'dist', 'cli', 'main.js');
   if (!existsSync(main)) return { unavailable: `${main} is missing: build first (npx tsc -p tsconfig.build.json)` };
   const rows: SuiteRow[] = [];
@@ -85,13 +90,36 @@ export async function suiteTimes(root: string, policy: Policy, entries: readonly
         .catch(() => false);
       const slots = slotsFor(undefined, availableParallelism(), lightBoxes);
       const before = load();
-      const argv = [process.execPath, '--max-semi-space-size=1', main, 'run', '--backend', e.backend, '--policy', policy.name, '--out', out, ...(e.only ? ['--only', ...e.only] : [])];
-      const r = await spawnTimed(argv, { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', NO_COLOR: '1' }, cwd: root, timeoutMs: 900_000, ...(signal ? { signal } : {}) });
+      const argv = [
+        process.execPath,
+        '--max-semi-space-size=1',
+        main,
+        'run',
+        '--backend',
+        e.backend,
+        '--policy',
+        policy.name,
+        '--out',
+        out,
+        ...(e.only ? ['--only', ...e.only] : []),
+      ];
+      const r = await spawnTimed(argv, {
+        env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', NO_COLOR: '1' },
+        cwd: root,
+        timeoutMs: 900_000,
+        ...(signal ? { signal } : {}),
+      });
       const after = load();
       const problems: string[] = [];
       // 0 all held, 1 a crossing, 2 inconclusive: the run itself worked; anything else is a harness or usage failure.
       if (r.exitCode === null || r.exitCode > 2) problems.push(`exit ${r.exitCode ?? r.signal}: ${r.stderrHead.trim().split('\n').slice(-2).join(' ')}`);
-      const cards = await Promise.all(['security.json', 'task.json'].map((f) => readFile(join(out, f), 'utf8').then((t) => JSON.parse(t) as Card).catch(() => undefined)));
+      const cards = await Promise.all(
+        ['security.json', 'task.json'].map((f) =>
+          readFile(join(out, f), 'utf8')
+            .then((t) => JSON.parse(t) as Card)
+            .catch(() => undefined),
+        ),
+      );
       const [security] = cards;
       if (!security) problems.push('no security.json was written');
       const results = cards.flatMap((c) => c?.results ?? []);

@@ -60,11 +60,15 @@ export async function requireTrustedAdapter(
     throw new SandcheckError(
       'ADAPTER_CHECK_FAILED',
       `the adapter ${spec} fails ${failed.length} blocking check(s) (check run ${report.runId}), so its verdicts cannot be trusted:\n${failed.map((c) => `  ${c.id}: ${c.detail}`).join('\n')}`,
-      { hint: `run \`sandcheck adapter check --backend ${spec}\` for the full report; --skip-adapter-check runs anyway (verdicts then rest on an unchecked adapter)` },
+      {
+        hint: `run \`sandcheck adapter check --backend ${spec}\` for the full report; --skip-adapter-check runs anyway (verdicts then rest on an unchecked adapter)`,
+      },
     );
   }
   const partly = report.checks.filter((c) => c.status === 'pass' && c.notApplicable !== undefined).map((c) => `${c.id} (${c.notApplicable ?? ''})`);
-  const repeated = report.checks.filter((c) => c.status === 'pass' && c.firstAttempt !== undefined).map((c) => `${c.id} (first attempt: ${c.firstAttempt ?? ''})`);
+  const repeated = report.checks
+    .filter((c) => c.status === 'pass' && c.firstAttempt !== undefined)
+    .map((c) => `${c.id} (first attempt: ${c.firstAttempt ?? ''})`);
   notice(
     `adapter ${spec}: ${report.summary.passed} blocking check(s) passed, ${report.summary.skipped} not observable here${partly.length ? `; passed only in part, the rest not applicable: ${partly.join('; ')}` : ''}${repeated.length ? `; passed only when repeated: ${repeated.join('; ')}` : ''}`,
   );

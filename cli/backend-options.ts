@@ -20,6 +20,9 @@ export async function namingConfigFile<T>(file: string | undefined, load: () => 
     return await load();
   } catch (err) {
     if (file === undefined || !(err instanceof SandcheckError) || err.code !== 'CONFIG_INVALID' || err.message.includes(file)) throw err;
-    throw new SandcheckError(err.code, `--backend-config ${visibleLine(file)}: ${err.message.replaceAll('\n--backend-config: ', '\n  ')}`, { ...(err.hint ? { hint: err.hint } : {}), cause: err });
+    throw new SandcheckError(err.code, `--backend-config ${visibleLine(file)}: ${err.message.replaceAll('\n--backend-config: ', '\n  ')}`, {
+      ...(err.hint ? { hint: err.hint } : {}),
+      cause: err,
+    });
   }
 }

@@ -40,7 +40,12 @@ function versionOf(b: Backend): Promise<{ ok: true; version: string } | { ok: fa
 }
 
 /** One backend's line: loaded (by `load`, the registry unless a test says otherwise), asked for its claims, preflighted. */
-export async function backendEntry(name: string, description: string, install: string, load: (name: string) => Promise<Backend> = loadBackend): Promise<BackendsEntry> {
+export async function backendEntry(
+  name: string,
+  description: string,
+  install: string,
+  load: (name: string) => Promise<Backend> = loadBackend,
+): Promise<BackendsEntry> {
   const kind: BackendsEntry['kind'] = name.startsWith('preset:') ? 'preset' : 'built-in';
   let backend: Backend | undefined;
   try {

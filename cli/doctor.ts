@@ -24,7 +24,9 @@ export const DoctorReportSchema = z
     version: z.literal(DOCTOR_REPORT_VERSION),
     ok: z.boolean().describe('the chosen backend and the lab both work: `sandcheck run` with this backend can run every probe'),
     exitCode: z.number().int().describe('0 ok; 1 the chosen backend or the lab cannot work (README "Exit codes")'),
-    chosen: Check.extend({ fallbackFrom: z.strictObject({ name: z.string(), reason: z.string() }).optional() }).describe('the backend `run` would use (--backend, else bwrap where it works, else process)'),
+    chosen: Check.extend({ fallbackFrom: z.strictObject({ name: z.string(), reason: z.string() }).optional() }).describe(
+      'the backend `run` would use (--backend, else bwrap where it works, else process)',
+    ),
     lab: Check,
     backends: z.array(Check).describe('every built-in backend'),
   })
@@ -56,13 +58,23 @@ async function chosenBackend(opts: { backend?: string; backendConfig?: string })
     const chosen = await defaultBackend(await backendOptionsFrom(opts));
     const name = chosen.backend.name;
     await chosen.backend.dispose?.().catch(() => undefined);
-    return { name, status: 'ok', detail: chosen.fallbackReason ? 'bwrap does not work here: `run` falls back to the unsandboxed process control' : 'bwrap works here', ...(chosen.fallbackReason ? { fallbackFrom: { name: 'bwrap', reason: visibleLine(chosen.fallbackReason) } } : {}) };
+    return {
+      name,
+      status: 'ok',
+      detail: chosen.fallbackReason ? 'bwrap does not work here: `run` falls back to the unsandboxed process control' : 'bwrap works here',
+      ...(chosen.fallbackReason ? { fallbackFrom: { name: 'bwrap', reason: visibleLine(chosen.fallbackReason) } } : {}),
+    };
   }
   const name = opts.backend;
   const builtin = describeBackends().find((b) => b.name === name);
-  return check(visibleLine(name), builtin?.description ?? 'an adapter of your own: loaded and preflight passed', builtin?.install ?? 'see docs/adapters.md', async () => {
-    return loadBackend(name, await backendOptionsFrom({ backend: name, ...(opts.backendConfig !== undefined ? { backendConfig: opts.backendConfig } : {}) }));
-  });
+  return check(
+    visibleLine(name),
+    builtin?.description ?? 'an adapter of your own: loaded and preflight passed',
+    builtin?.install ?? 'see docs/adapters.md',
+    async () => {
+      return loadBackend(name, await backendOptionsFrom({ backend: name, ...(opts.backendConfig !== undefined ? { backendConfig: opts.backendConfig } : {}) }));
+    },
+  );
 }
 
 export async function doctorReport(opts: { backend?: string; backendConfig?: string } = {}): Promise<DoctorReport> {
@@ -74,7 +86,15 @@ export async function doctorReport(opts: { backend?: string; backendConfig?: str
     ? { name: 'lab', status: 'ok', detail: 'network namespace, decoys and packet witness: network probes run' }
     : { name: 'lab', status: 'missing', detail: `${support.reason}: network probes will be not-applicable`, hint: support.hint };
   const ok = chosen.status === 'ok' && lab.status === 'ok';
-  return DoctorReportSchema.parse({ doctor: 'sandcheck-doctor', version: DOCTOR_REPORT_VERSION, ok, exitCode: ok ? EXIT.ok : EXIT.unexpected, chosen, lab, backends });
+  return DoctorReportSchema.parse({
+    doctor: 'sandcheck-doctor',
+    version: DOCTOR_REPORT_VERSION,
+    ok,
+    exitCode: ok ? EXIT.ok : EXIT.unexpected,
+    chosen,
+    lab,
+    backends,
+  });
 }
 
 /** The name column of `doctor` and `backends`: as wide as the longest name shown (preset:codex-sandbox-workspace), at least 16. */
@@ -92,7 +112,13 @@ export function doctorText(report: DoctorReport): string {
   const width = nameColumn([...report.backends, report.lab, report.chosen].map((c) => c.name));
   const lines = [...report.backends.map((c) => line(c, width)), line(report.lab, width)];
   const fallback = report.chosen.fallbackFrom ? ` (bwrap: ${report.chosen.fallbackFrom.reason})` : '';
-  lines.push('', `chosen: ${line(report.chosen, width)}${fallback}`, report.ok ? 'ok: the chosen backend and the lab work' : `NOT READY: ${report.chosen.status !== 'ok' ? `backend ${report.chosen.name}` : ''}${report.chosen.status !== 'ok' && report.lab.status !== 'ok' ? ' and ' : ''}${report.lab.status !== 'ok' ? 'the lab' : ''} cannot work here (exit ${report.exitCode})`);
+  lines.push(
+    '',
+    `chosen: ${line(report.chosen, width)}${fallback}`,
+    report.ok
+      ? 'ok: the chosen backend and the lab work'
+      : `NOT READY: ${report.chosen.status !== 'ok' ? `backend ${report.chosen.name}` : ''}${report.chosen.status !== 'ok' && report.lab.status !== 'ok' ? ' and ' : ''}${report.lab.status !== 'ok' ? 'the lab' : ''} cannot work here (exit ${report.exitCode})`,
+  );
   return `${lines.join('\n')}\n`;
 }
 

@@ -23,15 +23,24 @@ const RUN_HINT = 'pass the --out directory of a finished `sandcheck run` (it hol
 
 /** Both cards of one run directory; a missing directory or card, or one that is not a scorecard, is a usage error (exit 3). */
 export async function readRunDir(dir: string, role: string): Promise<GateRun> {
-  const isDir = await stat(dir).then((s) => s.isDirectory(), () => false);
+  const isDir = await stat(dir).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
   if (!isDir) throw new SandcheckError('USAGE', `${role} ${visibleLine(dir)} is not a directory`, { hint: RUN_HINT });
   const card = async (kind: 'security' | 'task'): Promise<unknown> => {
     const path = join(dir, `${kind}.json`);
-    const exists = await stat(path).then((s) => s.isFile(), () => false);
+    const exists = await stat(path).then(
+      (s) => s.isFile(),
+      () => false,
+    );
     if (!exists) throw new SandcheckError('USAGE', `${role} ${visibleLine(dir)} has no ${kind}.json`, { hint: RUN_HINT });
     const doc = await readConfigFile(path);
     const check = validateScorecard(kind, doc);
-    if (!check.valid) throw new SandcheckError('CONFIG_INVALID', `${visibleLine(path)} is not a sandcheck ${kind} scorecard: ${check.errors.slice(0, 300)}`, { hint: RUN_HINT });
+    if (!check.valid)
+      throw new SandcheckError('CONFIG_INVALID', `${visibleLine(path)} is not a sandcheck ${kind} scorecard: ${check.errors.slice(0, 300)}`, {
+        hint: RUN_HINT,
+      });
     return doc;
   };
   return { dir, security: (await card('security')) as SecurityScorecard, task: (await card('task')) as TaskScorecard };
@@ -52,9 +61,21 @@ export async function gateCommand(opts: GateOptions): Promise<number> {
 /** Which mode `compare` runs in: side by side (dirs) or the gate (--base and --head), never a mix. */
 export function compareMode(dirs: readonly string[], opts: { base?: string; head?: string; waivers?: string; json?: boolean }): 'gate' | 'side-by-side' {
   const gate = opts.base !== undefined || opts.head !== undefined;
-  if (gate && dirs.length > 0) throw new SandcheckError('USAGE', 'compare takes either directories (side by side) or --base and --head (the gate), not both', { hint: 'sandcheck compare --base out-main/ --head out-pr/' });
-  if (gate && (opts.base === undefined || opts.head === undefined)) throw new SandcheckError('USAGE', 'the gate needs both --base and --head', { hint: 'sandcheck compare --base out-main/ --head out-pr/ [--waivers waivers.yaml]' });
-  if (!gate && (opts.waivers !== undefined || opts.json)) throw new SandcheckError('USAGE', '--waivers and --json belong to the gate (--base and --head)', { hint: 'sandcheck compare --base out-main/ --head out-pr/ --waivers waivers.yaml' });
-  if (!gate && dirs.length === 0) throw new SandcheckError('USAGE', 'compare needs run directories, or --base and --head', { hint: 'sandcheck compare out-a/ out-b/ (side by side) or sandcheck compare --base out-main/ --head out-pr/ (the gate)' });
+  if (gate && dirs.length > 0)
+    throw new SandcheckError('USAGE', 'compare takes either directories (side by side) or --base and --head (the gate), not both', {
+      hint: 'sandcheck compare --base out-main/ --head out-pr/',
+    });
+  if (gate && (opts.base === undefined || opts.head === undefined))
+    throw new SandcheckError('USAGE', 'the gate needs both --base and --head', {
+      hint: 'sandcheck compare --base out-main/ --head out-pr/ [--waivers waivers.yaml]',
+    });
+  if (!gate && (opts.waivers !== undefined || opts.json))
+    throw new SandcheckError('USAGE', '--waivers and --json belong to the gate (--base and --head)', {
+      hint: 'sandcheck compare --base out-main/ --head out-pr/ --waivers waivers.yaml',
+    });
+  if (!gate && dirs.length === 0)
+    throw new SandcheckError('USAGE', 'compare needs run directories, or --base and --head', {
+      hint: 'sandcheck compare out-a/ out-b/ (side by side) or sandcheck compare --base out-main/ --head out-pr/ (the gate)',
+    });
   return gate ? 'gate' : 'side-by-side';
 }

@@ -43,33 +43,74 @@ export async function main(argv: readonly string[]): Promise<number> {
   program
     .command('run')
     .description('run the security suite and the task suite against a backend and write both scorecards')
-    .addOption(new Option('-b, --backend <name>', `backend to test (${describeBackends().map((b) => b.name).join(', ')}, rpc:<command> for an adapter process in any language (docs/rpc-protocol.md), or a module path / package whose default export is an adapter factory); default: bwrap where it works, else process`))
+    .addOption(
+      new Option(
+        '-b, --backend <name>',
+        `backend to test (${describeBackends()
+          .map((b) => b.name)
+          .join(
+            ', ',
+          )}, rpc:<command> for an adapter process in any language (docs/rpc-protocol.md), or a module path / package whose default export is an adapter factory); default: bwrap where it works, else process`,
+      ),
+    )
     .option('--backend-config <file>', 'YAML/JSON options for the backend (e.g. bwrap extraBinds, shareNetwork, limits)')
     .option('-p, --policy <preset|file>', 'policy preset (reference, ci) or a YAML/JSON policy file', 'reference')
     .option('-o, --out <dir>', 'directory for security.json, task.json and their JUnit XML', 'out')
     .option('--only <ids...>', 'run only these probe / task ids')
     .option('--tasks <dir>', 'also run the task cases (YAML, JSON or .mjs) in this directory')
     .option('--image <ref>', 'docker backends: an image you already have (needs python3), instead of the offline-built probe image')
-    .option('--docker-socket <path>', 'docker backends: an existing daemon instead of a private one started inside the lab (network probes then need --live-network)')
-    .option('--watch-daemon <sockets...>', "real Docker/Podman daemon sockets a box may be handed: their own event logs are read after each execution (never written to) and a box's nonce-named call is an outside witness for host-search; each must answer /_ping before anything runs")
+    .option(
+      '--docker-socket <path>',
+      'docker backends: an existing daemon instead of a private one started inside the lab (network probes then need --live-network)',
+    )
+    .option(
+      '--watch-daemon <sockets...>',
+      "real Docker/Podman daemon sockets a box may be handed: their own event logs are read after each execution (never written to) and a box's nonce-named call is an outside witness for host-search; each must answer /_ping before anything runs",
+    )
     .option('--live-network', 'no lab: network probes try the real addresses (only inside a disposable cloud machine)')
-    .option('--witness <file|url>', 'judge the network probes from a `sandcheck witness serve` (its --state file, or its URL with SANDCHECK_WITNESS_TOKEN) instead of a lab of the run\'s own')
-    .option('--exporter <name>', 'the exporter artifacts pass and the export probes judge: reference, naive (unsafe, positive controls only), command:<file.yaml> or a module path', 'reference')
-    .option('-j, --concurrency <n>', 'at most n environments at once, never more CPU-bound ones than cores (default: a CPU-bound one per core and as many sleeping ones beside them)', positiveInt)
+    .option(
+      '--witness <file|url>',
+      "judge the network probes from a `sandcheck witness serve` (its --state file, or its URL with SANDCHECK_WITNESS_TOKEN) instead of a lab of the run's own",
+    )
+    .option(
+      '--exporter <name>',
+      'the exporter artifacts pass and the export probes judge: reference, naive (unsafe, positive controls only), command:<file.yaml> or a module path',
+      'reference',
+    )
+    .option(
+      '-j, --concurrency <n>',
+      'at most n environments at once, never more CPU-bound ones than cores (default: a CPU-bound one per core and as many sleeping ones beside them)',
+      positiveInt,
+    )
     .option('--skip-adapter-check', 'run an external (module) adapter without first passing its blocking `adapter check`')
-    .option('--waivers <file>', 'accepted findings (YAML/JSON, reports/schema/waivers.schema.json): a crossing a live waiver matches is marked waived and not counted in the exit code')
-    .option('--shard <i/n>', 'run only slice i of n of the selection (deterministic, balanced by expected duration), for a CI matrix; join the --out directories with `sandcheck merge`', parseShardOption)
-    .option('--label <text>', 'a short text recorded in both cards (environment.label) that tells this run apart from other runs of the same backend in `compare`')
+    .option(
+      '--waivers <file>',
+      'accepted findings (YAML/JSON, reports/schema/waivers.schema.json): a crossing a live waiver matches is marked waived and not counted in the exit code',
+    )
+    .option(
+      '--shard <i/n>',
+      'run only slice i of n of the selection (deterministic, balanced by expected duration), for a CI matrix; join the --out directories with `sandcheck merge`',
+      parseShardOption,
+    )
+    .option(
+      '--label <text>',
+      'a short text recorded in both cards (environment.label) that tells this run apart from other runs of the same backend in `compare`',
+    )
     .option('--json', 'print the summary as JSON on stdout (reports/schema/run-summary.schema.json); progress and notices stay on stderr')
-    .option('--certify <dir>', 'also write a sign-off bundle to this new directory (scorecards, JUnit, policy, environment fingerprint, manifest.sha256); refuses --waivers and skips for a missing tool or lab')
+    .option(
+      '--certify <dir>',
+      'also write a sign-off bundle to this new directory (scorecards, JUnit, policy, environment fingerprint, manifest.sha256); refuses --waivers and skips for a missing tool or lab',
+    )
     .action(async (opts) => {
       code = await (await import('./run-command.js')).runCommand(opts);
     });
 
   program
     .command('merge')
-    .description('join the --out directories of `run --shard 1/n … n/n` into one pair of scorecards (refuses mixed backends, policies, sandcheck versions or a missing shard); exit as the whole run would')
-    .argument('<dirs...>', 'the shards\' --out directories')
+    .description(
+      'join the --out directories of `run --shard 1/n … n/n` into one pair of scorecards (refuses mixed backends, policies, sandcheck versions or a missing shard); exit as the whole run would',
+    )
+    .argument('<dirs...>', "the shards' --out directories")
     .requiredOption('-o, --out <dir>', 'directory for the merged security.json, task.json, JUnit and SARIF')
     .action(async (dirs, opts) => {
       code = await (await import('./merge-command.js')).mergeCommand(dirs, opts);
@@ -77,7 +118,9 @@ export async function main(argv: readonly string[]): Promise<number> {
 
   program
     .command('verify')
-    .description('check a sign-off bundle (run --certify DIR): every file against manifest.sha256, no file added, every report valid; exit 1 naming each changed file')
+    .description(
+      'check a sign-off bundle (run --certify DIR): every file against manifest.sha256, no file added, every report valid; exit 1 naming each changed file',
+    )
     .argument('<dir>', 'the bundle directory')
     .option('--json', 'print the result as JSON')
     .action(async (dir, opts) => {
@@ -103,7 +146,9 @@ export async function main(argv: readonly string[]): Promise<number> {
 
   program
     .command('doctor')
-    .description('which backends and lab parts work on this machine, and the exact command to install what is missing; exit 1 when the chosen backend or the lab cannot work')
+    .description(
+      'which backends and lab parts work on this machine, and the exact command to install what is missing; exit 1 when the chosen backend or the lab cannot work',
+    )
     .option('-b, --backend <name>', 'the backend to check as `run` would load it (default: what `run` picks: bwrap where it works, else process)')
     .option('--backend-config <file>', 'YAML/JSON options for that backend')
     .option('--json', 'machine-readable output (reports/schema/doctor-report.schema.json)')
@@ -113,7 +158,9 @@ export async function main(argv: readonly string[]): Promise<number> {
 
   program
     .command('compare')
-    .description('put the scorecards of several runs (backends) side by side (* marks rows where they differ), or gate a policy change: --base B --head H exits 1 on any unwaived regression')
+    .description(
+      'put the scorecards of several runs (backends) side by side (* marks rows where they differ), or gate a policy change: --base B --head H exits 1 on any unwaived regression',
+    )
     .argument('[dirs...]', 'output directories of earlier `sandcheck run`s (side by side)')
     .option('--base <dir>', 'the gate: the run before the change (e.g. the main branch)')
     .option('--head <dir>', 'the gate: the run after the change (e.g. the pull request)')
@@ -122,14 +169,23 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('--markdown <file>', 'also write the comparison (or the gate) with its evidence as Markdown')
     .action(async (dirs, opts) => {
       const { compareMode, gateCommand } = await import('./gate-command.js');
-      code = compareMode(dirs, opts) === 'gate' && opts.base !== undefined && opts.head !== undefined ? await gateCommand({ ...opts, base: opts.base, head: opts.head }) : await (await import('./compare-command.js')).compareCommand(dirs, opts);
+      code =
+        compareMode(dirs, opts) === 'gate' && opts.base !== undefined && opts.head !== undefined
+          ? await gateCommand({ ...opts, base: opts.base, head: opts.head })
+          : await (await import('./compare-command.js')).compareCommand(dirs, opts);
     });
 
   program
     .command('matrix')
-    .description('several backends side by side in one report (matrix.md, self-contained matrix.html, matrix.json): verdicts linked to their evidence, totals, cold start, claims against what was observed; exit 2 when a backend was unavailable')
+    .description(
+      'several backends side by side in one report (matrix.md, self-contained matrix.html, matrix.json): verdicts linked to their evidence, totals, cold start, claims against what was observed; exit 2 when a backend was unavailable',
+    )
     .argument('[dirs...]', 'output directories of earlier `sandcheck run`s')
-    .option('-b, --backend <names>', 'also run these backends (comma-separated, e.g. process,bwrap), each as `run` would into OUT/runs/<backend>; one this machine cannot run becomes a column marked unavailable with its install command', backendListOption)
+    .option(
+      '-b, --backend <names>',
+      'also run these backends (comma-separated, e.g. process,bwrap), each as `run` would into OUT/runs/<backend>; one this machine cannot run becomes a column marked unavailable with its install command',
+      backendListOption,
+    )
     .option('-p, --policy <preset|file>', 'policy for the --backend runs', 'reference')
     .option('--only <ids...>', 'the --backend runs: only these probe / task ids')
     .option('--tasks <dir>', 'the --backend runs: also run the task cases in this directory')
@@ -157,7 +213,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     .command('witness')
     .description('outside witnesses for boxes that run elsewhere')
     .command('serve')
-    .description("keep a lab (decoys on every address, resolver, packet capture) up for runs whose boxes can reach it; runs judge their network probes from its records (run --witness)")
+    .description(
+      'keep a lab (decoys on every address, resolver, packet capture) up for runs whose boxes can reach it; runs judge their network probes from its records (run --witness)',
+    )
     .option('--listen <where>', 'unix:/path/to.sock or http://HOST:PORT (default: a unix socket under /run/sandcheck)')
     .option('--state <file>', 'write url, token and pid here (mode 0600) for `sandcheck run --witness FILE`')
     .action(async (opts) => {
@@ -187,7 +245,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('-p, --policy <preset|file>', 'policy preset or file', 'reference')
     .option('--json', 'machine-readable output')
     .action(async (opts) => {
-      const [{ loadPolicy }, { explainPolicy, policyBounds }] = await Promise.all([import('../harness/policy-loader.js'), import('../harness/policy-explain.js')]);
+      const [{ loadPolicy }, { explainPolicy, policyBounds }] = await Promise.all([
+        import('../harness/policy-loader.js'),
+        import('../harness/policy-explain.js'),
+      ]);
       const p = await loadPolicy(opts.policy);
       process.stdout.write(opts.json ? `${JSON.stringify(policyBounds(p), null, 2)}\n` : `${explainPolicy(p)}\n`);
       code = EXIT.ok;
@@ -208,7 +269,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     const code = err !== null && typeof err === 'object' && 'code' in err ? err.code : undefined;
     if (code === 'ENOSPC' || code === 'EDQUOT') {
       // A full disk is no harness bug: one line, and the way back (the run journal survives in --out).
-      process.stderr.write(`sandcheck: REPORT_WRITE_FAILED: no space left on the device (${code}): ${errorMessage(err)}\n  hint: free some space, then rebuild the cards with: sandcheck report --recover <the --out directory>\n`);
+      process.stderr.write(
+        `sandcheck: REPORT_WRITE_FAILED: no space left on the device (${code}): ${errorMessage(err)}\n  hint: free some space, then rebuild the cards with: sandcheck report --recover <the --out directory>\n`,
+      );
       return EXIT.internal;
     }
     process.stderr.write(`sandcheck: internal error: ${errorMessage(err)}\n${err instanceof Error ? (err.stack ?? '') : ''}\n`);

@@ -36,28 +36,51 @@ async function checkBackendNames(backends: readonly string[]): Promise<void> {
 }
 
 /** A file-system-safe directory name for a backend's run (module paths and rpc commands hold slashes and spaces). */
-export const runDirName = (backend: string): string => backend.replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^\.+/, '_').slice(0, 100) || 'backend';
+export const runDirName = (backend: string): string =>
+  backend
+    .replace(/[^A-Za-z0-9._-]+/g, '_')
+    .replace(/^\.+/, '_')
+    .slice(0, 100) || 'backend';
 
 /** A matrix is shared: where sandcheck is installed on this machine is written as `<sandcheck>`. */
 const shareable = (text: string): string => text.replaceAll(packageRoot(), '<sandcheck>');
-const installOf = (backend: string): string => shareable(describeBackends().find((b) => b.name === backend)?.install ?? `see \`sandcheck doctor --backend ${backend}\``);
+const installOf = (backend: string): string =>
+  shareable(describeBackends().find((b) => b.name === backend)?.install ?? `see \`sandcheck doctor --backend ${backend}\``);
 
 /** Runs one backend as `sandcheck run` would, into dir; a backend this machine cannot run becomes an unavailable column. */
 async function runOne(backend: string, dir: string, opts: MatrixCommandOptions): Promise<{ input: MatrixInput; code: number }> {
   try {
-    const code = await runCommand({ backend, policy: opts.policy, out: dir, concurrency: opts.concurrency, exporter: 'reference', ...(opts.only ? { only: opts.only } : {}), ...(opts.tasks ? { tasks: opts.tasks } : {}) });
+    const code = await runCommand({
+      backend,
+      policy: opts.policy,
+      out: dir,
+      concurrency: opts.concurrency,
+      exporter: 'reference',
+      ...(opts.only ? { only: opts.only } : {}),
+      ...(opts.tasks ? { tasks: opts.tasks } : {}),
+    });
     // An interrupted run still wrote its cards (marked interrupted, incomplete): they are a column too.
     const cards = await readRunCards(dir).catch((err: unknown) => {
       if (code === EXIT.interrupted) return undefined;
       throw err;
     });
-    if (!cards) return { input: { kind: 'unavailable', source: dir, backend, reason: 'interrupted before its run wrote scorecards', install: installOf(backend) }, code };
+    if (!cards)
+      return { input: { kind: 'unavailable', source: dir, backend, reason: 'interrupted before its run wrote scorecards', install: installOf(backend) }, code };
     return { input: { kind: 'cards', source: dir, ...cards }, code };
   } catch (err) {
     // Policy, selection and names were checked before the first run: what fails now is this backend on this machine.
     if (!(err instanceof SandcheckError) || err.code === 'INTERNAL') throw err;
     process.stderr.write(`${err.format()}\n`);
-    return { input: { kind: 'unavailable', source: dir, backend, reason: shareable(`${err.code}: ${err.message}${err.hint ? ` (${err.hint})` : ''}`), install: installOf(backend) }, code: EXIT.inconclusive };
+    return {
+      input: {
+        kind: 'unavailable',
+        source: dir,
+        backend,
+        reason: shareable(`${err.code}: ${err.message}${err.hint ? ` (${err.hint})` : ''}`),
+        install: installOf(backend),
+      },
+      code: EXIT.inconclusive,
+    };
   }
 }
 
@@ -100,7 +123,9 @@ async function runBackends(backends: readonly string[], opts: MatrixCommandOptio
 export async function matrixCommand(dirs: readonly string[], opts: MatrixCommandOptions, out: NodeJS.WritableStream = process.stdout): Promise<number> {
   const backends = opts.backend ?? [];
   if (dirs.length === 0 && backends.length === 0) {
-    throw new SandcheckError('USAGE', 'nothing to put side by side', { hint: 'give the --out directories of earlier runs (sandcheck matrix out/a out/b --out M) and/or --backend process,bwrap' });
+    throw new SandcheckError('USAGE', 'nothing to put side by side', {
+      hint: 'give the --out directories of earlier runs (sandcheck matrix out/a out/b --out M) and/or --backend process,bwrap',
+    });
   }
   // Every input is checked before the first backend starts, and a refused command creates nothing.
   const checked = await checkOutDir(opts.out);
@@ -128,7 +153,10 @@ export async function matrixCommand(dirs: readonly string[], opts: MatrixCommand
   const interrupted = stop.interrupted;
   const matrix = buildMatrix(inputs);
   const files = await writeMatrix(opts.out, matrix);
-  for (const c of matrix.columns) out.write(`${c.header}: ${c.score}${c.falseClaims ? ` · FALSE CLAIMS ${c.falseClaims}` : ''}${c.status === 'unavailable' ? ` (${c.unavailable?.reason ?? ''}; install: ${c.unavailable?.install ?? ''})` : ''}\n`);
+  for (const c of matrix.columns)
+    out.write(
+      `${c.header}: ${c.score}${c.falseClaims ? ` · FALSE CLAIMS ${c.falseClaims}` : ''}${c.status === 'unavailable' ? ` (${c.unavailable?.reason ?? ''}; install: ${c.unavailable?.install ?? ''})` : ''}\n`,
+    );
   out.write(`matrix: ${files.markdown}, ${files.html}, ${files.json}\n`);
   if (interrupted) return EXIT.interrupted;
   return matrix.columns.some((c) => c.status === 'unavailable' || c.incomplete) ? EXIT.inconclusive : EXIT.ok;

@@ -34,7 +34,10 @@ const REPORT_BYTES_PER_RESULT = 512 * 1024;
 function withDockerFlags(fileOptions: unknown, opts: { backend?: string; image?: string; dockerSocket?: string }): unknown {
   const isDocker = opts.backend !== undefined && ['docker-default', 'docker-hardened', 'gvisor', 'docker'].includes(opts.backend);
   if (!isDocker) {
-    if (opts.image || opts.dockerSocket) throw new SandcheckError('USAGE', '--image and --docker-socket are options of the docker backends', { hint: 'add --backend docker-hardened (or docker-default, gvisor)' });
+    if (opts.image || opts.dockerSocket)
+      throw new SandcheckError('USAGE', '--image and --docker-socket are options of the docker backends', {
+        hint: 'add --backend docker-hardened (or docker-default, gvisor)',
+      });
     return fileOptions;
   }
   // Any other shape is the backend's to refuse: never merged into nothing.
@@ -43,7 +46,11 @@ function withDockerFlags(fileOptions: unknown, opts: { backend?: string; image?:
   return {
     ...base,
     ...(opts.image ? { image: opts.image } : {}),
-    ...(opts.dockerSocket ? { socketPath: opts.dockerSocket } : !('socketPath' in base) && !('daemon' in base) && process.env['DOCKER_HOST'] ? { daemon: 'docker-host' } : {}),
+    ...(opts.dockerSocket
+      ? { socketPath: opts.dockerSocket }
+      : !('socketPath' in base) && !('daemon' in base) && process.env['DOCKER_HOST']
+        ? { daemon: 'docker-host' }
+        : {}),
   };
 }
 
@@ -94,7 +101,8 @@ export async function runCommand(opts: RunCommandOptions): Promise<number> {
   const interrupt = new AbortController();
   const onSignal = (sig: NodeJS.Signals): void => {
     // Caught until the backend is disposed: a second Ctrl-C must not kill the harness halfway through its cleanup.
-    if (interrupt.signal.aborted) return void reporter.onNotice?.(`${sig}: still cleaning up (stopping environments, removing what the run made); this ends by itself`);
+    if (interrupt.signal.aborted)
+      return void reporter.onNotice?.(`${sig}: still cleaning up (stopping environments, removing what the run made); this ends by itself`);
     reporter.onNotice?.(`${sig}: stopping every live environment and writing the reports…`);
     interrupt.abort();
   };
@@ -113,15 +121,21 @@ export async function runCommand(opts: RunCommandOptions): Promise<number> {
       // The file goes to the backend that runs, the default one too: checked by its schema, never dropped.
       const chosen = await namingConfigFile(opts.backendConfig, () => defaultBackend(backendOptions));
       backend = chosen.backend;
-      if (chosen.fallbackReason) reporter.onNotice?.(`bwrap is not usable here (${chosen.fallbackReason}); falling back to the process control. Run \`sandcheck doctor\` to see what to install.`);
+      if (chosen.fallbackReason)
+        reporter.onNotice?.(
+          `bwrap is not usable here (${chosen.fallbackReason}); falling back to the process control. Run \`sandcheck doctor\` to see what to install.`,
+        );
     }
     await backend.prepare?.(policy);
     await backend.preflight();
-    if (opts.backend && opts.skipAdapterCheck) reporter.onNotice?.('WARNING: --skip-adapter-check: the verdicts rest on an adapter whose own conformance was not checked');
+    if (opts.backend && opts.skipAdapterCheck)
+      reporter.onNotice?.('WARNING: --skip-adapter-check: the verdicts rest on an adapter whose own conformance was not checked');
     else if (opts.backend) await requireTrustedAdapter(opts.backend, backend, policy, (t) => reporter.onNotice?.(t));
     if (opts.certify) certifyBackend(backend, policy, probes);
     if (backend.capabilities(policy).isolation === 'none') {
-      reporter.onNotice?.(`WARNING: backend "${backend.name}" isolates NOTHING: probes run as plain host processes (the positive control). Expect every security probe to be crossed.`);
+      reporter.onNotice?.(
+        `WARNING: backend "${backend.name}" isolates NOTHING: probes run as plain host processes (the positive control). Expect every security probe to be crossed.`,
+      );
     }
     await createOutDir(outDir, (m) => reporter.onNotice?.(m));
   } catch (err) {
@@ -134,9 +148,12 @@ export async function runCommand(opts: RunCommandOptions): Promise<number> {
     }
   }
   try {
-    if (opts.exporter === 'naive') reporter.onNotice?.('WARNING: the naive exporter follows links and extracts archives: use it only to see the export probes cross.');
+    if (opts.exporter === 'naive')
+      reporter.onNotice?.('WARNING: the naive exporter follows links and extracts archives: use it only to see the export probes cross.');
     if (opts.liveNetwork) {
-      reporter.onNotice?.('WARNING: --live-network: no lab. Network probes will try REAL addresses (cloud metadata, public hosts) from this machine. Only for a disposable cloud machine you mean to test.');
+      reporter.onNotice?.(
+        'WARNING: --live-network: no lab. Network probes will try REAL addresses (cloud metadata, public hosts) from this machine. Only for a disposable cloud machine you mean to test.',
+      );
     }
     const environment = await collectEnvironment({
       policy,
@@ -177,7 +194,14 @@ export async function runCommand(opts: RunCommandOptions): Promise<number> {
     let certified: { dir: string; manifest: string } | undefined;
     if (opts.certify) {
       try {
-        const manifest = await certifyAfterRun(opts.certify, outcome, { backend, backendKind: opts.backend ?? backend.name, policy, probes, environment, ...(opts.image ? { image: opts.image } : {}) });
+        const manifest = await certifyAfterRun(opts.certify, outcome, {
+          backend,
+          backendKind: opts.backend ?? backend.name,
+          policy,
+          probes,
+          environment,
+          ...(opts.image ? { image: opts.image } : {}),
+        });
         certified = { dir: opts.certify, manifest };
         text.write(`sign-off bundle: ${opts.certify} (check it later with \`sandcheck verify ${opts.certify}\`)\n`);
       } catch (err) {

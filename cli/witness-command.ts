@@ -33,7 +33,9 @@ export async function witnessServeCommand(opts: WitnessServeOptions, out: NodeJS
       [
         `witness ${info.witnessId} is up: ${served.state.url}`,
         `  lab namespace ${info.netnsPath}: route the boxes' metadata (169.254.169.254, fd00:ec2::254), documentation-range and DNS traffic into it`,
-        opts.state ? `  runs: sandcheck run --witness ${opts.state} …` : `  runs: SANDCHECK_WITNESS_TOKEN=<token> sandcheck run --witness ${served.state.url} …  (--state FILE writes the token to a 0600 file instead)`,
+        opts.state
+          ? `  runs: sandcheck run --witness ${opts.state} …`
+          : `  runs: SANDCHECK_WITNESS_TOKEN=<token> sandcheck run --witness ${served.state.url} …  (--state FILE writes the token to a 0600 file instead)`,
         '  stop with Ctrl-C (SIGINT) or SIGTERM; if it is killed, `sandcheck clean` removes its namespace, socket and state file',
         '',
       ].join('\n'),

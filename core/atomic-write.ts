@@ -20,15 +20,26 @@ const euid = (): number | undefined => process.geteuid?.();
 export async function writeReportFile(path: string, data: string | Uint8Array): Promise<void> {
   const shown = visibleLine(path);
   const parent = await lstat(dirname(path)).catch(() => undefined);
-  if (parent?.isSymbolicLink()) throw new SandcheckError('OUT_DIR_UNUSABLE', `${visibleLine(dirname(path))} is a symlink: reports are never written through one`, { hint: 'remove it, or give another --out' });
+  if (parent?.isSymbolicLink())
+    throw new SandcheckError('OUT_DIR_UNUSABLE', `${visibleLine(dirname(path))} is a symlink: reports are never written through one`, {
+      hint: 'remove it, or give another --out',
+    });
   const existing = await lstat(path).catch((err: unknown) => {
     if (codeOf(err) === 'ENOENT') return undefined;
     throw new SandcheckError('OUT_DIR_UNUSABLE', `${shown}: cannot be inspected (${codeOf(err) ?? errorMessage(err)})`);
   });
   if (existing) {
-    if (!existing.isFile()) throw new SandcheckError('OUT_DIR_UNUSABLE', `${shown}: is not a regular file (${existing.isSymbolicLink() ? 'a symlink' : 'a special file'}): a report is never written over it`, { hint: 'remove it, or give another --out' });
+    if (!existing.isFile())
+      throw new SandcheckError(
+        'OUT_DIR_UNUSABLE',
+        `${shown}: is not a regular file (${existing.isSymbolicLink() ? 'a symlink' : 'a special file'}): a report is never written over it`,
+        { hint: 'remove it, or give another --out' },
+      );
     const me = euid();
-    if (me !== undefined && existing.uid !== me) throw new SandcheckError('OUT_DIR_UNUSABLE', `${shown}: belongs to uid ${existing.uid}, not to you: a report is never written over it`, { hint: 'give an --out directory of your own' });
+    if (me !== undefined && existing.uid !== me)
+      throw new SandcheckError('OUT_DIR_UNUSABLE', `${shown}: belongs to uid ${existing.uid}, not to you: a report is never written over it`, {
+        hint: 'give an --out directory of your own',
+      });
   }
   const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
   let handle;

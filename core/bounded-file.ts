@@ -8,8 +8,7 @@ export const CONFIG_FILE_MAX_BYTES = 1024 * 1024;
 export const INPUT_FILE_MAX_BYTES = 16 * 1024 * 1024;
 
 export type BoundedRead =
-  | { ok: true; bytes: Buffer }
-  | { ok: false; reason: 'missing' | 'not-regular' | 'too-large' | 'unreadable' | 'binary'; message: string };
+  { ok: true; bytes: Buffer } | { ok: false; reason: 'missing' | 'not-regular' | 'too-large' | 'unreadable' | 'binary'; message: string };
 
 function kindOf(st: { isDirectory(): boolean; isFIFO(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean; isSocket(): boolean }): string {
   if (st.isDirectory()) return 'a directory';
@@ -32,7 +31,11 @@ export async function readBoundedFile(path: string, maxBytes: number): Promise<B
   } catch (err) {
     const code = err !== null && typeof err === 'object' && 'code' in err ? err.code : undefined;
     const missing = code === 'ENOENT' || code === 'ENOTDIR';
-    return { ok: false, reason: missing ? 'missing' : 'unreadable', message: missing ? 'does not exist' : `cannot be read (${typeof code === 'string' ? code : errorMessage(err)})` };
+    return {
+      ok: false,
+      reason: missing ? 'missing' : 'unreadable',
+      message: missing ? 'does not exist' : `cannot be read (${typeof code === 'string' ? code : errorMessage(err)})`,
+    };
   }
   if (!st.isFile()) return { ok: false, reason: 'not-regular', message: `is ${kindOf(st)}, not a regular file` };
   if (st.size > maxBytes) return { ok: false, reason: 'too-large', message: `is ${st.size} bytes; the limit is ${maxBytes}` };
@@ -69,7 +72,10 @@ export async function readBoundedFile(path: string, maxBytes: number): Promise<B
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /** The same as UTF-8 text; a file with a NUL byte or that is not UTF-8 is refused as binary. */
-export async function readBoundedText(path: string, maxBytes = CONFIG_FILE_MAX_BYTES): Promise<{ ok: true; text: string } | Extract<BoundedRead, { ok: false }>> {
+export async function readBoundedText(
+  path: string,
+  maxBytes = CONFIG_FILE_MAX_BYTES,
+): Promise<{ ok: true; text: string } | Extract<BoundedRead, { ok: false }>> {
   const r = await readBoundedFile(path, maxBytes);
   if (!r.ok) return r;
   let text: string;

@@ -13,7 +13,10 @@ const NAMEABLE_KEY = /^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/;
 function unknownKeys(keys: readonly string[]): string {
   const named = keys.filter((k) => NAMEABLE_KEY.test(k)).slice(0, 10);
   const unnamed = keys.length - named.length;
-  const parts = [named.length > 0 ? `unknown key${named.length > 1 ? 's' : ''} ${named.map((k) => `"${k}"`).join(', ')}` : '', unnamed > 0 ? `${unnamed} ${named.length > 0 ? 'more ' : ''}unknown key${unnamed > 1 ? 's' : ''} that are not names` : ''];
+  const parts = [
+    named.length > 0 ? `unknown key${named.length > 1 ? 's' : ''} ${named.map((k) => `"${k}"`).join(', ')}` : '',
+    unnamed > 0 ? `${unnamed} ${named.length > 0 ? 'more ' : ''}unknown key${unnamed > 1 ? 's' : ''} that are not names` : '',
+  ];
   return `${parts.filter(Boolean).join('; ')}${unnamed > 0 ? ' (is this the right file?)' : ''}`;
 }
 
@@ -58,5 +61,3 @@ export function formatIssues(error: z.ZodError, input: unknown, source: string):
   if (error.issues.length > 20) lines.push(`${visibleLine(source)}: … and ${error.issues.length - 20} more`);
   return lines.join('\n');
 }
-
-

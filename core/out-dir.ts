@@ -12,7 +12,9 @@ export const OUT_FILES = ['security.json', 'task.json', 'security.junit.xml', 't
 
 /** Every prefix of the path as written: `a/b/c` → a, a/b, a/b/c; `/x/y` → /x, /x/y. */
 function prefixes(dir: string): string[] {
-  const parts = normalize(dir).split(sep).filter((p) => p.length > 0 && p !== '.');
+  const parts = normalize(dir)
+    .split(sep)
+    .filter((p) => p.length > 0 && p !== '.');
   const out: string[] = [];
   let cur = isAbsolute(dir) ? sep : '';
   for (const part of parts) {
@@ -52,16 +54,26 @@ export async function checkOutDir(dir: string, needBytes = 0): Promise<OutDirChe
       }
       throw unusable(`${visibleLine(p)} cannot be inspected (${code(err) ?? errorMessage(err)})`, 'give a directory you can write to', err);
     }
-    if (st.isSymbolicLink()) throw unusable(`${visibleLine(p)} is a symlink: reports are never written through one`, 'give the real directory the link points to, or another --out');
-    if (!st.isDirectory()) throw unusable(p === normalize(dir).replace(/\/$/, '') ? 'is not a directory' : `${visibleLine(p)} is not a directory`, 'give a directory (it is created if missing), e.g. --out out/');
+    if (st.isSymbolicLink())
+      throw unusable(`${visibleLine(p)} is a symlink: reports are never written through one`, 'give the real directory the link points to, or another --out');
+    if (!st.isDirectory())
+      throw unusable(
+        p === normalize(dir).replace(/\/$/, '') ? 'is not a directory' : `${visibleLine(p)} is not a directory`,
+        'give a directory (it is created if missing), e.g. --out out/',
+      );
     existing = p;
   }
   if (!missing) {
     for (const name of OUT_FILES) {
       const f = await lstat(join(dir, name)).catch(() => undefined);
       if (f === undefined) continue;
-      if (!f.isFile()) throw unusable(`${name} is ${f.isSymbolicLink() ? 'a symlink' : 'not a regular file'}: a report is never written over it`, 'remove it, or give another --out');
-      if (me !== undefined && f.uid !== me) throw unusable(`${name} belongs to uid ${f.uid}: a report is never written over a file that is not yours`, 'remove it, or give another --out');
+      if (!f.isFile())
+        throw unusable(
+          `${name} is ${f.isSymbolicLink() ? 'a symlink' : 'not a regular file'}: a report is never written over it`,
+          'remove it, or give another --out',
+        );
+      if (me !== undefined && f.uid !== me)
+        throw unusable(`${name} belongs to uid ${f.uid}: a report is never written over a file that is not yours`, 'remove it, or give another --out');
     }
   }
   if (needBytes > 0) {
@@ -69,7 +81,10 @@ export async function checkOutDir(dir: string, needBytes = 0): Promise<OutDirChe
     const free = fs ? fs.bavail * fs.bsize : undefined;
     if (free !== undefined && free < needBytes) {
       const mb = (n: number): string => `${Math.ceil(n / (1024 * 1024))} MB`;
-      throw unusable(`has ${mb(free)} free, and this run can write up to ${mb(needBytes)} (reports and the artifacts of the task cases)`, 'free some space, or give an --out on a disk with more room');
+      throw unusable(
+        `has ${mb(free)} free, and this run can write up to ${mb(needBytes)} (reports and the artifacts of the task cases)`,
+        'free some space, or give an --out on a disk with more room',
+      );
     }
   }
   return { dir, missing };
@@ -95,7 +110,11 @@ export async function createOutDir(checked: OutDirCheck, notice?: (message: stri
     await writeFile(probe, '', { flag: 'wx' });
     await unlink(probe);
   } catch (err) {
-    throw unusable(`is not writable (${code(err) ?? errorMessage(err)})`, 'give a directory you can write to (check its permissions and whether the file system is read-only)', err);
+    throw unusable(
+      `is not writable (${code(err) ?? errorMessage(err)})`,
+      'give a directory you can write to (check its permissions and whether the file system is read-only)',
+      err,
+    );
   }
 }
 

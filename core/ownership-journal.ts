@@ -1,5 +1,17 @@
 import { createHash } from 'node:crypto';
-import { appendFileSync, closeSync, constants as fsc, fstatSync, lstatSync, openSync, readFileSync, readSync, rmSync, unlinkSync, type BigIntStats } from 'node:fs';
+import {
+  appendFileSync,
+  closeSync,
+  constants as fsc,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  unlinkSync,
+  type BigIntStats,
+} from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, normalize } from 'node:path';
@@ -31,7 +43,10 @@ export const OwnedResourceSchema = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('process'), pid: z.number().int().positive(), startTime: z.number().int().nonnegative(), name: z.string().max(64) }),
   z.strictObject({ kind: z.literal('dir'), path: AbsPath }),
   z.strictObject({ kind: z.literal('netns'), name: z.string().regex(/^sc-[A-Za-z0-9_-]{1,62}$/) }),
-  z.strictObject({ kind: z.literal('cgroup'), path: AbsPath.refine((p) => p.startsWith('/sys/fs/cgroup/'), { error: 'expected a path under /sys/fs/cgroup' }) }),
+  z.strictObject({
+    kind: z.literal('cgroup'),
+    path: AbsPath.refine((p) => p.startsWith('/sys/fs/cgroup/'), { error: 'expected a path under /sys/fs/cgroup' }),
+  }),
   z.strictObject({ kind: z.literal('mount'), path: AbsPath }),
   z.strictObject({ kind: z.literal('key'), description: z.string().regex(DECOY_KEY_DESCRIPTION) }),
   /**
@@ -40,7 +55,15 @@ export const OwnedResourceSchema = z.discriminatedUnion('kind', [
    */
   z.strictObject({ kind: z.literal('socket'), path: AbsPath, inode: InodeIdentitySchema.extend({ ctimeNs: Decimal }).optional() }),
   /** A regular file the run wrote (a state file holding a token): provably ours by inode and content hash, or by its name. */
-  z.strictObject({ kind: z.literal('file'), path: AbsPath, inode: InodeIdentitySchema.optional(), sha256: z.string().regex(/^[0-9a-f]{64}$/).optional() }),
+  z.strictObject({
+    kind: z.literal('file'),
+    path: AbsPath,
+    inode: InodeIdentitySchema.optional(),
+    sha256: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .optional(),
+  }),
 ]);
 export type OwnedResource = z.infer<typeof OwnedResourceSchema>;
 
@@ -150,7 +173,13 @@ export function removeOwnedPath(r: OwnedPath): 'removed' | 'gone' {
 }
 
 export const resourceKey = (r: OwnedResource): string =>
-  r.kind === 'process' ? `process ${r.pid}@${r.startTime}` : r.kind === 'netns' ? `netns ${r.name}` : r.kind === 'key' ? `key ${r.description}` : `${r.kind} ${r.path}`;
+  r.kind === 'process'
+    ? `process ${r.pid}@${r.startTime}`
+    : r.kind === 'netns'
+      ? `netns ${r.name}`
+      : r.kind === 'key'
+        ? `key ${r.description}`
+        : `${r.kind} ${r.path}`;
 
 export interface OwnershipJournal {
   readonly runId: string;

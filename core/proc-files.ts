@@ -31,7 +31,11 @@ export function procLink(path: string): string | undefined {
 }
 
 /** The file name of a /proc/<pid>/exe target, without the " (deleted)" the kernel appends to a removed file. */
-export const exeBasename = (target: string): string => target.replace(/ \(deleted\)$/, '').split('/').pop() ?? '';
+export const exeBasename = (target: string): string =>
+  target
+    .replace(/ \(deleted\)$/, '')
+    .split('/')
+    .pop() ?? '';
 
 /** The parent pid from /proc/<pid>/status; undefined when the process is gone. */
 export function parentPid(pid: number): number | undefined {

@@ -18,7 +18,12 @@ export interface Companion {
  * A second environment of the same run, started first and kept running while the probe runs (lateral movement,
  * covert channels: can one box reach another?). Resolves once it printed its ready line, or after 15 s.
  */
-export async function startCompanion(probe: SecurityProbe, ctx: ProbeContext, policy: Policy, createEnvironment: () => Promise<Environment>): Promise<Companion> {
+export async function startCompanion(
+  probe: SecurityProbe,
+  ctx: ProbeContext,
+  policy: Policy,
+  createEnvironment: () => Promise<Environment>,
+): Promise<Companion> {
   const spec = probe.companion;
   if (!spec) throw new SandcheckError('HARNESS', 'no companion');
   const env = await createEnvironment();

@@ -34,7 +34,8 @@ export const policySha256 = (policy: Policy): string => sha256Hex(canonicalJson(
 /** `--label`: one visible line, bounded; an empty label is a usage error (it would tell no two runs apart). */
 export function cleanLabel(raw: string): string {
   const label = visibleLine(raw.trim()).slice(0, LABEL_MAX);
-  if (label === '') throw new SandcheckError('USAGE', '--label is empty', { hint: 'give a short text that tells this run apart, e.g. --label "pids-limit-off"' });
+  if (label === '')
+    throw new SandcheckError('USAGE', '--label is empty', { hint: 'give a short text that tells this run apart, e.g. --label "pids-limit-off"' });
   return label;
 }
 
@@ -68,19 +69,34 @@ const APPLIED_OPTIONS_MAX = BACKEND_CONFIG_CONTENT_MAX;
  * The --backend-config file as the card keeps it: base name, size and hash of the file, and the options the backend
  * applied (its own parse of them) with their hash. The file's text is not kept: only what ran counts.
  */
-export async function backendConfigRecord(path: string, applied: { options: unknown; checkedBy: 'sandcheck' | 'adapter' } | undefined): Promise<NonNullable<RunEnvironment['backendConfig']>> {
+export async function backendConfigRecord(
+  path: string,
+  applied: { options: unknown; checkedBy: 'sandcheck' | 'adapter' } | undefined,
+): Promise<NonNullable<RunEnvironment['backendConfig']>> {
   const read = await readBoundedFile(path, CONFIG_FILE_MAX_BYTES);
   if (!read.ok) throw new SandcheckError('CONFIG_INVALID', `cannot read ${visibleLine(path)}: ${read.message}`);
-  const record: NonNullable<RunEnvironment['backendConfig']> = { file: visibleLine(basename(path)).slice(0, 256), bytes: read.bytes.length, sha256: sha256Hex(read.bytes) };
+  const record: NonNullable<RunEnvironment['backendConfig']> = {
+    file: visibleLine(basename(path)).slice(0, 256),
+    bytes: read.bytes.length,
+    sha256: sha256Hex(read.bytes),
+  };
   if (applied === undefined) return record;
   const text = canonicalJson(applied.options ?? null);
   // Options too large to keep whole keep their hash only.
-  return { ...record, ...(text.length <= APPLIED_OPTIONS_MAX ? { options: JSON.parse(text) as unknown } : {}), optionsSha256: sha256Hex(text), checkedBy: applied.checkedBy };
+  return {
+    ...record,
+    ...(text.length <= APPLIED_OPTIONS_MAX ? { options: JSON.parse(text) as unknown } : {}),
+    optionsSha256: sha256Hex(text),
+    checkedBy: applied.checkedBy,
+  };
 }
 
 /** What a loaded backend says it applied; for a module or rpc adapter, the options it was handed. */
 export function appliedOptionsOf(backend: object | undefined, handed: unknown): { options: unknown; checkedBy: 'sandcheck' | 'adapter' } {
-  const own = backend !== undefined && 'appliedOptions' in backend && typeof backend.appliedOptions === 'function' ? (backend.appliedOptions as () => unknown) : undefined;
+  const own =
+    backend !== undefined && 'appliedOptions' in backend && typeof backend.appliedOptions === 'function'
+      ? (backend.appliedOptions as () => unknown)
+      : undefined;
   return own ? { options: own.call(backend), checkedBy: 'sandcheck' } : { options: handed ?? null, checkedBy: 'adapter' };
 }
 

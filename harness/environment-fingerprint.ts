@@ -24,7 +24,11 @@ export const EnvironmentFingerprintSchema = z
     probes: z.array(
       z.strictObject({
         id: z.string().max(128),
-        files: z.array(FileHash).describe('every file of the probe folder (payload, spec source, helpers), the shared payload helper, the compiled spec where the source is not shipped'),
+        files: z
+          .array(FileHash)
+          .describe(
+            'every file of the probe folder (payload, spec source, helpers), the shared payload helper, the compiled spec where the source is not shipped',
+          ),
         inlineSourceSha256: Sha256Hex.optional().describe('a user task case given as inline source'),
       }),
     ),
@@ -51,7 +55,10 @@ async function hashFile(path: string): Promise<z.infer<typeof FileHash> | undefi
 async function hashDir(dir: string): Promise<z.infer<typeof FileHash>[]> {
   let names: string[];
   try {
-    names = (await readdir(dir, { withFileTypes: true })).filter((e) => e.isFile()).map((e) => e.name).sort();
+    names = (await readdir(dir, { withFileTypes: true }))
+      .filter((e) => e.isFile())
+      .map((e) => e.name)
+      .sort();
   } catch {
     return [];
   }
@@ -106,13 +113,23 @@ export function backendVersion(name: string, env: RunEnvironment): { version: st
     const shown = own.map((x) => `${x.tool} ${x.version ?? x.status}`).join(', ');
     return { version: shown.slice(0, 256) || 'unknown: no tool recognised in the configuration', runtime: 'the command backend (see backendConfig)' };
   }
-  return told?.version ? { version: told.version, runtime: 'unknown: the adapter does not say' } : { version: 'unknown: this adapter does not report a version', runtime: 'unknown' };
+  return told?.version
+    ? { version: told.version, runtime: 'unknown: the adapter does not say' }
+    : { version: 'unknown: this adapter does not report a version', runtime: 'unknown' };
 }
 
 /** backendKind: the --backend value (a built-in name picks the tool to report); backendName: the backend's own name. */
-export async function environmentFingerprint(opts: { probes: readonly ProbeSpec[]; backendName: string; backendKind: string; environment: RunEnvironment; image?: string }): Promise<EnvironmentFingerprint> {
+export async function environmentFingerprint(opts: {
+  probes: readonly ProbeSpec[];
+  backendName: string;
+  backendKind: string;
+  environment: RunEnvironment;
+  image?: string;
+}): Promise<EnvironmentFingerprint> {
   const probes = await probeFileHashes(opts.probes);
-  const suiteSha256 = sha256Hex(probes.map((p) => `${p.id}\n${p.files.map((f) => `${f.sha256}  ${f.path}`).join('\n')}\n${p.inlineSourceSha256 ?? ''}`).join('\n'));
+  const suiteSha256 = sha256Hex(
+    probes.map((p) => `${p.id}\n${p.files.map((f) => `${f.sha256}  ${f.path}`).join('\n')}\n${p.inlineSourceSha256 ?? ''}`).join('\n'),
+  );
   const isDocker = ['docker', 'docker-default', 'docker-hardened', 'gvisor'].includes(opts.backendKind);
   const fact = (name: string): string | undefined => opts.environment.backendFacts?.find((f) => f.name === name)?.value;
   const digest = fact('image digest');
@@ -130,7 +147,9 @@ export async function environmentFingerprint(opts: { probes: readonly ProbeSpec[
             image: {
               ref: visibleLine(fact('image') ?? opts.image ?? 'sandcheck-python:<hash> (built offline from the host python3)').slice(0, 512),
               digest: digest?.slice(0, 128) ?? null,
-              note: digest ? "the image ID the run's daemon reported after the last box (Engine API image inspect)" : 'the backend did not report the image it ran (the run ended before its daemon answered)',
+              note: digest
+                ? "the image ID the run's daemon reported after the last box (Engine API image inspect)"
+                : 'the backend did not report the image it ran (the run ended before its daemon answered)',
             },
           }
         : {}),

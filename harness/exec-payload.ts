@@ -93,7 +93,15 @@ export interface ExecSetting {
  * One execution of a probe's payload under the harness's own deadline and output ceiling, with both streams
  * captured (bounded) and scanned for every form of every canary; host observers run alongside when the probe asks.
  */
-export async function execWithDeadline(setting: ExecSetting, env: Environment, probe: ProbeSpec, ctx: ProbeContext, how: ExecHow, createdAt: number, prepared: PreparedFiles): Promise<ExecOutcome> {
+export async function execWithDeadline(
+  setting: ExecSetting,
+  env: Environment,
+  probe: ProbeSpec,
+  ctx: ProbeContext,
+  how: ExecHow,
+  createdAt: number,
+  prepared: PreparedFiles,
+): Promise<ExecOutcome> {
   const { policy, canaries } = setting;
   const start = prepared.proof.attemptLine;
   const done = prepared.proof.doneLine;
@@ -125,8 +133,19 @@ export async function execWithDeadline(setting: ExecSetting, env: Environment, p
   // holding still (at most 2 s) until the host has placed this execution's program in them.
   const ownCgroupRead = probe.readsCgroup === true && setting.adapterCounters === true && env.hostPids !== undefined;
   const args = { nonce: ctx.nonce, probe: probe.id, ...(probe.args?.(ctx) ?? {}), ...how.extraArgs, ...(ownCgroupRead ? { holdUntilSeen: 2 } : {}) };
-  const program = probe.sampleProgram ?? (probe.interpreter ? new RegExp(`^${(probe.interpreter.split('/').pop() ?? '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) : undefined);
-  const sampler = (probe.sampleProcesses === true || ownCgroupRead) && env.hostPids ? startProcessSampler(env, { ...(ownCgroupRead ? { cgroup: true, release: ctx.nonce } : {}), ...(probe.kernelCarriers ? { nonce: ctx.nonce, ...(probe.kernelCarriers === 'marked-program' ? { mark: programMark(ctx.nonce) } : {}) } : {}), ...(program ? { program } : {}), ...(probe.rootPaths ? { rootPaths: probe.rootPaths } : {}), ...(probe.releaseWhenSeen === 'sampled' ? { release: ctx.nonce } : {}) }) : undefined;
+  const program =
+    probe.sampleProgram ??
+    (probe.interpreter ? new RegExp(`^${(probe.interpreter.split('/').pop() ?? '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) : undefined);
+  const sampler =
+    (probe.sampleProcesses === true || ownCgroupRead) && env.hostPids
+      ? startProcessSampler(env, {
+          ...(ownCgroupRead ? { cgroup: true, release: ctx.nonce } : {}),
+          ...(probe.kernelCarriers ? { nonce: ctx.nonce, ...(probe.kernelCarriers === 'marked-program' ? { mark: programMark(ctx.nonce) } : {}) } : {}),
+          ...(program ? { program } : {}),
+          ...(probe.rootPaths ? { rootPaths: probe.rootPaths } : {}),
+          ...(probe.releaseWhenSeen === 'sampled' ? { release: ctx.nonce } : {}),
+        })
+      : undefined;
   const health = probe.watchHost ? await startHostHealth(setting.scratchDir) : undefined;
   const t0 = performance.now();
   let result: ExecResult;
@@ -157,7 +176,10 @@ export async function execWithDeadline(setting: ExecSetting, env: Environment, p
     ...stdout.canaryHits().map((h) => ({ label: h.label, where: hitWhere('stdout', h) })),
     ...stderr.canaryHits().map((h) => ({ label: h.label, where: hitWhere('stderr', h) })),
     ...scanJoined([...stdout.keptParts(), ...stderr.keptParts()], canaries).map((h) => ({ label: h.label, where: hitWhere('stdout+stderr joined', h) })),
-    ...scanSplitAcross([Buffer.concat(stdout.keptParts()), Buffer.concat(stderr.keptParts())], setting.canaryList).map((h) => ({ label: h.label, where: 'stdout+stderr joined (split across the channels)' })),
+    ...scanSplitAcross([Buffer.concat(stdout.keptParts()), Buffer.concat(stderr.keptParts())], setting.canaryList).map((h) => ({
+      label: h.label,
+      where: 'stdout+stderr joined (split across the channels)',
+    })),
   ];
   const observation: ExecObservation = {
     exitCode: result.exitCode,
@@ -206,4 +228,3 @@ function backendStopWatch(signal: AbortSignal): Promise<never> {
     );
   });
 }
-

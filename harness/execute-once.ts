@@ -35,7 +35,8 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
   const contactsBefore = run.hostDecoys.contacts().length;
   const survivor = probe.watchSurvivor ? survivorName(ctx.nonce, probe.kernelCarriers === 'marked-program') : undefined;
   // Held until the box is gone: another run's disk-fill would count as this box's drop in free disk.
-  const releaseHost = probe.kind === 'security' && probe.watchHost ? await acquireHostWatch(run.runId, once.setting.signal ? { signal: once.setting.signal } : {}) : undefined;
+  const releaseHost =
+    probe.kind === 'security' && probe.watchHost ? await acquireHostWatch(run.runId, once.setting.signal ? { signal: once.setting.signal } : {}) : undefined;
   let createdAt = performance.now();
   const createdWallMs = Date.now();
   try {
@@ -103,14 +104,19 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
       await releaseHost?.();
     }
   }
-  const contacts = run.hostDecoys.contacts().slice(contactsBefore).filter((c) => c.firstBytes.includes(ctx.nonce));
+  const contacts = run.hostDecoys
+    .contacts()
+    .slice(contactsBefore)
+    .filter((c) => c.firstBytes.includes(ctx.nonce));
   obs.socketContacts = contacts.filter((c) => c.decoy === 'daemon-socket').length;
   obs.decoyContacts = {};
   for (const c of contacts) obs.decoyContacts[c.decoy] = (obs.decoyContacts[c.decoy] ?? 0) + 1;
   if (run.watchDaemons.length > 0) {
     // Each watched daemon's own log of this execution (a box's call names the nonce); read only.
     const until = Date.now();
-    obs.daemonEvents = await Promise.all(run.watchDaemons.map(async (daemon) => ({ daemon, ...(await readDaemonEvents(daemon, createdWallMs - 1000, until, ctx.nonce)) })));
+    obs.daemonEvents = await Promise.all(
+      run.watchDaemons.map(async (daemon) => ({ daemon, ...(await readDaemonEvents(daemon, createdWallMs - 1000, until, ctx.nonce)) })),
+    );
   }
   obs.heartbeat = await watchHeartbeat(join(ctx.hostProbeDir, 'heartbeat'));
   // Only a payload told to leave a survivor names one (survivorName): the others skip the /proc scan.

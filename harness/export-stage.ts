@@ -40,7 +40,15 @@ async function snapshot(root: string, skip: string): Promise<Map<string, string>
       const abs = join(dir, e.name);
       if (abs === skip || out.size > 10_000) continue;
       if (e.isDirectory()) await walk(abs);
-      else out.set(relative(root, abs), e.isFile() ? createHash('sha256').update(await readFile(abs)).digest('hex') : `(${e.isSymbolicLink() ? 'symlink' : 'special'})`);
+      else
+        out.set(
+          relative(root, abs),
+          e.isFile()
+            ? createHash('sha256')
+                .update(await readFile(abs))
+                .digest('hex')
+            : `(${e.isSymbolicLink() ? 'symlink' : 'special'})`,
+        );
     }
   };
   await walk(root);
@@ -77,7 +85,11 @@ export async function runExportStage(opts: {
   await writeFile(join(opts.exportRoot, 'host', 'outside.txt'), 'planted outside the export directory\n');
   const before = await snapshot(opts.exportRoot, destDir);
   const exporter: Exporter =
-    opts.choice === 'naive' ? createNaiveExporter({ workspaceRoot: opts.hostWorkspace ?? opts.exportRoot, confineTo: opts.confineTo }) : opts.choice === 'reference' ? referenceExporter : opts.choice;
+    opts.choice === 'naive'
+      ? createNaiveExporter({ workspaceRoot: opts.hostWorkspace ?? opts.exportRoot, confineTo: opts.confineTo })
+      : opts.choice === 'reference'
+        ? referenceExporter
+        : opts.choice;
   const decision = await exporter.export(opts.files.map(toCandidate), exportLimits(opts.policy), destDir);
   const after = await snapshot(opts.exportRoot, destDir);
   const hostChanges = [...new Set([...before.keys(), ...after.keys()])]

@@ -49,7 +49,12 @@ export interface HostCgroupRead {
 const MAX_ROOT_VIEWS = 4;
 
 const sameIdentity = (a: ProcessIdentity, b: ProcessIdentity): boolean =>
-  a.command === b.command && a.realUid === b.realUid && a.effectiveUid === b.effectiveUid && a.capEff === b.capEff && a.noNewPrivs === b.noNewPrivs && a.seccomp === b.seccomp;
+  a.command === b.command &&
+  a.realUid === b.realUid &&
+  a.effectiveUid === b.effectiveUid &&
+  a.capEff === b.capEff &&
+  a.noNewPrivs === b.noNewPrivs &&
+  a.seccomp === b.seccomp;
 
 /**
  * Polls the box's host pids: the identity of each process of the box's own program (peak memory kept
@@ -158,7 +163,7 @@ export function startProcessSampler(
         if (PAYLOAD_INTERPRETER.test(exeBasename(exe))) interpreter.add(pid);
       } else parents.set(pid, parentPid(pid));
     }
-    for (let changed = true; changed; ) {
+    for (let changed = true; changed;) {
       changed = false;
       for (const [pid, parent] of parents) {
         if (parent !== undefined && own.has(parent)) {

@@ -24,9 +24,13 @@ export function hostWatchLockPath(): string {
  */
 export async function acquireHostWatch(runId: string, opts: { path?: string; waitSeconds?: number; signal?: AbortSignal } = {}): Promise<() => Promise<void>> {
   const { path = hostWatchLockPath(), waitSeconds = HOST_WATCH_WAIT_SECONDS, signal } = opts;
-  const child = spawn('flock', ['--exclusive', '--timeout', String(waitSeconds), path, 'sh', '-c', 'echo locked; read _ || :', `sandcheck-host-watch-${runId}`], {
-    stdio: ['pipe', 'pipe', 'ignore'],
-  });
+  const child = spawn(
+    'flock',
+    ['--exclusive', '--timeout', String(waitSeconds), path, 'sh', '-c', 'echo locked; read _ || :', `sandcheck-host-watch-${runId}`],
+    {
+      stdio: ['pipe', 'pipe', 'ignore'],
+    },
+  );
   let spawnError: Error | undefined;
   const exited = new Promise<void>((resolve) => {
     child.stdin.on('error', () => undefined);
@@ -51,10 +55,17 @@ export async function acquireHostWatch(runId: string, opts: { path?: string; wai
     child.stdin.destroy();
     await exited;
     if (signal?.aborted) throw new SandcheckError('HARNESS', `the run was interrupted while it waited for the host-watch lock ${path}`);
-    if (spawnError) throw new SandcheckError('HARNESS', `cannot take the host-watch lock ${path}: ${spawnError.message}`, { hint: 'flock(1) comes with util-linux: apt-get install -y util-linux' });
-    throw new SandcheckError('HARNESS', `another sandcheck run held the host-watch lock ${path} for over ${waitSeconds} s: this probe's host measurements would mix with its own`, {
-      hint: 'run the two suites one after the other, or wait for the other run to finish',
-    });
+    if (spawnError)
+      throw new SandcheckError('HARNESS', `cannot take the host-watch lock ${path}: ${spawnError.message}`, {
+        hint: 'flock(1) comes with util-linux: apt-get install -y util-linux',
+      });
+    throw new SandcheckError(
+      'HARNESS',
+      `another sandcheck run held the host-watch lock ${path} for over ${waitSeconds} s: this probe's host measurements would mix with its own`,
+      {
+        hint: 'run the two suites one after the other, or wait for the other run to finish',
+      },
+    );
   }
   return async () => {
     child.stdin.end();

@@ -41,14 +41,20 @@ export async function namespaceLinks(pid: number, labNetnsPath: string): Promise
   const labIno = (await stat(labNetnsPath)).ino;
   // By inode, not by name: a second name for some namespace must not pass for the lab.
   const isLab = async (name: string | undefined): Promise<boolean> =>
-    name !== undefined && !name.includes('/') && (await stat(`/run/netns/${name}`).then((s) => s.ino === labIno, () => false));
+    name !== undefined &&
+    !name.includes('/') &&
+    (await stat(`/run/netns/${name}`).then(
+      (s) => s.ino === labIno,
+      () => false,
+    ));
   const out: NamespaceLinks = { contained: [], open: [] };
   for (const link of links) {
     const kind = link.linkinfo?.info_kind ?? link.link_type ?? 'unknown';
     if (link.link_netnsid !== undefined) {
       const other = ids.find((i) => i.nsid === link.link_netnsid)?.name;
       if (await isLab(other)) out.contained.push(`${link.ifname} (${kind}, other end in the lab ${other})`);
-      else out.open.push(`${link.ifname} (${kind}, other end in nsid ${link.link_netnsid}, ${other === undefined ? 'unnamed' : `named ${other}`}, not the lab)`);
+      else
+        out.open.push(`${link.ifname} (${kind}, other end in nsid ${link.link_netnsid}, ${other === undefined ? 'unnamed' : `named ${other}`}, not the lab)`);
     } else if (link.link_type === 'loopback' || LOCAL_KINDS.has(kind)) out.contained.push(`${link.ifname} (${kind})`);
     else out.open.push(`${link.ifname} (${kind}, no other end in a namespace: it may carry traffic anywhere)`);
   }

@@ -49,7 +49,13 @@ const SLEEPER = 'import signal, sys, time\nsignal.signal(signal.SIGURG, lambda *
  */
 export async function boxPlacement(env: Environment, labNetnsPath: string | undefined, timeoutMs = 8000): Promise<Placement | undefined> {
   const hostNs = readNs('self');
-  const labNs = labNetnsPath === undefined ? undefined : await stat(labNetnsPath).then((s) => `net:[${s.ino}]`, () => undefined);
+  const labNs =
+    labNetnsPath === undefined
+      ? undefined
+      : await stat(labNetnsPath).then(
+          (s) => `net:[${s.ino}]`,
+          () => undefined,
+        );
   if (!env.hostPids || hostNs === undefined) return undefined;
   const marker = `sandcheck-placement-${randomBytes(6).toString('hex')}`;
   const abort = new AbortController();
@@ -124,5 +130,5 @@ export function placementRefusal(p: Placement | undefined): string | undefined {
 /** The check's outside evidence, for every network probe it let run. */
 export const placementLine = (p: Placement): string => {
   const links = p.others.map((o) => `${o.ns} has only ${o.contained.join(', ') || 'no links'}`).join('; ');
-  return `before the payload, the host read this box's program (a sleeping marker) in ${p.namespaces.join(', ')} (${p.seen} process(es)), not in the host's own ${p.hostNs}${links ? `; ${links}` : ' (the lab\'s)'}`;
+  return `before the payload, the host read this box's program (a sleeping marker) in ${p.namespaces.join(', ')} (${p.seen} process(es)), not in the host's own ${p.hostNs}${links ? `; ${links}` : " (the lab's)"}`;
 };

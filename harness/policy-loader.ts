@@ -45,7 +45,10 @@ export async function loadPolicy(nameOrPath: string): Promise<Policy> {
   if (!isPlainObject(doc)) throw new SandcheckError('CONFIG_INVALID', `${visibleLine(nameOrPath)}: expected a mapping at the top level`);
   const { extends: base = 'reference', ...rest } = doc;
   if (typeof base !== 'string' || !isPresetName(base)) {
-    throw new SandcheckError('CONFIG_INVALID', `${visibleLine(nameOrPath)}: extends: expected one of ${Object.keys(POLICY_PRESETS).join(', ')}, got ${describeValue(base)}`);
+    throw new SandcheckError(
+      'CONFIG_INVALID',
+      `${visibleLine(nameOrPath)}: extends: expected one of ${Object.keys(POLICY_PRESETS).join(', ')}, got ${describeValue(base)}`,
+    );
   }
   const merged = deepMerge({ ...POLICY_PRESETS[base], name: rest['name'] ?? `${base}+${nameOrPath.split('/').pop() ?? 'file'}` }, rest);
   return parsePolicy(merged, nameOrPath);

@@ -4,7 +4,19 @@ import { z } from 'zod';
 import { SandcheckError } from '../core/errors.js';
 import type { AnyResult } from '../model/events.js';
 import { PolicySchema, type Policy } from '../model/policy.js';
-import { BackendInfoSchema, ID_MAX, SecurityResultSchema, TaskResultSchema, WATCH_DAEMON_MAX, WatchedDaemonSchema, type SecurityResult, type TaskResult, type WatchedDaemon, type CardFiles, type WriteCards } from '../model/scorecard.js';
+import {
+  BackendInfoSchema,
+  ID_MAX,
+  SecurityResultSchema,
+  TaskResultSchema,
+  WATCH_DAEMON_MAX,
+  WatchedDaemonSchema,
+  type SecurityResult,
+  type TaskResult,
+  type WatchedDaemon,
+  type CardFiles,
+  type WriteCards,
+} from '../model/scorecard.js';
 import { processStartTime, readBootIdSync } from '../core/ownership-journal.js';
 import { securityScorecard, taskScorecard, type BackendFacts } from './scorecard-builder.js';
 import { EnvironmentSchema, type RunEnvironment } from '../model/environment.js';
@@ -62,7 +74,15 @@ export function inRunOrder<R extends { id: string }>(results: readonly R[], sele
 
 export function openResultsJournal(
   outDir: string,
-  start: { runId: string; startedAt: Date; backend: BackendFacts; policy: Policy; environment?: RunEnvironment; watchedDaemons?: readonly WatchedDaemon[]; selection?: readonly string[] },
+  start: {
+    runId: string;
+    startedAt: Date;
+    backend: BackendFacts;
+    policy: Policy;
+    environment?: RunEnvironment;
+    watchedDaemons?: readonly WatchedDaemon[];
+    selection?: readonly string[];
+  },
 ): ResultsJournal {
   const path = join(outDir, RESULTS_JOURNAL);
   const line = {
@@ -115,7 +135,11 @@ export function hasResultsJournal(outDir: string): boolean {
  * Turns the journal of a dead run into valid scorecards marked incomplete, written to `targetDir`; the journal
  * is removed afterwards. Refuses while the run that writes it is alive.
  */
-export async function recoverResultsJournal(outDir: string, writeCards: WriteCards, targetDir: (runId: string) => string = () => outDir): Promise<RecoveredRun> {
+export async function recoverResultsJournal(
+  outDir: string,
+  writeCards: WriteCards,
+  targetDir: (runId: string) => string = () => outDir,
+): Promise<RecoveredRun> {
   const path = join(outDir, RESULTS_JOURNAL);
   let text: string;
   let mtime: Date;
@@ -123,7 +147,9 @@ export async function recoverResultsJournal(outDir: string, writeCards: WriteCar
     text = readFileSync(path, 'utf8');
     mtime = statSync(path).mtime;
   } catch {
-    throw new SandcheckError('RECOVER_NOTHING', `${outDir}: no run journal (${RESULTS_JOURNAL}) to recover`, { hint: 'only a run that did not finish leaves one' });
+    throw new SandcheckError('RECOVER_NOTHING', `${outDir}: no run journal (${RESULTS_JOURNAL}) to recover`, {
+      hint: 'only a run that did not finish leaves one',
+    });
   }
   const lines = text.split('\n').filter((l) => l.length > 0);
   const parse = (l: string): unknown => {
@@ -137,7 +163,9 @@ export async function recoverResultsJournal(outDir: string, writeCards: WriteCar
   if (!start.success) throw new SandcheckError('RECOVER_NOTHING', `${path}: the first line is not a run start record; nothing can be recovered`);
   const s = start.data;
   if (s.bootId === readBootIdSync() && processStartTime(s.pid) === s.startTime) {
-    throw new SandcheckError('RUN_ALIVE', `${outDir}: run ${s.runId} (pid ${s.pid}) is still writing into this directory`, { hint: 'wait for it, or use another --out' });
+    throw new SandcheckError('RUN_ALIVE', `${outDir}: run ${s.runId} (pid ${s.pid}) is still writing into this directory`, {
+      hint: 'wait for it, or use another --out',
+    });
   }
   const security: SecurityResult[] = [];
   const task: TaskResult[] = [];
@@ -148,7 +176,15 @@ export async function recoverResultsJournal(outDir: string, writeCards: WriteCar
     else if (r.data.kind === 'security') security.push(r.data.result);
     else task.push(r.data.result);
   }
-  const meta = { runId: s.runId, startedAt: new Date(s.startedAt), finishedAt: mtime, interrupted: false, incomplete: true, ...(s.environment ? { environment: s.environment } : {}), ...(s.watchedDaemons ? { watchedDaemons: s.watchedDaemons } : {}) };
+  const meta = {
+    runId: s.runId,
+    startedAt: new Date(s.startedAt),
+    finishedAt: mtime,
+    interrupted: false,
+    incomplete: true,
+    ...(s.environment ? { environment: s.environment } : {}),
+    ...(s.watchedDaemons ? { watchedDaemons: s.watchedDaemons } : {}),
+  };
   const written = await writeCards(targetDir(s.runId), {
     security: securityScorecard(s.backend, s.policy, meta, inRunOrder(security, s.selection)),
     task: taskScorecard(s.backend, s.policy, meta, inRunOrder(task, s.selection)),

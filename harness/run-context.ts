@@ -57,14 +57,22 @@ export function readDaemonEvents(socketPath: string, fromMs: number, toMs: numbe
         .map((l) => l.slice(0, 300));
       resolve(error === undefined ? { events } : { events, error });
     };
-    const req = request({ socketPath, path: `/events?since=${since}&until=${until}&filters=${encodeURIComponent(JSON.stringify({ type: ['volume'] }))}`, method: 'GET', timeout: 10_000 }, (res) => {
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => {
-        if (body.length < 4 * 1024 * 1024) body += d;
-      });
-      res.on('end', () => done(res.statusCode === 200 ? undefined : `HTTP ${res.statusCode ?? '?'}`));
-      res.on('error', (e) => done(e.message));
-    });
+    const req = request(
+      {
+        socketPath,
+        path: `/events?since=${since}&until=${until}&filters=${encodeURIComponent(JSON.stringify({ type: ['volume'] }))}`,
+        method: 'GET',
+        timeout: 10_000,
+      },
+      (res) => {
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => {
+          if (body.length < 4 * 1024 * 1024) body += d;
+        });
+        res.on('end', () => done(res.statusCode === 200 ? undefined : `HTTP ${res.statusCode ?? '?'}`));
+        res.on('error', (e) => done(e.message));
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('no answer within 10 s')));
     req.on('error', (e) => done(e.message));
     req.end();
@@ -146,7 +154,9 @@ export async function openRunContext(
     hostDecoys,
     watchDaemons: [...(options.watchDaemons ?? [])],
     ...(options.lab?.handle ? { lab: options.lab.handle } : {}),
-    ...(options.lab ? { labTraffic: async (a: number, b?: number) => options.lab!.trafficBetween(a, b), proveLabWitness: () => options.lab!.proveWitness() } : {}),
+    ...(options.lab
+      ? { labTraffic: async (a: number, b?: number) => options.lab!.trafficBetween(a, b), proveLabWitness: () => options.lab!.proveWitness() }
+      : {}),
     ...(options.liveTraffic ? { labTraffic: async (a: number, b?: number) => options.liveTraffic!(a, b) } : {}),
     ...(options.liveProve ? { proveLabWitness: options.liveProve } : {}),
     ...(options.noLabReason ? { noLabReason: options.noLabReason } : {}),

@@ -96,7 +96,12 @@ async function tryOpenLab(runId: string, reporter?: RunReporter): Promise<{ sess
 function cleaningReporter(r: RunReporter): RunReporter {
   return {
     ...r,
-    ...(r.onRunStart ? { onRunStart: (i: Parameters<NonNullable<RunReporter['onRunStart']>>[0]) => r.onRunStart?.({ ...i, backend: visibleLine(i.backend), policy: visibleLine(i.policy) }) } : {}),
+    ...(r.onRunStart
+      ? {
+          onRunStart: (i: Parameters<NonNullable<RunReporter['onRunStart']>>[0]) =>
+            r.onRunStart?.({ ...i, backend: visibleLine(i.backend), policy: visibleLine(i.policy) }),
+        }
+      : {}),
     ...(r.onNotice ? { onNotice: (m: string) => r.onNotice?.(visibleText(m)) } : {}),
   };
 }
@@ -138,7 +143,9 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
   if (hasResultsJournal(opts.outDir)) {
     try {
       recovered = await recoverResultsJournal(opts.outDir, opts.writeCards, (id) => join(opts.outDir, `incomplete-${id}`));
-      notice(`run ${recovered.runId} did not finish: its ${recovered.results} result(s) are in ${join(opts.outDir, `incomplete-${recovered.runId}`)} (marked incomplete)`);
+      notice(
+        `run ${recovered.runId} did not finish: its ${recovered.results} result(s) are in ${join(opts.outDir, `incomplete-${recovered.runId}`)} (marked incomplete)`,
+      );
     } catch (err) {
       if (!(err instanceof SandcheckError) || err.code !== 'RECOVER_NOTHING') throw err;
       // A journal torn before its first line was whole holds nothing; kept aside, it never blocks this directory.
@@ -148,7 +155,11 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
     }
   }
   const journal = openOwnershipJournal(runId, opts.ownershipDir);
-  const swept = await sweepDeadRuns({ ...(opts.ownershipDir ? { dir: opts.ownershipDir } : {}), hooks: opts.sweepHooks ?? defaultSweepHooks(), keepRunId: runId });
+  const swept = await sweepDeadRuns({
+    ...(opts.ownershipDir ? { dir: opts.ownershipDir } : {}),
+    hooks: opts.sweepHooks ?? defaultSweepHooks(),
+    keepRunId: runId,
+  });
   for (const r of swept.removed) notice(`removed a leftover of a run that died: ${r}`);
   for (const k of swept.kept) notice(`left a leftover of a run that died: ${k.what}: ${k.reason}`);
 
@@ -183,9 +194,15 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
     if (live) lab = { noLabReason: 'live network' };
     else if (wantsNetwork && opts.witness) {
       // A witness on another machine cannot see boxes started here; one on this machine is the lab itself.
-      lab = remoteBoxes || opts.witness.handle ? { remote: opts.witness } : { noLabReason: `the witness at ${opts.witness.url} runs on another machine and this backend's boxes run here: no witness sees their network` };
+      lab =
+        remoteBoxes || opts.witness.handle
+          ? { remote: opts.witness }
+          : { noLabReason: `the witness at ${opts.witness.url} runs on another machine and this backend's boxes run here: no witness sees their network` };
     } else if (wantsNetwork && remoteBoxes) {
-      lab = { noLabReason: "the backend's boxes run on another machine (boxNetwork: remote) and no witness sees their network: start `sandcheck witness serve` where they can reach it and pass --witness" };
+      lab = {
+        noLabReason:
+          "the backend's boxes run on another machine (boxNetwork: remote) and no witness sees their network: start `sandcheck witness serve` where they can reach it and pass --witness",
+      };
     } else if (wantsNetwork && !interrupted()) {
       journal.own(labNs);
       lab = await tryOpenLab(runId, opts.reporter);
@@ -195,7 +212,11 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
       run = await openRunContext(runId, {
         journal,
         watchDaemons: (opts.watchDaemons ?? []).map((d) => d.socket),
-        ...(live ? { liveTraffic: (a, b) => live!.trafficBetween(a, b), liveProve: () => live!.proveWitness() } : forRun(lab) ? { lab: forRun(lab)! } : { noLabReason: lab.noLabReason ?? 'unknown' }),
+        ...(live
+          ? { liveTraffic: (a, b) => live!.trafficBetween(a, b), liveProve: () => live!.proveWitness() }
+          : forRun(lab)
+            ? { lab: forRun(lab)! }
+            : { noLabReason: lab.noLabReason ?? 'unknown' }),
       });
     }
     // The run's decoy credentials go to the backend's control plane too (e.g. a private dockerd's environment).
@@ -308,17 +329,27 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
           ? `the witness ${lab.remote.info.witnessId} at ${lab.remote.url} (sandcheck witness serve)${lab.remote.handle ? `, lab ${lab.remote.handle.netnsPath} on this machine` : ', on another machine'}`
           : `no witness: ${lab.noLabReason ?? 'unknown'}`,
   };
-  const waived = applyRunWaivers(collected.flatMap((r) => (r.kind === 'security' ? [withoutKind(r)] : [])), opts.backend.name, opts.waivers ?? [], opts.today);
+  const waived = applyRunWaivers(
+    collected.flatMap((r) => (r.kind === 'security' ? [withoutKind(r)] : [])),
+    opts.backend.name,
+    opts.waivers ?? [],
+    opts.today,
+  );
   const security = waived.results;
   const task = collected.flatMap((r) => (r.kind === 'task' ? [withoutKind(r)] : []));
-  const written = await opts.writeCards(opts.outDir, {
-    security: securityScorecard(opts.backend, opts.policy, meta, security),
-    task: taskScorecard(opts.backend, opts.policy, meta, task),
-  }, { harnessPeakUntilWritten: true });
+  const written = await opts.writeCards(
+    opts.outDir,
+    {
+      security: securityScorecard(opts.backend, opts.policy, meta, security),
+      task: taskScorecard(opts.backend, opts.policy, meta, task),
+    },
+    { harnessPeakUntilWritten: true },
+  );
   results.finish();
   if (teardownProblems.length === 0) journal.close();
   const internalError = fatal === undefined ? undefined : fatal instanceof SandcheckError ? `${fatal.code}: ${fatal.message}` : errorMessage(fatal);
-  if (internalError) notice(`internal error: ${internalError}; the probes still running were stopped and what was measured is in the reports (marked incomplete)`);
+  if (internalError)
+    notice(`internal error: ${internalError}; the probes still running were stopped and what was measured is in the reports (marked incomplete)`);
   return {
     security: written.security,
     task: written.task,

@@ -28,7 +28,6 @@ import { executeOnce } from './execute-once.js';
 import { DEFAULT_GRACE_MS, harnessDeadlineMs, type ExecHow, type ExecSetting } from './exec-payload.js';
 import type { RunContext } from './run-context.js';
 
-
 export { DEFAULT_GRACE_MS, harnessDeadlineMs, outputCeilingBytes } from './exec-payload.js';
 
 export interface RunnerOptions {
@@ -55,7 +54,12 @@ export interface RunnerOptions {
  * policy does not ask for; `unenforced` (a failure) for an item the policy requires that the
  * backend says it cannot enforce.
  */
-export function gateVerdict(probe: SecurityProbe, caps: Capabilities, policy: Policy, noLabReason?: string): { verdict: 'not-applicable' | 'unenforced'; reason: string } | undefined {
+export function gateVerdict(
+  probe: SecurityProbe,
+  caps: Capabilities,
+  policy: Policy,
+  noLabReason?: string,
+): { verdict: 'not-applicable' | 'unenforced'; reason: string } | undefined {
   // Network probes never send traffic from the machine's own namespace: without a lab they do not run.
   if (probe.category === 'network' && noLabReason !== undefined) return { verdict: 'not-applicable', reason: `no lab: ${noLabReason}` };
   const unseen = caps.notObservable?.[probe.policyItem];
@@ -122,7 +126,11 @@ export class Runner {
       reporter?.onProbeStart?.({ id: probe.id, kind: probe.kind });
       return settle(index, probeLoad(probe), this.runOne(probe));
     };
-    const items = probes.map((p) => ({ expectedMs: expectedMs(p, this.opts.policy), load: probeLoad(p), ...(isNetworkProbe(p) ? { exclusive: 'network', alone: true } : p.kind === 'security' && p.watchHost ? { exclusive: 'host-watch' } : {}) }));
+    const items = probes.map((p) => ({
+      expectedMs: expectedMs(p, this.opts.policy),
+      load: probeLoad(p),
+      ...(isNetworkProbe(p) ? { exclusive: 'network', alone: true } : p.kind === 'security' && p.watchHost ? { exclusive: 'host-watch' } : {}),
+    }));
     const slots = slotsFor(this.opts.concurrency, undefined, this.opts.backend.capabilities(this.opts.policy).lightBoxes === true);
     await runScheduled(items, slots, runAt, () => fatal !== undefined);
     if (fatal) throw fatal.err;
@@ -162,7 +170,12 @@ export class Runner {
     const ctx = await this.context();
     const started = performance.now();
     if (probe.kind === 'security') {
-      const gate = gateVerdict(probe, this.opts.backend.capabilities(this.opts.policy), this.opts.policy, this.opts.run.labTraffic ? undefined : (this.opts.run.noLabReason ?? 'the run has no lab'));
+      const gate = gateVerdict(
+        probe,
+        this.opts.backend.capabilities(this.opts.policy),
+        this.opts.policy,
+        this.opts.run.labTraffic ? undefined : (this.opts.run.noLabReason ?? 'the run has no lab'),
+      );
       if (gate) return this.securityResult(probe, { ...gate, evidence: [] }, 0);
       const unfit = probe.hostPrecondition?.(ctx);
       if (unfit !== undefined) return this.securityResult(probe, { verdict: 'not-applicable', reason: unfit, evidence: [] }, 0);
@@ -179,7 +192,8 @@ export class Runner {
       executed = await this.execute(probe, ctx);
     } catch (err) {
       // Whatever broke after an interrupt (a daemon's socket hang-up, …) broke because of it.
-      if (this.opts.signal?.aborted) return this.failed(probe, { code: 'INTERRUPTED', message: 'the run was interrupted while this probe ran' }, performance.now() - started);
+      if (this.opts.signal?.aborted)
+        return this.failed(probe, { code: 'INTERRUPTED', message: 'the run was interrupted while this probe ran' }, performance.now() - started);
       const code = err instanceof SandcheckError ? err.code : 'HARNESS';
       return this.failed(probe, { code, message: errorMessage(err) }, performance.now() - started);
     }
@@ -196,7 +210,11 @@ export class Runner {
     }
     const decoyGone = probe.hostDecoyProcess && judgement.verdict === 'held' ? this.opts.run.hostDecoys.processGone() : undefined;
     if (decoyGone !== undefined) {
-      judgement = { verdict: 'inconclusive', reason: `${decoyGone} by the time the box finished: there was nothing of the host's to reach, so the box's silence proves nothing`, evidence: [outside('host-proc-status', decoyGone, 'host'), ...judgement.evidence] };
+      judgement = {
+        verdict: 'inconclusive',
+        reason: `${decoyGone} by the time the box finished: there was nothing of the host's to reach, so the box's silence proves nothing`,
+        evidence: [outside('host-proc-status', decoyGone, 'host'), ...judgement.evidence],
+      };
     }
     if (obs.leftovers.length > 0) {
       judgement.evidence.push(...obs.leftovers.map((l) => outside('teardown', l, 'host')));
@@ -234,7 +252,8 @@ export class Runner {
 
   /** One execution, with its companion (a second box of the run, alongside: lateral movement, covert channels) started first and stopped after. */
   private async executeWithCompanion(probe: ProbeSpec, ctx: ProbeContext): Promise<Observation> {
-    const companion = probe.kind === 'security' && probe.companion ? await startCompanion(probe, ctx, this.opts.policy, () => this.createEnvironment()) : undefined;
+    const companion =
+      probe.kind === 'security' && probe.companion ? await startCompanion(probe, ctx, this.opts.policy, () => this.createEnvironment()) : undefined;
     let obs: Observation;
     try {
       obs = await this.executeOnce(probe, ctx, { extraArgs: companion?.args ?? {} });
@@ -258,7 +277,15 @@ export class Runner {
   private execSetting(): ExecSetting {
     const { policy, run, signal } = this.opts;
     const adapterCounters = !countersReadBySandcheck(this.opts.backend);
-    return { policy, graceMs: this.graceMs, canaries: this.compiledCanaries(), canaryList: run.canaries.all, scratchDir: run.scratchDir, ...(signal ? { signal } : {}), ...(adapterCounters ? { adapterCounters } : {}) };
+    return {
+      policy,
+      graceMs: this.graceMs,
+      canaries: this.compiledCanaries(),
+      canaryList: run.canaries.all,
+      scratchDir: run.scratchDir,
+      ...(signal ? { signal } : {}),
+      ...(adapterCounters ? { adapterCounters } : {}),
+    };
   }
 
   /** The run's first placement check, in a box of its own: whether the host sees this backend's programs, or why none may run. */
@@ -281,7 +308,10 @@ export class Runner {
     if (!first.visible) return undefined;
     const placement = await boxPlacement(env, lab.netnsPath);
     if (!placement) {
-      throw new SandcheckError('UNSAFE_NETWORK', "not run, for safety: the host saw the program of this backend's first box, but not this box's: its network namespace could not be checked, and a box placed elsewhere could reach the real network; name every box's host processes (hostPids) the same way");
+      throw new SandcheckError(
+        'UNSAFE_NETWORK',
+        "not run, for safety: the host saw the program of this backend's first box, but not this box's: its network namespace could not be checked, and a box placed elsewhere could reach the real network; name every box's host processes (hostPids) the same way",
+      );
     }
     const unsafe = placementRefusal(placement);
     if (unsafe !== undefined) throw new SandcheckError('UNSAFE_NETWORK', unsafe);
@@ -358,12 +388,18 @@ export class Runner {
     try {
       loop = await runCorrectionLoop(task, ctx, execute);
     } catch (err) {
-      if (this.opts.signal?.aborted) return this.failed(task, { code: 'INTERRUPTED', message: 'the run was interrupted while this task ran' }, performance.now() - started);
+      if (this.opts.signal?.aborted)
+        return this.failed(task, { code: 'INTERRUPTED', message: 'the run was interrupted while this task ran' }, performance.now() - started);
       const code = err instanceof SandcheckError ? err.code : 'HARNESS';
       return this.failed(task, { code, message: errorMessage(err) }, performance.now() - started);
     }
     const final = loop.final;
-    if (!final) return this.failed(task, this.opts.signal?.aborted ? { code: 'INTERRUPTED', message: 'the run was interrupted while this task ran' } : { code: 'HARNESS', message: loop.reason }, performance.now() - started);
+    if (!final)
+      return this.failed(
+        task,
+        this.opts.signal?.aborted ? { code: 'INTERRUPTED', message: 'the run was interrupted while this task ran' } : { code: 'HARNESS', message: loop.reason },
+        performance.now() - started,
+      );
     if (final.obs.exec.killedBy === 'harness-interrupt' || (this.opts.signal?.aborted && final.obs.exec.startError !== undefined)) {
       return this.failed(task, { code: 'INTERRUPTED', message: 'the run was interrupted while this task ran' }, performance.now() - started, final.obs.exec);
     }
@@ -389,7 +425,12 @@ export class Runner {
   }
 
   /** The task's result once its replay (if any) has run; durationMs is the work's own time, never its time in the queue. */
-  private async taskResult(task: TaskCase, loop: LoopOutcome, replay: { reproducible: boolean; note: string } | undefined, durationMs: number): Promise<AnyResult> {
+  private async taskResult(
+    task: TaskCase,
+    loop: LoopOutcome,
+    replay: { reproducible: boolean; note: string } | undefined,
+    durationMs: number,
+  ): Promise<AnyResult> {
     const final = loop.final;
     if (!final) throw new SandcheckError('HARNESS', 'a task result without a final attempt');
     const verdict = loop.accepted ? 'accepted' : 'rejected';
@@ -428,7 +469,12 @@ export class Runner {
     await rm(dest, { recursive: true, force: true });
     await cp(out.destDir, dest, { recursive: true, errorOnExist: false, verbatimSymlinks: true });
     const same = await Promise.all(
-      out.decision.exported.map(async (f) => createHash('sha256').update(await readFile(join(dest, f.path))).digest('hex') === f.sha256),
+      out.decision.exported.map(
+        async (f) =>
+          createHash('sha256')
+            .update(await readFile(join(dest, f.path)))
+            .digest('hex') === f.sha256,
+      ),
     );
     return `${out.decision.exported.length} file(s) exported ${same.every(Boolean) ? 'byte-identical' : 'WITH DIFFERENCES'} to artifacts/${id}: ${out.decision.exported.map((f) => `${f.path} sha256 ${f.sha256.slice(0, 16)}…`).join(', ')}`;
   }

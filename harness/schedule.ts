@@ -52,7 +52,12 @@ export interface FollowUp {
  * when no CPU-bound item is left to start. Once `stopped()` is true nothing new starts; resolves when all that
  * started has ended. An item's follow-up joins the queue where its expected cost puts it.
  */
-export function runScheduled(items: readonly ScheduleItem[], slots: Slots, runItem: (index: number) => Promise<void | FollowUp>, stopped: () => boolean): Promise<void> {
+export function runScheduled(
+  items: readonly ScheduleItem[],
+  slots: Slots,
+  runItem: (index: number) => Promise<void | FollowUp>,
+  stopped: () => boolean,
+): Promise<void> {
   type Job = { item: ScheduleItem; run: () => Promise<void | FollowUp> };
   const pending: Job[] = items
     .map((item, index) => ({ item, index }))

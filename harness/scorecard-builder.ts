@@ -1,13 +1,6 @@
 import type { Backend } from '../model/backend-contract.js';
 import type { Policy } from '../model/policy.js';
-import {
-  SCORECARD_VERSION,
-  type SecurityResult,
-  type SecurityScorecard,
-  type TaskResult,
-  type TaskScorecard,
-  type WatchedDaemon,
-} from '../model/scorecard.js';
+import { SCORECARD_VERSION, type SecurityResult, type SecurityScorecard, type TaskResult, type TaskScorecard, type WatchedDaemon } from '../model/scorecard.js';
 import { packageVersion } from '../core/paths.js';
 import type { RunEnvironment } from '../model/environment.js';
 import type { Shard } from './shard.js';

@@ -15,7 +15,9 @@ export { expectedMs } from './probe-cost.js';
  * The result keeps the selection's order.
  */
 export function shardProbes<P extends ProbeSpec>(probes: readonly P[], shard: Shard, policy: Policy): P[] {
-  const order = [...probes].map((p, i) => ({ p, i, ms: expectedMs(p, policy) })).sort((a, b) => b.ms - a.ms || (a.p.id < b.p.id ? -1 : a.p.id > b.p.id ? 1 : 0));
+  const order = [...probes]
+    .map((p, i) => ({ p, i, ms: expectedMs(p, policy) }))
+    .sort((a, b) => b.ms - a.ms || (a.p.id < b.p.id ? -1 : a.p.id > b.p.id ? 1 : 0));
   const load = new Array<number>(shard.total).fill(0);
   const mine = new Set<number>();
   for (const { i, ms } of order) {

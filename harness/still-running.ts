@@ -9,7 +9,9 @@ import { PAYLOAD_INTERPRETER } from './host-observers.js';
  */
 export async function payloadStillRunning(nonce: string, graceMs = 1000): Promise<string[]> {
   const look = async (): Promise<string[]> =>
-    (await findProcessesWithCmdline(nonce)).filter((p) => PAYLOAD_INTERPRETER.test(exeBasename(procLink(`/proc/${p.pid}/exe`) ?? ''))).map((p) => `pid ${p.pid} (${p.command.slice(0, 80)})`);
+    (await findProcessesWithCmdline(nonce))
+      .filter((p) => PAYLOAD_INTERPRETER.test(exeBasename(procLink(`/proc/${p.pid}/exe`) ?? '')))
+      .map((p) => `pid ${p.pid} (${p.command.slice(0, 80)})`);
   const until = Date.now() + graceMs;
   let alive = await look();
   while (alive.length > 0 && Date.now() < until) {

@@ -33,7 +33,11 @@ export async function findTool(name: string): Promise<string | undefined> {
 }
 
 /** Runs `file args` with a short timeout and a clean environment; resolves to the output or why there is none. Never throws. */
-export function askTool(file: string, args: readonly string[], timeoutMs = VERSION_TIMEOUT_MS): Promise<{ ok: true; text: string } | { ok: false; why: string }> {
+export function askTool(
+  file: string,
+  args: readonly string[],
+  timeoutMs = VERSION_TIMEOUT_MS,
+): Promise<{ ok: true; text: string } | { ok: false; why: string }> {
   return new Promise((resolve) => {
     execFile(
       file,
@@ -99,15 +103,28 @@ export async function commandBackendTools(config: unknown, configDir: string): P
     if (head !== undefined && !head.includes('{') && !ASKABLE.has(basename(head))) launchers.add(head);
     for (const a of argv) if (!a.includes('{') && ASKABLE.has(basename(a)) && !KNOWN_TOOLS.includes(basename(a))) named.add(basename(a));
   }
-  const asked = await Promise.all([...named].sort().slice(0, 8).map((t) => toolVersion(t)));
+  const asked = await Promise.all(
+    [...named]
+      .sort()
+      .slice(0, 8)
+      .map((t) => toolVersion(t)),
+  );
   const hashed = await Promise.all(
-    [...launchers].sort().slice(0, 8).map(async (l): Promise<ToolVersion> => {
-      const path = isAbsolute(l) ? l : join(configDir, l);
-      const read = await readBoundedFile(path, 64 * 1024 * 1024);
-      const tool = visibleLine(basename(l)).slice(0, 64);
-      if (!read.ok) return { tool, status: 'failed', detail: `the launcher of the command backend: ${read.message}`.slice(0, 512) };
-      return { tool, status: 'ok', version: `sha256:${createHash('sha256').update(read.bytes).digest('hex')}`, detail: 'the launcher of the command backend: hashed, not run' };
-    }),
+    [...launchers]
+      .sort()
+      .slice(0, 8)
+      .map(async (l): Promise<ToolVersion> => {
+        const path = isAbsolute(l) ? l : join(configDir, l);
+        const read = await readBoundedFile(path, 64 * 1024 * 1024);
+        const tool = visibleLine(basename(l)).slice(0, 64);
+        if (!read.ok) return { tool, status: 'failed', detail: `the launcher of the command backend: ${read.message}`.slice(0, 512) };
+        return {
+          tool,
+          status: 'ok',
+          version: `sha256:${createHash('sha256').update(read.bytes).digest('hex')}`,
+          detail: 'the launcher of the command backend: hashed, not run',
+        };
+      }),
   );
   return [...asked, ...hashed];
 }
@@ -126,7 +143,9 @@ export async function backendOwnVersion(backend: object, name: string): Promise<
     });
     const answer = await Promise.race([ask.call(backend) ?? Promise.resolve(undefined), timeout]).finally(() => clearTimeout(timer));
     if (answer === undefined) return undefined;
-    return answer.ok ? { tool, status: 'ok', version: firstLine(answer.version), detail: "the backend's own answer" } : { tool, status: 'failed', detail: visibleLine(answer.why).slice(0, 512) };
+    return answer.ok
+      ? { tool, status: 'ok', version: firstLine(answer.version), detail: "the backend's own answer" }
+      : { tool, status: 'failed', detail: visibleLine(answer.why).slice(0, 512) };
   } catch (err) {
     return { tool, status: 'failed', detail: visibleLine(err instanceof Error ? err.message : String(err)).slice(0, 512) };
   }

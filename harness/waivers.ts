@@ -31,9 +31,7 @@ const normalise = (text: string): string => text.replace(/[A-Za-z0-9+/=_-]{24,}/
 
 /** The first 16 hex characters of a sha256 over the verdict and the (normalised) outside evidence. */
 export function evidenceFingerprint(result: { verdict: string; evidence: readonly Evidence[] }): string {
-  const lines = result.evidence
-    .filter((e) => e.source === 'outside')
-    .map((e) => normalise(`${e.witness}\u0000${e.where ?? ''}\u0000${e.detail}`));
+  const lines = result.evidence.filter((e) => e.source === 'outside').map((e) => normalise(`${e.witness}\u0000${e.where ?? ''}\u0000${e.detail}`));
   const canonical = JSON.stringify([result.verdict, [...new Set(lines)].sort()]);
   return createHash('sha256').update(canonical).digest('hex').slice(0, 16);
 }
@@ -98,9 +96,13 @@ export function waiverNotices(uses: readonly WaiverUse[], today: string = utcDay
   const name = (w: Waiver) => `${visibleLine(w.probe)}${w.backend ? ` on ${visibleLine(w.backend)}` : ''}`;
   return uses.flatMap((u) =>
     u.status === 'expired'
-      ? [`waiver for ${name(u.waiver)} expired on ${u.waiver.expires} (owner ${visibleLine(u.waiver.owner)}; matched ${u.matched.map(visibleLine).join(', ')}): renew it or fix the finding`]
+      ? [
+          `waiver for ${name(u.waiver)} expired on ${u.waiver.expires} (owner ${visibleLine(u.waiver.owner)}; matched ${u.matched.map(visibleLine).join(', ')}): renew it or fix the finding`,
+        ]
       : u.status === 'unused'
-        ? [`unused waiver for ${name(u.waiver)} (owner ${visibleLine(u.waiver.owner)}${isExpired(u.waiver, today) ? `, expired on ${u.waiver.expires}` : ''}): it matched nothing that still fails, remove it`]
+        ? [
+            `unused waiver for ${name(u.waiver)} (owner ${visibleLine(u.waiver.owner)}${isExpired(u.waiver, today) ? `, expired on ${u.waiver.expires}` : ''}): it matched nothing that still fails, remove it`,
+          ]
         : [],
   );
 }

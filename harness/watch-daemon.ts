@@ -41,7 +41,9 @@ function ping(socketPath: string, timeoutMs: number): Promise<{ status: number; 
 export async function checkWatchDaemons(paths: readonly string[], timeoutMs = WATCH_DAEMON_PING_MS): Promise<WatchedDaemon[]> {
   const unique = [...new Set(paths.map((p) => resolve(p)))];
   if (unique.length > WATCH_DAEMON_MAX) {
-    throw new SandcheckError('WATCH_DAEMON_INVALID', `--watch-daemon: ${unique.length} sockets, at most ${WATCH_DAEMON_MAX}`, { hint: 'watch the daemons the boxes can actually be handed' });
+    throw new SandcheckError('WATCH_DAEMON_INVALID', `--watch-daemon: ${unique.length} sockets, at most ${WATCH_DAEMON_MAX}`, {
+      hint: 'watch the daemons the boxes can actually be handed',
+    });
   }
   const checked = await Promise.allSettled(
     unique.map(async (socket): Promise<WatchedDaemon> => {
@@ -58,7 +60,11 @@ export async function checkWatchDaemons(paths: readonly string[], timeoutMs = WA
       } catch (err) {
         throw refuse(socket, `the daemon did not answer GET /_ping: ${errorMessage(err)}`);
       }
-      if (got.status !== 200 || got.apiVersion === undefined) throw refuse(socket, `GET /_ping answered HTTP ${got.status}${got.apiVersion === undefined ? ' without an Api-Version header' : ''}: not a container daemon`);
+      if (got.status !== 200 || got.apiVersion === undefined)
+        throw refuse(
+          socket,
+          `GET /_ping answered HTTP ${got.status}${got.apiVersion === undefined ? ' without an Api-Version header' : ''}: not a container daemon`,
+        );
       return { socket, apiVersion: got.apiVersion, ...(got.server ? { server: got.server } : {}) };
     }),
   );

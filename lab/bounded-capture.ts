@@ -71,7 +71,8 @@ export class BoundedCapture {
       this.head.push(Buffer.from(take));
       this.headLen += take.length;
     }
-    this.tail = buf.length >= this.tailLimit ? Buffer.from(buf.subarray(buf.length - this.tailLimit)) : Buffer.concat([this.tail, buf]).subarray(-this.tailLimit);
+    this.tail =
+      buf.length >= this.tailLimit ? Buffer.from(buf.subarray(buf.length - this.tailLimit)) : Buffer.concat([this.tail, buf]).subarray(-this.tailLimit);
     this.total += buf.length;
     if (this.ceiling && !this.ceilingFired && this.total > this.ceiling.bytes) {
       this.ceilingFired = true;

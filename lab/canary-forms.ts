@@ -250,9 +250,7 @@ class PatternStream {
     this.compiled.search(buf, this.done, (i, form, at) => onHit(i, form, base + at));
     this.total += buf.length;
     this.carry =
-      buf.length >= this.overlap
-        ? Buffer.from(buf.subarray(buf.length - this.overlap))
-        : Buffer.from(Buffer.concat([this.carry, buf]).subarray(-this.overlap));
+      buf.length >= this.overlap ? Buffer.from(buf.subarray(buf.length - this.overlap)) : Buffer.from(Buffer.concat([this.carry, buf]).subarray(-this.overlap));
   }
 }
 

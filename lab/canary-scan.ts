@@ -58,7 +58,14 @@ export function scanJoined(parts: readonly Uint8Array[], canaries: Canaries): Ca
  * any letter case. Bounded input, like scanJoined.
  */
 export function scanSplitAcross(parts: readonly Uint8Array[], canaries: readonly Canary[]): CanaryHit[] {
-  const tokens = parts.map((p) => Buffer.from(p).toString('latin1').toLowerCase().split(/\s+/).filter((t) => t.length > 0).slice(0, 50_000));
+  const tokens = parts.map((p) =>
+    Buffer.from(p)
+      .toString('latin1')
+      .toLowerCase()
+      .split(/\s+/)
+      .filter((t) => t.length > 0)
+      .slice(0, 50_000),
+  );
   const hits: CanaryHit[] = [];
   for (const c of canaries) {
     const v = c.value.toLowerCase();
@@ -222,13 +229,19 @@ export function scanDecoyEvents(events: readonly DecoyEvent[], canaries: readonl
       const fromNames = dnsNameHits(names, folded).filter((h) => h.where.startsWith('dns query'));
       add(fromNames, `decoy:dns query ${at}`);
       const named = new Set(fromNames.map(hitKey));
-      add(scanBytes(payload, compiled).filter((h) => !named.has(hitKey(h))), `decoy:dns packet ${at}`);
+      add(
+        scanBytes(payload, compiled).filter((h) => !named.has(hitKey(h))),
+        `decoy:dns packet ${at}`,
+      );
       continue;
     }
     if (event.proto === 'tcp' && looksLikeHttp(payload)) {
       const kind = event.service === 'metadata' ? 'metadata' : 'http';
       const { head, body } = httpParts(event, payload);
-      for (const [part, bytes] of [['head', head], ['body', body]] as const) {
+      for (const [part, bytes] of [
+        ['head', head],
+        ['body', body],
+      ] as const) {
         add(scanBytes(bytes, compiled, ACROSS_LINES), `decoy:${kind} ${part} ${at}`);
         const decoded = percentDecoded(bytes);
         if (decoded !== undefined) add(scanBytes(decoded, compiled, ACROSS_LINES), `decoy:${kind} ${part} ${at}`);
@@ -242,7 +255,12 @@ export function scanDecoyEvents(events: readonly DecoyEvent[], canaries: readonl
     const key = `${event.proto} ${at}`;
     let stream = streams.get(key);
     if (stream === undefined) {
-      stream = { where: `decoy:${event.proto === 'udp' ? 'udp datagrams' : 'tcp streams'} joined ${at}`, scanner: new CanaryScanner(compiled, ACROSS_LINES), count: 0, direct: new Set() };
+      stream = {
+        where: `decoy:${event.proto === 'udp' ? 'udp datagrams' : 'tcp streams'} joined ${at}`,
+        scanner: new CanaryScanner(compiled, ACROSS_LINES),
+        count: 0,
+        direct: new Set(),
+      };
       streams.set(key, stream);
     }
     stream.scanner.write(payload);
@@ -250,7 +268,11 @@ export function scanDecoyEvents(events: readonly DecoyEvent[], canaries: readonl
     for (const h of hits.slice(before)) stream.direct.add(hitKey(h));
   }
   for (const stream of streams.values()) {
-    if (stream.count > 1) add(stream.scanner.hits().filter((h) => !stream.direct.has(hitKey(h))), stream.where);
+    if (stream.count > 1)
+      add(
+        stream.scanner.hits().filter((h) => !stream.direct.has(hitKey(h))),
+        stream.where,
+      );
   }
   for (const h of dnsNameHits(dnsNames, folded)) {
     if (h.where.startsWith('dns queries joined')) add([h], `decoy:${h.where}`);

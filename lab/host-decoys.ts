@@ -94,7 +94,7 @@ export const DECOY_SCRIPT = [
   'def stop(*_):',
   '    if user_key is not None:',
   '        try:',
-  '            keyctl(21, user_key)',  // KEYCTL_INVALIDATE
+  '            keyctl(21, user_key)', // KEYCTL_INVALIDATE
   '        except OSError:',
   '            pass',
   '    os._exit(0)',
@@ -108,11 +108,11 @@ export const DECOY_SCRIPT = [
   // The user key first, while the user keyring is still possessed (through the user-session keyring):
   // timeout and permissions need possession. Then a session keyring of the decoy's own.
   '    user_key = add_key("sandcheck-decoy:%s:user" % run, user_value, -4)',
-  '    keyctl(15, user_key, ' + String(4 * 3600) + ')',  // KEYCTL_SET_TIMEOUT
-  '    keyctl(5, user_key, 0x3f0b0000)',  // possessor all; the uid view+read+search (search lets stop() invalidate it)
-  '    keyctl(1, ("sandcheck-decoy-%s" % run).encode())',  // KEYCTL_JOIN_SESSION_KEYRING
+  '    keyctl(15, user_key, ' + String(4 * 3600) + ')', // KEYCTL_SET_TIMEOUT
+  '    keyctl(5, user_key, 0x3f0b0000)', // possessor all; the uid view+read+search (search lets stop() invalidate it)
+  '    keyctl(1, ("sandcheck-decoy-%s" % run).encode())', // KEYCTL_JOIN_SESSION_KEYRING
   '    k = add_key("sandcheck-decoy:%s:session" % run, session_value, -3)',
-  '    keyctl(5, k, 0x3f0b0b0b)',  // KEYCTL_SETPERM: possessor all; user, group, other view+read+search
+  '    keyctl(5, k, 0x3f0b0b0b)', // KEYCTL_SETPERM: possessor all; user, group, other view+read+search
   'except OSError as e:',
   '    status = "keyctl refused: %s" % (e.strerror or e)',
   'if run:',
@@ -219,7 +219,7 @@ function agentAnswer(canary: string): (sock: Socket, received: Buffer) => void {
   return (sock, received) => {
     // `received` holds everything so far: answer each complete message once, in order.
     let count = 0;
-    for (let offset = 0; offset + 5 <= received.length; ) {
+    for (let offset = 0; offset + 5 <= received.length;) {
       const len = received.readUInt32BE(offset);
       if (offset + 4 + len > received.length) break;
       count += 1;
@@ -397,7 +397,8 @@ export async function startHostDecoys(opts: {
       keys: keyring === 'ok' ? keys : [],
       ...(keyring === 'ok' ? {} : { keyringUnavailable: keyring }),
       contacts: () => [...contacts],
-      processGone: () => exit ?? (startTime !== undefined && processStartTime(pid) === startTime ? undefined : `the host decoy process (pid ${pid}) is no longer running`),
+      processGone: () =>
+        exit ?? (startTime !== undefined && processStartTime(pid) === startTime ? undefined : `the host decoy process (pid ${pid}) is no longer running`),
       stop: stopAll,
     };
   } catch (err) {

@@ -68,9 +68,12 @@ export const DEFAULT_HARM: HarmThresholds = {
 /** Reasons the host was harmed, if any. */
 export function hostHarm(h: HostHealth, t: HarmThresholds = DEFAULT_HARM): string[] {
   const out: string[] = [];
-  if (h.worst.memAvailableBytes < h.memTotalBytes * t.minMemFraction) out.push(`host memory available fell to ${Math.round(h.worst.memAvailableBytes / 2 ** 20)} MiB`);
-  if (h.worst.diskFreeBytes >= 0 && h.worst.diskFreeBytes < t.minDiskFreeBytes) out.push(`host free disk fell to ${Math.round(h.worst.diskFreeBytes / 2 ** 20)} MiB`);
-  if (h.worst.processCount - h.before.processCount > t.maxExtraProcesses) out.push(`host process count rose by ${h.worst.processCount - h.before.processCount}`);
+  if (h.worst.memAvailableBytes < h.memTotalBytes * t.minMemFraction)
+    out.push(`host memory available fell to ${Math.round(h.worst.memAvailableBytes / 2 ** 20)} MiB`);
+  if (h.worst.diskFreeBytes >= 0 && h.worst.diskFreeBytes < t.minDiskFreeBytes)
+    out.push(`host free disk fell to ${Math.round(h.worst.diskFreeBytes / 2 ** 20)} MiB`);
+  if (h.worst.processCount - h.before.processCount > t.maxExtraProcesses)
+    out.push(`host process count rose by ${h.worst.processCount - h.before.processCount}`);
   if (h.maxEventLoopDelayMs > t.maxEventLoopDelayMs) out.push(`harness event loop stalled for ${Math.round(h.maxEventLoopDelayMs)} ms`);
   return out;
 }

@@ -199,7 +199,16 @@ async function deviceCgroup(pid: number): Promise<ProcessPosture['deviceCgroup']
   const path = lines.map((l) => /^\d+:([^:]*):(.*)$/.exec(l)).find((m) => m?.[1]?.split(',').includes('devices'))?.[2];
   if (path === undefined || path.split('/').includes('..')) return undefined;
   const list = procText(`/sys/fs/cgroup/devices${path === '/' ? '' : path}/devices.list`);
-  return list === undefined ? undefined : { path, rules: list.split('\n').map((l) => l.trim()).filter(Boolean).slice(0, 128) };
+  return list === undefined
+    ? undefined
+    : {
+        path,
+        rules: list
+          .split('\n')
+          .map((l) => l.trim())
+          .filter(Boolean)
+          .slice(0, 128),
+      };
 }
 
 /** major:minor of a device number (Linux's encoding). */
@@ -249,7 +258,10 @@ async function devNodes(pid: number, mounts: readonly MountEntry[]): Promise<{ n
       if (!st) continue;
       if (st.isBlockDevice()) {
         const device = devId(st.rdev);
-        const host = await lstat(`/sys/dev/block/${device}`).then(() => true, () => false);
+        const host = await lstat(`/sys/dev/block/${device}`).then(
+          () => true,
+          () => false,
+        );
         const path = `/dev${rel}/${name}`;
         nodes.push({ path, device, hostBlockDevice: host, usable: !mountOf(path, mounts)?.noDevices });
       } else if (st.isDirectory() && depth < 1 && name !== 'pts' && name !== 'shm' && name !== 'mqueue') {

@@ -1,7 +1,17 @@
 import { createHash } from 'node:crypto';
 import { attachPosture, readHostView, readProcessIdentity, readProcessPosture, type HostView, type ProcessIdentity } from './host-process.js';
 import { parentPid, procText, startTicks } from '../core/proc-files.js';
-import { argv0, childrenOf, findInKernelMemory, kernelKindOf, mappingCount, MAX_LOOK_BYTES, scanKernelMemory, selfOrAncestor, type UserSpaceKernelKind } from './user-space-kernel.js';
+import {
+  argv0,
+  childrenOf,
+  findInKernelMemory,
+  kernelKindOf,
+  mappingCount,
+  MAX_LOOK_BYTES,
+  scanKernelMemory,
+  selfOrAncestor,
+  type UserSpaceKernelKind,
+} from './user-space-kernel.js';
 import type { UserSpaceKernel } from '../model/observation.js';
 import type { CarrierAfterDestroy } from '../model/probe.js';
 
@@ -38,7 +48,12 @@ export const GONE_WITHIN_MS = 10_000;
  */
 export async function carriersAfterDestroy(usk: UserSpaceKernel, goneWithinMs = GONE_WITHIN_MS): Promise<CarrierAfterDestroy[] | undefined> {
   const { marked } = usk;
-  const kernel = marked?.kernel && marked.started?.kernel !== undefined ? { pid: marked.kernel.pid, start: marked.started.kernel } : usk.kernels[0] && usk.kernelStarted !== undefined ? { pid: usk.kernels[0].pid, start: usk.kernelStarted } : undefined;
+  const kernel =
+    marked?.kernel && marked.started?.kernel !== undefined
+      ? { pid: marked.kernel.pid, start: marked.started.kernel }
+      : usk.kernels[0] && usk.kernelStarted !== undefined
+        ? { pid: usk.kernels[0].pid, start: usk.kernelStarted }
+        : undefined;
   if (!kernel) return undefined;
   const watched = [
     ...(marked?.started ? [{ pid: marked.addressSpace.pid, role: 'address space' as const, start: marked.started.addressSpace }] : []),
@@ -46,7 +61,7 @@ export async function carriersAfterDestroy(usk: UserSpaceKernel, goneWithinMs = 
   ];
   const running = (w: (typeof watched)[number]): boolean => startTicks(w.pid) === w.start;
   // A runtime may return from destroy while its processes are still exiting: a survivor is one that outlasts this.
-  for (const until = Date.now() + goneWithinMs; watched.some(running) && Date.now() < until; ) await new Promise((r) => setTimeout(r, 100));
+  for (const until = Date.now() + goneWithinMs; watched.some(running) && Date.now() < until;) await new Promise((r) => setTimeout(r, 100));
   return watched.map((w) => ({ pid: w.pid, role: w.role, running: running(w) }));
 }
 
@@ -98,7 +113,12 @@ export class KernelCarrierTracker {
       const look = findInKernelMemory(c.pid, c.kind, this.nonce, Math.min(MAX_LOOK_BYTES, MAX_BYTES - this.bytes));
       this.bytes += look.bytesRead;
       if (look.foundIn !== undefined) {
-        await this.tie(c.pid, c.kind, look.foundIn, candidates.map((x) => x.pid));
+        await this.tie(
+          c.pid,
+          c.kind,
+          look.foundIn,
+          candidates.map((x) => x.pid),
+        );
         return;
       }
     }
@@ -173,7 +193,9 @@ export class KernelCarrierTracker {
     const servers =
       parent === undefined || parent <= 1 || cgroup === undefined
         ? []
-        : childrenOf(parent).filter((p) => p !== kernel && kernelKindOf(p) === kind && argv0(p) === kind.fileServer && procText(`/proc/${p}/cgroup`) === cgroup);
+        : childrenOf(parent).filter(
+            (p) => p !== kernel && kernelKindOf(p) === kind && argv0(p) === kind.fileServer && procText(`/proc/${p}/cgroup`) === cgroup,
+          );
     this.kind = kind;
     this.kernelPid = kernel;
     this.found = {
@@ -183,6 +205,7 @@ export class KernelCarrierTracker {
       kernels: kernel === undefined ? [] : await this.readAll([kernel]),
       fileServers: await this.readAll(servers),
     };
-    if (kernel !== undefined && kernelStart !== undefined && this.found.kernels.length > 0 && startTicks(kernel) === kernelStart) this.found.kernelStarted = kernelStart;
+    if (kernel !== undefined && kernelStart !== undefined && this.found.kernels.length > 0 && startTicks(kernel) === kernelStart)
+      this.found.kernelStarted = kernelStart;
   }
 }

@@ -50,7 +50,12 @@ const INVALIDATE = [
  */
 export async function invalidateKeys(prefix: string, waitMs = 5000): Promise<string[]> {
   const keys = listKeys(prefix);
-  if (keys.length > 0) spawnSync('python3', ['-c', INVALIDATE, ...keys.map((k) => String(k.serial))], { timeout: 10_000, stdio: 'ignore', env: { PATH: '/usr/local/bin:/usr/bin:/bin' } });
+  if (keys.length > 0)
+    spawnSync('python3', ['-c', INVALIDATE, ...keys.map((k) => String(k.serial))], {
+      timeout: 10_000,
+      stdio: 'ignore',
+      env: { PATH: '/usr/local/bin:/usr/bin:/bin' },
+    });
   const end = Date.now() + waitMs;
   for (;;) {
     const left = listKeys(prefix);

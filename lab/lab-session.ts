@@ -108,7 +108,10 @@ export async function openLab(runId: string, cwd: string, options: OpenLabOption
     };
     // The resolver answers on every address (wildcard), so whatever resolv.conf a box has, its queries land here.
     const services: LabServiceConfig[] = defaultLabServices().filter((s) => s.kind !== 'dns');
-    services.push({ kind: 'dns', host: '0.0.0.0', port: 53, answers: DEFAULT_DNS_ANSWERS }, { kind: 'dns', host: '::', port: 53, answers: DEFAULT_DNS_ANSWERS });
+    services.push(
+      { kind: 'dns', host: '0.0.0.0', port: 53, answers: DEFAULT_DNS_ANSWERS },
+      { kind: 'dns', host: '::', port: 53, answers: DEFAULT_DNS_ANSWERS },
+    );
     // The server streams every event to us and keeps none itself; the session's ring is the store.
     const config: LabConfigInput = { canaries: creds, services, maxEvents: 0 };
     const events = new BoundedRing<DecoyEvent>(options.maxEvents ?? MAX_EVENTS, MAX_EVENT_BYTES);
@@ -117,7 +120,16 @@ export async function openLab(runId: string, cwd: string, options: OpenLabOption
     const sentProofs = new Map<string, (line: LabServerLine) => void>();
     const syncs = new Map<string, () => void>();
     // The lab's services get PATH only: the harness's environment holds decoy and maybe real credentials.
-    const server = ns.spawn(labServerArgv(config, runId), { cwd, stdin: 'pipe', stdout: 'pipe', stderr: 'pipe', reject: false, buffer: false, env: minimalEnv(), extendEnv: false });
+    const server = ns.spawn(labServerArgv(config, runId), {
+      cwd,
+      stdin: 'pipe',
+      stdout: 'pipe',
+      stderr: 'pipe',
+      reject: false,
+      buffer: false,
+      env: minimalEnv(),
+      extendEnv: false,
+    });
     const ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('the lab decoy services did not start in time')), READY_TIMEOUT_MS);
       if (!server.stdout) return reject(new Error('no stdout from the lab server'));
@@ -182,7 +194,10 @@ export async function openLab(runId: string, cwd: string, options: OpenLabOption
       const outcome = await Promise.race([sent, sleep(PROOF_TIMEOUT_MS).then(() => undefined)]);
       sentProofs.delete(name);
       if (outcome?.type === 'witness-query-sent') proofs.ports.add(outcome.port);
-      else notes.push(outcome?.type === 'witness-query-failed' ? `the proof query could not be sent: ${outcome.message}` : 'the lab server did not send the proof query');
+      else
+        notes.push(
+          outcome?.type === 'witness-query-failed' ? `the proof query could not be sent: ${outcome.message}` : 'the lab server did not send the proof query',
+        );
       const deadline = sentMs + PROOF_TIMEOUT_MS;
       while (outcome?.type === 'witness-query-sent' && !(seenProofEvents.has(name) && seenProofPackets.has(name)) && Date.now() < deadline) await sleep(20);
       if (outcome?.type === 'witness-query-sent') {
@@ -244,7 +259,11 @@ export async function openLab(runId: string, cwd: string, options: OpenLabOption
         const packets = await w.stop();
         server.stdin?.end();
         const report = await ns.destroy();
-        return { events: events.size + events.evicted, packets: packets.length, leftovers: report.survivors.map((pid) => `process ${pid} still held the lab namespace`) };
+        return {
+          events: events.size + events.evicted,
+          packets: packets.length,
+          leftovers: report.survivors.map((pid) => `process ${pid} still held the lab namespace`),
+        };
       },
     };
   } catch (err) {

@@ -90,7 +90,7 @@ function presentRuns(fd: number, start: number, end: number): { runs: { start: n
   }
   const runs: { start: number; end: number }[] = [];
   for (let i = 0; i < Math.floor(n / 8); i++) {
-    if ((table.readBigUInt64LE(i * 8) >> 63n) !== 1n) continue;
+    if (table.readBigUInt64LE(i * 8) >> 63n !== 1n) continue;
     const at = (first + i) * page;
     const last = runs[runs.length - 1];
     if (last && last.end === at) last.end = at + page;
@@ -115,7 +115,13 @@ export function findInKernelMemory(pid: number, kind: UserSpaceKernelKind, needl
  * `stopOn` is found, and says whether it read all of them: not stopped, no chunk unreadable, no mapping cut at its
  * size cap, the budget not used up.
  */
-export function scanKernelMemory(pid: number, kind: UserSpaceKernelKind, needles: readonly string[], budget = MAX_LOOK_BYTES, stopOn: readonly string[] = needles): MemoryScan {
+export function scanKernelMemory(
+  pid: number,
+  kind: UserSpaceKernelKind,
+  needles: readonly string[],
+  budget = MAX_LOOK_BYTES,
+  stopOn: readonly string[] = needles,
+): MemoryScan {
   const maps = procText(`/proc/${pid}/maps`);
   const mappings = maps === undefined ? [] : memoryMappings(maps, kind.memoryFile);
   const scan: MemoryScan = { found: new Map(), complete: false, mappings: mappings.length, bytesRead: 0 };
@@ -144,7 +150,7 @@ export function scanKernelMemory(pid: number, kind: UserSpaceKernelKind, needles
       const present = presentRuns(pagemap, m.start, Math.min(m.end, m.start + MAX_MAPPING_BYTES));
       if (!present.whole) whole = false;
       for (const run of present.runs) {
-        for (let at = run.start; at < run.end; ) {
+        for (let at = run.start; at < run.end;) {
           const len = Math.min(CHUNK + overlap, run.end - at, budget - scan.bytesRead);
           if (len <= 0) return scan;
           let n: number;
@@ -201,4 +207,3 @@ export function childrenOf(pid: number): number[] {
 export function argv0(pid: number): string {
   return (procText(`/proc/${pid}/cmdline`) ?? '').split('\0')[0] ?? '';
 }
-

@@ -30,7 +30,11 @@ export function unlessAttempted(obs: Observation, needFinish: boolean): Judgemen
     return { verdict: 'inconclusive', reason: `payload did not run (exit ${exec.exitCode}: interpreter missing or not executable)`, evidence };
   }
   if (!obs.attempted) {
-    return { verdict: 'inconclusive', reason: `no answer to this execution's challenge: the payload never demonstrably started (${describeExit(exec)})`, evidence };
+    return {
+      verdict: 'inconclusive',
+      reason: `no answer to this execution's challenge: the payload never demonstrably started (${describeExit(exec)})`,
+      evidence,
+    };
   }
   if (needFinish && !obs.finished) {
     return { verdict: 'inconclusive', reason: `the payload started but did not finish its attempt (${describeExit(exec)})`, evidence };

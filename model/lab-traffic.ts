@@ -29,7 +29,10 @@ export const DecoyEventSchema = z.object({
   local: EndpointSchema,
   peer: EndpointSchema,
   /** One line, e.g. `GET /latest/meta-data/` or `A? x.exfil.example.` */
-  summary: z.string().max(512).regex(/^[^\r\n]*$/),
+  summary: z
+    .string()
+    .max(512)
+    .regex(/^[^\r\n]*$/),
   /** The first MAX_PAYLOAD_BYTES of what the client sent (TCP stream, UDP datagram, DNS message). */
   payloadBase64: z.base64().max(MAX_PAYLOAD_BASE64),
   /** HTTP requests: the first MAX_PAYLOAD_BYTES of the request body (after the head). */

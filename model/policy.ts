@@ -1,9 +1,11 @@
 import { z } from 'zod';
 import { ALLOW_ENTRY_FORMS, parseAllowEntry } from './network-allow.js';
 
-const positiveInt = () => z.number({ error: 'expected a positive integer' }).int({ error: 'expected a positive integer' }).positive({ error: 'expected a positive integer' });
+const positiveInt = () =>
+  z.number({ error: 'expected a positive integer' }).int({ error: 'expected a positive integer' }).positive({ error: 'expected a positive integer' });
 const positiveNumber = () => z.number({ error: 'expected a positive number' }).positive({ error: 'expected a positive number' });
-const nonNegativeInt = () => z.number({ error: 'expected an integer ≥ 0' }).int({ error: 'expected an integer ≥ 0' }).min(0, { error: 'expected an integer ≥ 0' });
+const nonNegativeInt = () =>
+  z.number({ error: 'expected an integer ≥ 0' }).int({ error: 'expected an integer ≥ 0' }).min(0, { error: 'expected an integer ≥ 0' });
 /** Every number is bounded by what the harness can honour; the message names the bound and why. */
 const atMost = <T extends z.ZodNumber>(schema: T, max: number, why: string): T => schema.max(max, { error: `at most ${max}: ${why}` }) as T;
 
@@ -74,7 +76,10 @@ export type Posture = z.infer<typeof PostureSchema>;
 
 export const PolicySchema = z
   .strictObject({
-    name: z.string().min(1).max(B.nameLength, { error: `expected a name of 1..${B.nameLength} characters` }),
+    name: z
+      .string()
+      .min(1)
+      .max(B.nameLength, { error: `expected a name of 1..${B.nameLength} characters` }),
     files: z.strictObject({
       /** Inputs are copied in read-only; the payload may not change them. */
       readOnlyInput: z.boolean(),
@@ -88,7 +93,11 @@ export const PolicySchema = z
     resources: z.strictObject({
       cpus: atMost(positiveNumber(), B.cpus, 'more CPUs than any host has'),
       memoryMb: atMost(positiveInt(), B.memoryMb, '1 TiB'),
-      wallSeconds: atMost(positiveNumber(), B.wallSeconds, "the harness times executions with Node timers, which cannot wait longer than 2^31-1 ms across a correction loop"),
+      wallSeconds: atMost(
+        positiveNumber(),
+        B.wallSeconds,
+        'the harness times executions with Node timers, which cannot wait longer than 2^31-1 ms across a correction loop',
+      ),
       processes: atMost(positiveInt(), B.processes, "Linux's pid_max"),
       diskMb: atMost(positiveInt(), B.diskMb, '16 TiB'),
       /** How late after the wall limit a box may stop a program and still count as holding it. */

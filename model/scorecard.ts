@@ -49,12 +49,18 @@ const RunInfo = z.strictObject({
     .optional()
     .describe('these cards were joined by `sandcheck merge` from the shards of these runs'),
   exporter: Name().describe('the exporter the export probes judged (reference, naive, command:<file> or a module)'),
-  network: z.string().max(1024).optional().describe("who judged the network probes: the run's own lab, a remote witness (sandcheck witness serve), the live network, or why none did"),
+  network: z
+    .string()
+    .max(1024)
+    .optional()
+    .describe("who judged the network probes: the run's own lab, a remote witness (sandcheck witness serve), the live network, or why none did"),
   watchedDaemons: z
     .array(WatchedDaemonSchema)
     .max(WATCH_DAEMON_MAX)
     .optional()
-    .describe("real container daemons (--watch-daemon) whose own event logs were read after each execution: a box's nonce-named call to one is an outside witness (host-search)"),
+    .describe(
+      "real container daemons (--watch-daemon) whose own event logs were read after each execution: a box's nonce-named call to one is an outside witness (host-search)",
+    ),
   harness: z.strictObject({
     maxRssBytes: z.number().int().nonnegative().describe('peak resident memory of the harness process'),
   }),
@@ -161,7 +167,9 @@ export const SecurityScorecardSchema = z
     backend: BackendInfoSchema,
     policy: PolicySchema,
     summary: SecuritySummarySchema,
-    environment: EnvironmentSchema.optional().describe('where the run ran: tool versions, kernel, cgroup mode, policy hash, backend configuration (absent in cards of older sandcheck versions)'),
+    environment: EnvironmentSchema.optional().describe(
+      'where the run ran: tool versions, kernel, cgroup mode, policy hash, backend configuration (absent in cards of older sandcheck versions)',
+    ),
     results: z.array(SecurityResultSchema),
   })
   .meta({ id: 'sandcheck-security-scorecard', title: 'sandcheck security scorecard' });
@@ -175,7 +183,9 @@ export const TaskScorecardSchema = z
     backend: BackendInfoSchema,
     policy: PolicySchema,
     summary: TaskSummarySchema,
-    environment: EnvironmentSchema.optional().describe('where the run ran: tool versions, kernel, cgroup mode, policy hash, backend configuration (absent in cards of older sandcheck versions)'),
+    environment: EnvironmentSchema.optional().describe(
+      'where the run ran: tool versions, kernel, cgroup mode, policy hash, backend configuration (absent in cards of older sandcheck versions)',
+    ),
     results: z.array(TaskResultSchema),
   })
   .meta({ id: 'sandcheck-task-scorecard', title: 'sandcheck task scorecard' });

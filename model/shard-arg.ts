@@ -12,7 +12,9 @@ export function parseShard(text: string): { index: number; total: number } {
   const index = Number(m?.[1]);
   const total = Number(m?.[2]);
   if (!m || index < 1 || total < 1 || total > MAX_SHARDS || index > total) {
-    throw new SandcheckError('USAGE', `--shard ${JSON.stringify(text)}: expected i/n with 1 ≤ i ≤ n ≤ ${MAX_SHARDS} (e.g. 2/3)`, { hint: 'give each CI job one of 1/n … n/n, then `sandcheck merge` their --out directories' });
+    throw new SandcheckError('USAGE', `--shard ${JSON.stringify(text)}: expected i/n with 1 ≤ i ≤ n ≤ ${MAX_SHARDS} (e.g. 2/3)`, {
+      hint: 'give each CI job one of 1/n … n/n, then `sandcheck merge` their --out directories',
+    });
   }
   return { index, total };
 }

@@ -11,20 +11,24 @@ export const WaiverNoteSchema = z.strictObject({
 });
 export type WaiverNote = z.infer<typeof WaiverNoteSchema>;
 
-export const WaiverSchema = z.strictObject({
-  probe: z.string().min(1).max(128).describe('the probe or task case id (or, in the gate, a policy item whose claim was dropped)'),
-  backend: z.string().min(1).max(256).optional().describe('the backend name it applies to; absent = any backend'),
-  ...WaiverNoteSchema.shape,
-  fingerprint: z
-    .string()
-    .regex(FINGERPRINT, 'expected 16 lowercase hex characters, as printed by `sandcheck compare` or `run --waivers`')
-    .optional()
-    .describe('accept only a result whose outside evidence has this fingerprint'),
-}).meta({ id: 'sandcheck-waiver' });
+export const WaiverSchema = z
+  .strictObject({
+    probe: z.string().min(1).max(128).describe('the probe or task case id (or, in the gate, a policy item whose claim was dropped)'),
+    backend: z.string().min(1).max(256).optional().describe('the backend name it applies to; absent = any backend'),
+    ...WaiverNoteSchema.shape,
+    fingerprint: z
+      .string()
+      .regex(FINGERPRINT, 'expected 16 lowercase hex characters, as printed by `sandcheck compare` or `run --waivers`')
+      .optional()
+      .describe('accept only a result whose outside evidence has this fingerprint'),
+  })
+  .meta({ id: 'sandcheck-waiver' });
 export type Waiver = z.infer<typeof WaiverSchema>;
 
 export const WaiverListSchema = z.array(WaiverSchema);
 export const WaiversObjectSchema = z.strictObject({ waivers: WaiverListSchema });
 
 /** A waivers file: a list of accepted findings, bare or under `waivers:`. */
-export const WaiversFileSchema = z.union([WaiverListSchema, WaiversObjectSchema]).meta({ id: 'sandcheck-waivers', title: 'sandcheck waivers (accepted findings)' });
+export const WaiversFileSchema = z
+  .union([WaiverListSchema, WaiversObjectSchema])
+  .meta({ id: 'sandcheck-waivers', title: 'sandcheck waivers (accepted findings)' });

@@ -27,7 +27,10 @@ const MANIFEST_LINE = /^([0-9a-f]{64}) {2}([A-Za-z0-9._-]{1,128})$/;
 const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 
 export function manifestText(entries: readonly { file: string; sha256: string }[]): string {
-  return [...entries].sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0)).map((e) => `${e.sha256}  ${e.file}\n`).join('');
+  return [...entries]
+    .sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0))
+    .map((e) => `${e.sha256}  ${e.file}\n`)
+    .join('');
 }
 
 /** A directory that does not exist or is empty: a bundle never mixes with other files. */
@@ -43,12 +46,20 @@ export async function requireEmptyBundleDir(dir: string): Promise<void> {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw new SandcheckError('OUT_DIR_UNUSABLE', `--certify ${dir}: ${errorMessage(err)}`);
   }
-  if (names.length > 0) throw new SandcheckError('USAGE', `--certify ${dir} is not empty (${names.length} entr${names.length === 1 ? 'y' : 'ies'})`, { hint: 'name a new directory for the sign-off bundle' });
+  if (names.length > 0)
+    throw new SandcheckError('USAGE', `--certify ${dir} is not empty (${names.length} entr${names.length === 1 ? 'y' : 'ies'})`, {
+      hint: 'name a new directory for the sign-off bundle',
+    });
 }
 
 export async function writeBundle(dir: string, run: { files: CardFiles; policy: Policy; fingerprint: EnvironmentFingerprint }): Promise<string> {
   await mkdir(dir, { recursive: true });
-  for (const [from, name] of [[run.files.securityJson, 'security.json'], [run.files.taskJson, 'task.json'], [run.files.securityJunit, 'security.junit.xml'], [run.files.taskJunit, 'task.junit.xml']] as const) {
+  for (const [from, name] of [
+    [run.files.securityJson, 'security.json'],
+    [run.files.taskJson, 'task.json'],
+    [run.files.securityJunit, 'security.junit.xml'],
+    [run.files.taskJunit, 'task.junit.xml'],
+  ] as const) {
     await writeReportFile(join(dir, name), await readFile(from));
   }
   await writeReportFile(join(dir, 'policy.json'), `${safeJsonStringify(run.policy, 2)}\n`);
@@ -85,10 +96,13 @@ export async function verifyBundle(dir: string): Promise<BundleProblem[]> {
   try {
     entries = await readdir(dir, { withFileTypes: true });
   } catch (err) {
-    throw new SandcheckError('USAGE', `cannot read the bundle ${dir}: ${errorMessage(err)}`, { hint: 'pass the directory `sandcheck run --certify DIR` wrote' });
+    throw new SandcheckError('USAGE', `cannot read the bundle ${dir}: ${errorMessage(err)}`, {
+      hint: 'pass the directory `sandcheck run --certify DIR` wrote',
+    });
   }
   const manifestRead = await readBoundedFile(join(dir, MANIFEST), 1024 * 1024);
-  if (!manifestRead.ok) throw new SandcheckError('USAGE', `${join(dir, MANIFEST)}: ${manifestRead.message}`, { hint: 'pass the directory `sandcheck run --certify DIR` wrote' });
+  if (!manifestRead.ok)
+    throw new SandcheckError('USAGE', `${join(dir, MANIFEST)}: ${manifestRead.message}`, { hint: 'pass the directory `sandcheck run --certify DIR` wrote' });
   const listed = new Map<string, string>();
   const text = manifestRead.bytes.toString('utf8');
   const lines = text.endsWith('\n') ? text.slice(0, -1).split('\n') : [text];
@@ -99,7 +113,8 @@ export async function verifyBundle(dir: string): Promise<BundleProblem[]> {
     listed.set(m[2], m[1]);
   });
   // Bytes that parse to the same entries but differ (spacing, order, line ends) are a change too.
-  if (manifestText([...listed].map(([file, h]) => ({ file, sha256: h }))) !== text) problem(MANIFEST, 'the manifest is not byte for byte as sandcheck writes it (order, spacing or line ends changed)');
+  if (manifestText([...listed].map(([file, h]) => ({ file, sha256: h }))) !== text)
+    problem(MANIFEST, 'the manifest is not byte for byte as sandcheck writes it (order, spacing or line ends changed)');
   for (const e of entries) {
     if (e.name === MANIFEST) continue;
     if (!listed.has(e.name)) problem(e.name, 'is not in the manifest (added after the bundle was written)');
@@ -155,21 +170,37 @@ function validateReports(bytes: ReadonlyMap<string, Buffer>, problem: (file: str
   if (fp && !fp.success) problem('environment.json', `does not match reports/schema/environment-fingerprint.schema.json: ${fp.error.message.slice(0, 300)}`);
   if (policy?.success) {
     const want = canonicalJson(policyDoc);
-    for (const [kind, card] of Object.entries(cards)) if (canonicalJson(card.policy) !== want) problem(`${kind}.json`, 'its policy is not the bundle\'s policy.json');
-    if (fp?.success && fp.data.environment.policySha256 !== policySha256(policy.data)) problem('environment.json', "its policySha256 is not the hash of the bundle's policy.json");
+    for (const [kind, card] of Object.entries(cards))
+      if (canonicalJson(card.policy) !== want) problem(`${kind}.json`, "its policy is not the bundle's policy.json");
+    if (fp?.success && fp.data.environment.policySha256 !== policySha256(policy.data))
+      problem('environment.json', "its policySha256 is not the hash of the bundle's policy.json");
   }
   if (cards.security) {
     const r = cards.security.results;
     const n = (v: string) => r.filter((x) => x.verdict === v).length;
     const s = cards.security.summary;
-    if (s.total !== r.length || s.held !== n('held') || s.crossed !== n('crossed') || s.unenforced !== n('unenforced') || s.inconclusive !== n('inconclusive') || s.notApplicable !== n('not-applicable')) {
+    if (
+      s.total !== r.length ||
+      s.held !== n('held') ||
+      s.crossed !== n('crossed') ||
+      s.unenforced !== n('unenforced') ||
+      s.inconclusive !== n('inconclusive') ||
+      s.notApplicable !== n('not-applicable')
+    ) {
       problem('security.json', 'its summary does not count its results');
     }
   }
   if (cards.task) {
     const r = cards.task.results;
     const s = cards.task.summary;
-    if (s.total !== r.length || s.asExpected !== r.filter((x) => x.outcome === 'as-expected').length || s.unexpected !== r.filter((x) => x.outcome === 'unexpected').length || (s.notApplicable ?? 0) !== r.filter((x) => x.outcome === 'not-applicable').length) problem('task.json', 'its summary does not count its results');
+    if (
+      s.total !== r.length ||
+      s.asExpected !== r.filter((x) => x.outcome === 'as-expected').length ||
+      s.unexpected !== r.filter((x) => x.outcome === 'unexpected').length ||
+      (s.notApplicable ?? 0) !== r.filter((x) => x.outcome === 'not-applicable').length
+    )
+      problem('task.json', 'its summary does not count its results');
   }
-  if (cards.security && cards.task && cards.security.run.id !== cards.task.run.id) problem('task.json', `is of run ${cards.task.run.id}, security.json of run ${cards.security.run.id}`);
+  if (cards.security && cards.task && cards.security.run.id !== cards.task.run.id)
+    problem('task.json', `is of run ${cards.task.run.id}, security.json of run ${cards.security.run.id}`);
 }

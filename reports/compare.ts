@@ -48,7 +48,9 @@ export function policyDifferences(policies: readonly unknown[]): PolicyDifferenc
 
 /** Backend name and label; columns that would still look alike get `#n` so no two headers are the same. */
 function columnHeaders(runs: readonly { security: SecurityScorecard }[]): string[] {
-  const plain = runs.map((r) => oneLine(r.security.environment?.label ? `${r.security.backend.name} [${r.security.environment.label}]` : r.security.backend.name, 96));
+  const plain = runs.map((r) =>
+    oneLine(r.security.environment?.label ? `${r.security.backend.name} [${r.security.environment.label}]` : r.security.backend.name, 96),
+  );
   return plain.map((h, i) => (plain.filter((x) => x === h).length > 1 ? `${h} #${i + 1}` : h));
 }
 
@@ -68,7 +70,14 @@ export function compareCards(runs: readonly { security: SecurityScorecard; task:
         return x && { verdict: x.verdict, reason: oneLine(x.reason), evidence: oneLine(x.evidence.find((e) => e.source === 'outside')?.detail ?? '') };
       }
       const x = r.task.results.find((y) => y.id === id);
-      return x && { verdict: x.outcome === 'as-expected' ? (x.verdict ?? 'error') : x.outcome === 'not-applicable' ? 'not-applicable' : `${x.verdict ?? 'error'} (unexpected)`, reason: oneLine(x.reason), evidence: '' };
+      return (
+        x && {
+          verdict:
+            x.outcome === 'as-expected' ? (x.verdict ?? 'error') : x.outcome === 'not-applicable' ? 'not-applicable' : `${x.verdict ?? 'error'} (unexpected)`,
+          reason: oneLine(x.reason),
+          evidence: '',
+        }
+      );
     });
     return { id: oneLine(id, 128), kind, cells, differs: new Set(cells.map((c) => c?.verdict ?? '-')).size > 1 };
   });
@@ -77,7 +86,10 @@ export function compareCards(runs: readonly { security: SecurityScorecard; task:
 
 function policyLines(c: Comparison): string[] {
   if (c.policyDiffs.length === 0) return [c.backends.length > 1 ? 'policy: the same in every column' : ''];
-  return [`policy differs in ${c.policyDiffs.length} field(s): ${c.policyDiffs.map((d) => d.field).join(', ')}`, ...c.policyDiffs.map((d) => `  ${d.field}: ${d.values.map((v, i) => `${c.backends[i]}=${v}`).join('  ')}`)];
+  return [
+    `policy differs in ${c.policyDiffs.length} field(s): ${c.policyDiffs.map((d) => d.field).join(', ')}`,
+    ...c.policyDiffs.map((d) => `  ${d.field}: ${d.values.map((v, i) => `${c.backends[i]}=${v}`).join('  ')}`),
+  ];
 }
 
 /** A Markdown report: the matrix, then the evidence for every row where the runs differ. */
@@ -87,10 +99,25 @@ export function comparisonMarkdown(c: Comparison): string {
   const body = c.rows.map((r) => `| ${r.differs ? `**${r.id}**` : r.id} | ${r.cells.map((x) => x?.verdict ?? '–').join(' | ')} |`).join('\n');
   const diffs = c.rows
     .filter((r) => r.differs)
-    .map((r) => [`### ${r.id}`, ...r.cells.map((x, i) => `- **${c.backends[i]}**: ${x ? `${x.verdict}: ${esc(x.reason)}${x.evidence ? ` — evidence: ${esc(x.evidence)}` : ''}` : 'not run'}`)].join('\n'))
+    .map((r) =>
+      [
+        `### ${r.id}`,
+        ...r.cells.map(
+          (x, i) => `- **${c.backends[i]}**: ${x ? `${x.verdict}: ${esc(x.reason)}${x.evidence ? ` — evidence: ${esc(x.evidence)}` : ''}` : 'not run'}`,
+        ),
+      ].join('\n'),
+    )
     .join('\n\n');
   const policy = c.policyDiffs.length
-    ? `| policy field | ${c.backends.map(esc).join(' | ')} |\n|---|${c.backends.map(() => '---').join('|')}|\n${c.policyDiffs.map((d) => `| ${esc(d.field)} | ${d.values.map((v) => `\`${v.replaceAll('`', "'")}\``).map(esc).join(' | ')} |`).join('\n')}`
+    ? `| policy field | ${c.backends.map(esc).join(' | ')} |\n|---|${c.backends.map(() => '---').join('|')}|\n${c.policyDiffs
+        .map(
+          (d) =>
+            `| ${esc(d.field)} | ${d.values
+              .map((v) => `\`${v.replaceAll('`', "'")}\``)
+              .map(esc)
+              .join(' | ')} |`,
+        )
+        .join('\n')}`
     : 'The same policy in every column.';
   return `# sandcheck comparison\n\n${head}\n${body}\n\n## Policy differences\n\n${policy}\n\n## Where they differ\n\n${diffs || 'Nowhere: every probe and task case came out the same.'}\n`;
 }
@@ -99,5 +126,17 @@ export function comparisonText(c: Comparison): string {
   const w = Math.max(5, ...c.rows.map((r) => r.id.length));
   const cw = c.backends.map((b, i) => Math.max(b.length, ...c.rows.map((r) => r.cells[i]?.verdict.length ?? 1)));
   const line = (id: string, cells: string[], mark = ' ') => `${mark} ${id.padEnd(w)}  ${cells.map((x, i) => x.padEnd(cw[i] ?? 0)).join('  ')}`.trimEnd();
-  return [line('probe', c.backends), ...c.rows.map((r) => line(r.id, r.cells.map((x) => x?.verdict ?? '-'), r.differs ? '*' : ' ')), ...policyLines(c)].join('\n').trimEnd();
+  return [
+    line('probe', c.backends),
+    ...c.rows.map((r) =>
+      line(
+        r.id,
+        r.cells.map((x) => x?.verdict ?? '-'),
+        r.differs ? '*' : ' ',
+      ),
+    ),
+    ...policyLines(c),
+  ]
+    .join('\n')
+    .trimEnd();
 }

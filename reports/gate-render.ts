@@ -25,7 +25,14 @@ export function gateSummaryLines(g: GateReport): string[] {
   return [
     `base ${g.base.backend}${g.base.label ? ` [${g.base.label}]` : ''} (${g.base.policy}): ${securityCounts(g.base.security)}; ${taskCounts(g.base.task)}`,
     `head ${g.head.backend}${g.head.label ? ` [${g.head.label}]` : ''} (${g.head.policy}): ${securityCounts(g.head.security)}; ${taskCounts(g.head.task)}`,
-    ...(g.policyDifferences.length ? [`policy differs in ${g.policyDifferences.length} field(s): ${g.policyDifferences.map((d) => `${d.field} ${d.base} → ${d.head}`).join(', ')}`.slice(0, 2000)] : []),
+    ...(g.policyDifferences.length
+      ? [
+          `policy differs in ${g.policyDifferences.length} field(s): ${g.policyDifferences.map((d) => `${d.field} ${d.base} → ${d.head}`).join(', ')}`.slice(
+            0,
+            2000,
+          ),
+        ]
+      : []),
     `gate: ${s.regressions} regressions, ${s.waived} waived, ${s.improvements} improvements, ${s.changed} other changes, ${s.unchanged} unchanged; waivers: ${s.expiredWaivers} expired, ${s.unusedWaivers} unused`,
   ].map(visibleLine);
 }
@@ -62,5 +69,9 @@ export function gateMarkdown(g: GateReport, maxBytes = 1024 * 1024 - 4096): stri
   const details = changes
     .filter((c) => c.class === 'regression' || c.expiredWaiver)
     .map((c) => evidenceDetails(`evidence: ${c.id}${c.fingerprint ? ` (fingerprint ${c.fingerprint})` : ''}`, c.evidence));
-  return fitMarkdown([...head, tableHead, ...rows, '\n', ...details], maxBytes, (n) => `_… ${n} more parts left out to stay under 1 MiB: the full report is \`sandcheck compare --json\`._`);
+  return fitMarkdown(
+    [...head, tableHead, ...rows, '\n', ...details],
+    maxBytes,
+    (n) => `_… ${n} more parts left out to stay under 1 MiB: the full report is \`sandcheck compare --json\`._`,
+  );
 }

@@ -28,7 +28,7 @@ export type Change = z.infer<typeof ChangeSchema>;
 const SideSchema = z.strictObject({
   dir: z.string(),
   backend: z.string(),
-  label: z.string().optional().describe('the run\'s --label'),
+  label: z.string().optional().describe("the run's --label"),
   policy: z.string(),
   runId: z.string(),
   security: SecuritySummarySchema,
@@ -74,7 +74,8 @@ export function classifySecurity(base: Sv | null, head: Sv | null): ChangeClass 
   if (base === head) return 'unchanged';
   if (head === null) return 'regression';
   if (base === null) return head === 'crossed' || head === 'unenforced' ? 'regression' : 'changed';
-  const worse = (b: Sv, h: Sv) => (h === 'crossed' && b !== 'crossed') || (b === 'held' && h === 'inconclusive') || ((b === 'held' || b === 'not-applicable') && h === 'unenforced');
+  const worse = (b: Sv, h: Sv) =>
+    (h === 'crossed' && b !== 'crossed') || (b === 'held' && h === 'inconclusive') || ((b === 'held' || b === 'not-applicable') && h === 'unenforced');
   return worse(base, head) ? 'regression' : worse(head, base) ? 'improvement' : 'changed';
 }
 
@@ -130,8 +131,22 @@ function resultChanges<T extends { id: string; reason: string; evidence: Evidenc
 
 /** Every change between two runs, before waivers: security verdicts, task outcomes, claimed policy items. */
 export function classifyRuns(base: GateRun, head: GateRun): Change[] {
-  const security = resultChanges('security', base.security.results, head.security.results, (r) => r.verdict, classifySecurity, (r) => r.reason);
-  const task = resultChanges('task', base.task.results, head.task.results, (r) => r.outcome, classifyTask, (r) => `expected ${r.expected}, got ${r.verdict ?? 'no verdict'}: ${r.reason}`);
+  const security = resultChanges(
+    'security',
+    base.security.results,
+    head.security.results,
+    (r) => r.verdict,
+    classifySecurity,
+    (r) => r.reason,
+  );
+  const task = resultChanges(
+    'task',
+    base.task.results,
+    head.task.results,
+    (r) => r.outcome,
+    classifyTask,
+    (r) => `expected ${r.expected}, got ${r.verdict ?? 'no verdict'}: ${r.reason}`,
+  );
   const baseClaims = new Set(base.security.backend.enforces);
   const headClaims = new Set(head.security.backend.enforces);
   const claims = [...new Set([...baseClaims, ...headClaims])].map((item): Change => {
@@ -173,7 +188,11 @@ export function gateReport(base: GateRun, head: GateRun, waivers: readonly Waive
     return { ...c, ...(live && c.class === 'regression' ? { waiver: note(live) } : {}), ...(expired && !live ? { expiredWaiver: note(expired) } : {}) };
   });
   // A waiver is in use while what it accepts still fails in the head run (a regression or a standing crossing).
-  const uses = waiverUses(waivers, changes.filter(failingNow).flatMap((c) => subjectsOf(c, head)), today);
+  const uses = waiverUses(
+    waivers,
+    changes.filter(failingNow).flatMap((c) => subjectsOf(c, head)),
+    today,
+  );
   const count = (k: ChangeClass) => changes.filter((c) => c.class === k).length;
   const regressions = changes.filter((c) => c.class === 'regression' && !c.waiver).length;
   const expiredWaivers = uses.filter((u) => u.status === 'expired').length;
@@ -193,7 +212,11 @@ export function gateReport(base: GateRun, head: GateRun, waivers: readonly Waive
       expiredWaivers,
       unusedWaivers: uses.filter((u) => u.status === 'unused').length,
     },
-    policyDifferences: policyDifferences([base.security.policy, head.security.policy]).map((d) => ({ field: d.field, base: d.values[0] ?? '–', head: d.values[1] ?? '–' })),
+    policyDifferences: policyDifferences([base.security.policy, head.security.policy]).map((d) => ({
+      field: d.field,
+      base: d.values[0] ?? '–',
+      head: d.values[1] ?? '–',
+    })),
     changes,
     waivers: uses.map((u) => ({ waiver: u.waiver, status: u.status, matched: u.matched })),
   };

@@ -45,12 +45,21 @@ function suite(builder: Builder, name: string, card: SecurityScorecard | TaskSco
 }
 
 function securityCase(s: Suite, className: string, r: SecurityResult): Case {
-  const c = s.testCase().className(oneLine(className)).name(oneLine(`${r.id} ${r.title}`)).time(seconds(r.durationMs));
+  const c = s
+    .testCase()
+    .className(oneLine(className))
+    .name(oneLine(`${r.id} ${r.title}`))
+    .time(seconds(r.durationMs));
   const { attack, cwe } = threatOf(r);
-  c.property('verdict', r.verdict).property('policy.item', oneLine(r.policyItem)).property('severity', r.severity).property('file', oneLine(`probes/${r.id}/probe.ts`));
+  c.property('verdict', r.verdict)
+    .property('policy.item', oneLine(r.policyItem))
+    .property('severity', r.severity)
+    .property('file', oneLine(`probes/${r.id}/probe.ts`));
   c.property('attack', attack.join(' ')).property('cwe', cwe.join(' '));
   // Readers that show neither properties nor attributes still show system-out: the same facts, one line.
-  const header = oneLine(`verdict: ${r.verdict}, severity: ${r.severity}, policy item: ${r.policyItem}, ATT&CK: ${attack.join(' ') || 'none'}, CWE: ${cwe.join(' ') || 'none'}`);
+  const header = oneLine(
+    `verdict: ${r.verdict}, severity: ${r.severity}, policy item: ${r.policyItem}, ATT&CK: ${attack.join(' ') || 'none'}, CWE: ${cwe.join(' ') || 'none'}`,
+  );
   const body = cleanForReport(`${r.reason}\n\nevidence:\n${evidenceText(r.evidence)}\n\nremediation: ${r.remediation}`);
   if (r.waiver && (r.verdict === 'crossed' || r.verdict === 'unenforced')) {
     markWaived(c, r.waiver, `${r.verdict.toUpperCase()}: ${body}`);
@@ -81,8 +90,15 @@ function securityCase(s: Suite, className: string, r: SecurityResult): Case {
 }
 
 function taskCase(s: Suite, className: string, r: TaskResult): Case {
-  const c = s.testCase().className(oneLine(className)).name(oneLine(`${r.id} ${r.title}`)).time(seconds(r.durationMs));
-  c.property('file', oneLine(`tasks/${r.id}/probe.ts`)).property('expected', r.expected).property('verdict', r.verdict ?? 'none').property('outcome', r.outcome);
+  const c = s
+    .testCase()
+    .className(oneLine(className))
+    .name(oneLine(`${r.id} ${r.title}`))
+    .time(seconds(r.durationMs));
+  c.property('file', oneLine(`tasks/${r.id}/probe.ts`))
+    .property('expected', r.expected)
+    .property('verdict', r.verdict ?? 'none')
+    .property('outcome', r.outcome);
   c.property('attempts', String(r.attempts.length)).property('reproducible', r.reproducible === null ? 'not replayed' : String(r.reproducible));
   const attempts = r.attempts.map((a) => `attempt ${a.attempt}: ${a.verdict}: ${a.reason}`).join('\n');
   const budget = `budget: ${Math.round(r.budget.elapsedMs)} of ${r.budget.limitMs} ms, at most ${r.budget.maxAttempts} attempts`;

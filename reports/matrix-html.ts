@@ -47,7 +47,13 @@ function header(c: MatrixColumn): string {
 }
 
 const scoreClass = (c: MatrixColumn): string =>
-  c.status === 'unavailable' ? ' unavailable' : (c.security?.crossed ?? 0) + (c.security?.unenforced ?? 0) + (c.task?.unexpected ?? 0) > 0 ? ' crossed' : (c.security?.inconclusive ?? 0) + (c.task?.error ?? 0) > 0 ? ' inconclusive' : ' held';
+  c.status === 'unavailable'
+    ? ' unavailable'
+    : (c.security?.crossed ?? 0) + (c.security?.unenforced ?? 0) + (c.task?.unexpected ?? 0) > 0
+      ? ' crossed'
+      : (c.security?.inconclusive ?? 0) + (c.task?.error ?? 0) > 0
+        ? ' inconclusive'
+        : ' held';
 
 function summaryTable(m: MatrixReport): string {
   const rows = m.columns.map((c) => {
@@ -63,14 +69,16 @@ function verdictTable(m: MatrixReport): string {
   const span = m.columns.length + 1;
   const body = groups.flatMap((g) => [
     `<tr class="group"><th colspan="${span}">${g === 'task' ? 'Task cases' : `Security: ${h(g)}`}</th></tr>`,
-    ...m.rows.filter((r) => r.group === g).map((r) => {
-      const cells = r.cells.map((x, i) => {
-        if (m.columns[i]?.status === 'unavailable') return '<td class="v unavailable">unavailable</td>';
-        if (!x) return '<td class="v">–</td>';
-        return `<td class="v ${verdictClass(x)}"><a href="#${x.anchor}">${h(cellVerdict(x))}</a></td>`;
-      });
-      return `<tr${r.differs ? ' class="differs"' : ''}><th title="${h(r.title)}">${h(r.id)}</th>${cells.join('')}</tr>`;
-    }),
+    ...m.rows
+      .filter((r) => r.group === g)
+      .map((r) => {
+        const cells = r.cells.map((x, i) => {
+          if (m.columns[i]?.status === 'unavailable') return '<td class="v unavailable">unavailable</td>';
+          if (!x) return '<td class="v">–</td>';
+          return `<td class="v ${verdictClass(x)}"><a href="#${x.anchor}">${h(cellVerdict(x))}</a></td>`;
+        });
+        return `<tr${r.differs ? ' class="differs"' : ''}><th title="${h(r.title)}">${h(r.id)}</th>${cells.join('')}</tr>`;
+      }),
   ]);
   return `<h2>Verdicts</h2><table><tr><th>probe</th>${m.columns.map(header).join('')}</tr>${body.join('')}</table>`;
 }

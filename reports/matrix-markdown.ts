@@ -24,7 +24,8 @@ export function columnFacts(c: MatrixColumn): string[] {
   ];
 }
 
-export const coldStartText = (c: MatrixColumn): string => (c.coldStartMs ? `p50 ${c.coldStartMs.p50} ms · p95 ${c.coldStartMs.p95} ms (${c.coldStartMs.samples} executions)` : 'not recorded');
+export const coldStartText = (c: MatrixColumn): string =>
+  c.coldStartMs ? `p50 ${c.coldStartMs.p50} ms · p95 ${c.coldStartMs.p95} ms (${c.coldStartMs.samples} executions)` : 'not recorded';
 
 /** Every item some column claims, with each column's claim of it (null: that column does not claim it). */
 export function claimRows(m: MatrixReport): { item: string; cells: (MatrixClaim | null)[] }[] {
@@ -49,7 +50,9 @@ export function matrixMarkdown(m: MatrixReport): string {
     out.push(mdTableHead(['probe', ...cols.map((c) => mdCell(c.header))]));
     for (const r of m.rows.filter((x) => x.group === group)) {
       const id = mdCell(r.id);
-      out.push(`| ${r.differs ? `**${id}**` : id} | ${r.cells.map((x, i) => (cols[i]?.status === 'unavailable' ? 'unavailable' : mdCell(cellVerdict(x)))).join(' | ')} |\n`);
+      out.push(
+        `| ${r.differs ? `**${id}**` : id} | ${r.cells.map((x, i) => (cols[i]?.status === 'unavailable' ? 'unavailable' : mdCell(cellVerdict(x)))).join(' | ')} |\n`,
+      );
     }
   }
   out.push('\n## Claims against what was observed\n\n');
@@ -57,7 +60,10 @@ export function matrixMarkdown(m: MatrixReport): string {
   if (claims.length === 0) out.push('No backend claims to enforce any policy item.\n\n');
   else {
     out.push(mdTableHead(['policy item', ...cols.map((c) => mdCell(c.header))]));
-    for (const r of claims) out.push(`| ${mdCell(r.item)} | ${r.cells.map((x, i) => (x?.falseClaim ? `**${mdCell(claimText(x, cols[i]))}**` : mdCell(claimText(x, cols[i])))).join(' | ')} |\n`);
+    for (const r of claims)
+      out.push(
+        `| ${mdCell(r.item)} | ${r.cells.map((x, i) => (x?.falseClaim ? `**${mdCell(claimText(x, cols[i]))}**` : mdCell(claimText(x, cols[i])))).join(' | ')} |\n`,
+      );
     out.push('\n');
   }
   out.push('## Evidence\n\n');

@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { SecuritySummarySchema, TaskSummarySchema, type SecurityResult, type SecurityScorecard, type TaskResult, type TaskScorecard } from '../model/scorecard.js';
+import {
+  SecuritySummarySchema,
+  TaskSummarySchema,
+  type SecurityResult,
+  type SecurityScorecard,
+  type TaskResult,
+  type TaskScorecard,
+} from '../model/scorecard.js';
 import { Category, SecurityVerdict } from '../model/verdict.js';
 import { capText, visibleText } from '../core/clean-text.js';
 
@@ -11,7 +18,10 @@ const EVIDENCE_LINE_MAX = 2000;
 const EVIDENCE_LINES_MAX = 40;
 
 const CellSchema = z.strictObject({
-  anchor: z.string().regex(/^[a-z0-9-]+$/).describe('the HTML id of this cell\'s evidence block'),
+  anchor: z
+    .string()
+    .regex(/^[a-z0-9-]+$/)
+    .describe("the HTML id of this cell's evidence block"),
   verdict: z.string().describe('security: held, crossed, unenforced, inconclusive, not-applicable; task: accepted, rejected, error or not-applicable'),
   outcome: z.enum(['as-expected', 'unexpected', 'error', 'not-applicable']).optional().describe('task cases only'),
   waived: z.boolean().optional(),
@@ -33,7 +43,9 @@ export type MatrixRow = z.infer<typeof RowSchema>;
 
 const ClaimSchema = z.strictObject({
   item: z.string().describe('a policy item the backend declared it enforces (backend.enforces)'),
-  observed: z.union([SecurityVerdict, z.literal('not probed')]).describe('the worst verdict of the probes of that item (crossed > inconclusive > unenforced > held > not-applicable)'),
+  observed: z
+    .union([SecurityVerdict, z.literal('not probed')])
+    .describe('the worst verdict of the probes of that item (crossed > inconclusive > unenforced > held > not-applicable)'),
   probes: z.array(z.string()),
   falseClaim: z.boolean().describe('claimed, yet a probe of it crossed or was inconclusive'),
 });
@@ -45,7 +57,10 @@ const ColumnSchema = z.strictObject({
   label: z.string().optional(),
   status: z.enum(['ran', 'unavailable']),
   source: z.string().describe('the output directory the scorecards came from, or where the run would have written them'),
-  unavailable: z.strictObject({ reason: z.string(), install: z.string() }).optional().describe('why the backend could not run on this machine and the command that installs it'),
+  unavailable: z
+    .strictObject({ reason: z.string(), install: z.string() })
+    .optional()
+    .describe('why the backend could not run on this machine and the command that installs it'),
   policy: z.string().optional(),
   tool: z.string().optional().describe('the sandbox tool and version the run recorded (environment.tools)'),
   kernel: z.string().optional(),
@@ -85,7 +100,15 @@ const oneLine = (t: string, max = 300): string => {
 };
 
 /** The tool whose version says most about each built-in backend. */
-const BACKEND_TOOL: Record<string, string> = { bwrap: 'bwrap', process: 'python3', 'docker-default': 'docker', 'docker-hardened': 'docker', docker: 'docker', gvisor: 'runsc', command: 'bwrap' };
+const BACKEND_TOOL: Record<string, string> = {
+  bwrap: 'bwrap',
+  process: 'python3',
+  'docker-default': 'docker',
+  'docker-hardened': 'docker',
+  docker: 'docker',
+  gvisor: 'runsc',
+  command: 'bwrap',
+};
 
 /** The backend's own answer (a preset, the command backend), else the tool a built-in backend drives; never another tool that merely is installed. */
 function toolOf(card: SecurityScorecard): string | undefined {
@@ -114,7 +137,12 @@ export function claimsOf(card: SecurityScorecard): MatrixClaim[] {
   return [...new Set(card.backend.enforces)].sort().map((item) => {
     const probes = card.results.filter((r) => r.policyItem === item);
     const observed = SEVERITY_ORDER.find((v) => probes.some((r) => r.verdict === v)) ?? 'not probed';
-    return { item: oneLine(item, 128), observed, probes: probes.map((r) => oneLine(r.id, 128)), falseClaim: observed === 'crossed' || observed === 'inconclusive' };
+    return {
+      item: oneLine(item, 128),
+      observed,
+      probes: probes.map((r) => oneLine(r.id, 128)),
+      falseClaim: observed === 'crossed' || observed === 'inconclusive',
+    };
   });
 }
 
@@ -127,7 +155,9 @@ export function scoreLine(security: SecurityScorecard['summary'] | undefined, ta
 }
 
 const evidenceLines = (evidence: SecurityResult['evidence']): string[] =>
-  evidence.slice(0, EVIDENCE_LINES_MAX).map((e) => capText(visibleText(`[${e.source}] ${e.witness}${e.where ? ` @ ${e.where}` : ''}: ${e.detail}`), EVIDENCE_LINE_MAX));
+  evidence
+    .slice(0, EVIDENCE_LINES_MAX)
+    .map((e) => capText(visibleText(`[${e.source}] ${e.witness}${e.where ? ` @ ${e.where}` : ''}: ${e.detail}`), EVIDENCE_LINE_MAX));
 
 const anchorOf = (col: number, kind: string, row: number): string => `c${col}-${kind === 'security' ? 's' : 't'}${row}`;
 
@@ -136,7 +166,13 @@ function securityCell(r: SecurityResult, anchor: string): MatrixCell {
 }
 
 function taskCell(r: TaskResult, anchor: string): MatrixCell {
-  return { anchor, verdict: r.verdict ?? (r.outcome === 'not-applicable' ? 'not-applicable' : 'error'), outcome: r.outcome, reason: oneLine(r.reason, 1000), evidence: evidenceLines(r.evidence) };
+  return {
+    anchor,
+    verdict: r.verdict ?? (r.outcome === 'not-applicable' ? 'not-applicable' : 'error'),
+    outcome: r.outcome,
+    reason: oneLine(r.reason, 1000),
+    evidence: evidenceLines(r.evidence),
+  };
 }
 
 function headers(inputs: readonly MatrixInput[]): string[] {
@@ -150,7 +186,17 @@ function headers(inputs: readonly MatrixInput[]): string[] {
 
 function column(input: MatrixInput, header: string): MatrixColumn {
   if (input.kind === 'unavailable') {
-    return { header, backend: oneLine(input.backend, 256), status: 'unavailable', source: input.source, unavailable: { reason: oneLine(input.reason, 2000), install: oneLine(input.install, 500) }, score: 'not run: unavailable', coldStartMs: null, claims: [], falseClaims: 0 };
+    return {
+      header,
+      backend: oneLine(input.backend, 256),
+      status: 'unavailable',
+      source: input.source,
+      unavailable: { reason: oneLine(input.reason, 2000), install: oneLine(input.install, 500) },
+      score: 'not run: unavailable',
+      coldStartMs: null,
+      claims: [],
+      falseClaims: 0,
+    };
   }
   const { security, task } = input;
   const label = security.environment?.label;
@@ -185,8 +231,10 @@ export function buildMatrix(inputs: readonly MatrixInput[], now = new Date()): M
   const cards = inputs.map((i) => (i.kind === 'cards' ? i : undefined));
   const seen = new Map<string, { id: string; title: string; kind: 'security' | 'task'; group: MatrixRow['group']; policyItem: string }>();
   for (const c of cards) {
-    for (const r of c?.security.results ?? []) if (!seen.has(`s:${r.id}`)) seen.set(`s:${r.id}`, { id: r.id, title: r.title, kind: 'security', group: r.category, policyItem: r.policyItem });
-    for (const r of c?.task.results ?? []) if (!seen.has(`t:${r.id}`)) seen.set(`t:${r.id}`, { id: r.id, title: r.title, kind: 'task', group: 'task', policyItem: r.policyItem });
+    for (const r of c?.security.results ?? [])
+      if (!seen.has(`s:${r.id}`)) seen.set(`s:${r.id}`, { id: r.id, title: r.title, kind: 'security', group: r.category, policyItem: r.policyItem });
+    for (const r of c?.task.results ?? [])
+      if (!seen.has(`t:${r.id}`)) seen.set(`t:${r.id}`, { id: r.id, title: r.title, kind: 'task', group: 'task', policyItem: r.policyItem });
   }
   const keys = [...seen.values()].sort((a, b) => GROUP_ORDER.indexOf(a.group) - GROUP_ORDER.indexOf(b.group));
   const rows = keys.map((k, rowIndex): MatrixRow => {
@@ -201,7 +249,15 @@ export function buildMatrix(inputs: readonly MatrixInput[], now = new Date()): M
       return r ? taskCell(r, anchor) : null;
     });
     const ran = cells.filter((x) => x !== null);
-    return { id: oneLine(k.id, 128), title: oneLine(k.title, 512), kind: k.kind, group: k.group, policyItem: oneLine(k.policyItem, 256), differs: new Set(ran.map((x) => `${x.verdict}/${x.outcome ?? ''}`)).size > 1, cells };
+    return {
+      id: oneLine(k.id, 128),
+      title: oneLine(k.title, 512),
+      kind: k.kind,
+      group: k.group,
+      policyItem: oneLine(k.policyItem, 256),
+      differs: new Set(ran.map((x) => `${x.verdict}/${x.outcome ?? ''}`)).size > 1,
+      cells,
+    };
   });
   return MatrixReportSchema.parse({ report: 'matrix', version: MATRIX_VERSION, generatedAt: now.toISOString(), columns, rows });
 }

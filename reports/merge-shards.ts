@@ -18,7 +18,10 @@ async function readCard(dir: string, kind: 'security' | 'task'): Promise<unknown
   const path = join(dir, `${kind}.json`);
   const doc = await readConfigFile(path);
   const check = validateScorecard(kind, doc);
-  if (!check.valid) throw new SandcheckError('MERGE_REFUSED', `${path} is not a sandcheck ${kind} scorecard: ${check.errors.slice(0, 300)}`, { hint: 'give merge the --out directories of `sandcheck run --shard i/n`' });
+  if (!check.valid)
+    throw new SandcheckError('MERGE_REFUSED', `${path} is not a sandcheck ${kind} scorecard: ${check.errors.slice(0, 300)}`, {
+      hint: 'give merge the --out directories of `sandcheck run --shard i/n`',
+    });
   return doc;
 }
 
@@ -38,7 +41,10 @@ function canonical(v: unknown): string {
   return JSON.stringify(v);
 }
 
-function refuse(message: string, hint = 'merge the shards of ONE evaluation: the same backend, policy, sandcheck version and exporter, each of 1/n … n/n once'): never {
+function refuse(
+  message: string,
+  hint = 'merge the shards of ONE evaluation: the same backend, policy, sandcheck version and exporter, each of 1/n … n/n once',
+): never {
   throw new SandcheckError('MERGE_REFUSED', message, { hint });
 }
 
@@ -72,7 +78,11 @@ function checkShards(shards: readonly ShardCards[]): { total: number } {
     seen.set(index, s.dir);
   }
   const missing = Array.from({ length: total }, (_, i) => i + 1).filter((i) => !seen.has(i));
-  if (missing.length > 0) refuse(`shard${missing.length > 1 ? 's' : ''} ${missing.map((i) => `${i}/${total}`).join(', ')} missing`, 'merge the --out directory of every shard 1/n … n/n');
+  if (missing.length > 0)
+    refuse(
+      `shard${missing.length > 1 ? 's' : ''} ${missing.map((i) => `${i}/${total}`).join(', ')} missing`,
+      'merge the --out directory of every shard 1/n … n/n',
+    );
   return { total };
 }
 
@@ -91,7 +101,11 @@ function uniqueResults<R extends { id: string }>(kind: string, shards: readonly 
   for (const s of shards) {
     for (const r of get(s)) {
       const other = where.get(r.id);
-      if (other) refuse(`${kind} result ${visibleLine(r.id)} is in two shards: ${other} and ${s.dir}`, 'shards of one selection never share a probe: were they run with the same --only/--tasks?');
+      if (other)
+        refuse(
+          `${kind} result ${visibleLine(r.id)} is in two shards: ${other} and ${s.dir}`,
+          'shards of one selection never share a probe: were they run with the same --only/--tasks?',
+        );
       where.set(r.id, s.dir);
       out.push(r);
     }
@@ -104,7 +118,12 @@ export function mergeShards(shards: readonly ShardCards[]): { security: Security
   const { total } = checkShards(shards);
   const sorted = [...shards].sort((a, b) => (a.security.run.shard?.index ?? 0) - (b.security.run.shard?.index ?? 0));
   const first = sorted[0] as ShardCards;
-  const facts: BackendFacts = { name: first.security.backend.name, description: first.security.backend.description, isolation: first.security.backend.isolation, enforces: [...first.security.backend.enforces] };
+  const facts: BackendFacts = {
+    name: first.security.backend.name,
+    description: first.security.backend.description,
+    isolation: first.security.backend.isolation,
+    enforces: [...first.security.backend.enforces],
+  };
   const starts = sorted.map((s) => Date.parse(s.security.run.startedAt));
   const ends = sorted.map((s) => Date.parse(s.security.run.finishedAt));
   const meta = {
@@ -118,8 +137,18 @@ export function mergeShards(shards: readonly ShardCards[]): { security: Security
     ...(first.security.run.watchedDaemons !== undefined ? { watchedDaemons: first.security.run.watchedDaemons } : {}),
   };
   const policy = first.security.policy;
-  const security = securityScorecard(facts, policy, meta, uniqueResults('security', sorted, (s) => s.security.results));
-  const task = taskScorecard(facts, policy, meta, uniqueResults('task', sorted, (s) => s.task.results));
+  const security = securityScorecard(
+    facts,
+    policy,
+    meta,
+    uniqueResults('security', sorted, (s) => s.security.results),
+  );
+  const task = taskScorecard(
+    facts,
+    policy,
+    meta,
+    uniqueResults('task', sorted, (s) => s.task.results),
+  );
   const maxRssBytes = Math.max(...sorted.map((s) => s.security.run.harness.maxRssBytes));
   const run = (card: SecurityScorecard | TaskScorecard) => ({
     ...card.run,
@@ -135,7 +164,11 @@ export function mergeShards(shards: readonly ShardCards[]): { security: Security
 }
 
 /** `sandcheck merge DIR… --out OUT`: reads each shard's cards, refuses a mixed set, writes one pair of scorecards. */
-export async function mergeShardDirs(dirs: readonly string[], outDir: string, beforeWrite?: () => Promise<void>): Promise<{ security: SecurityScorecard; task: TaskScorecard; files: CardFiles; exitCode: 0 | 1 | 2 }> {
+export async function mergeShardDirs(
+  dirs: readonly string[],
+  outDir: string,
+  beforeWrite?: () => Promise<void>,
+): Promise<{ security: SecurityScorecard; task: TaskScorecard; files: CardFiles; exitCode: 0 | 1 | 2 }> {
   const shards: ShardCards[] = [];
   for (const dir of dirs) shards.push(await readShard(dir));
   const merged = mergeShards(shards);

@@ -8,7 +8,10 @@ import { validateScorecard } from './validate.js';
 export async function readCard(dir: string, kind: 'security' | 'task'): Promise<unknown> {
   const doc = await readConfigFile(join(dir, `${kind}.json`));
   const check = validateScorecard(kind, doc);
-  if (!check.valid) throw new SandcheckError('CONFIG_INVALID', `${join(dir, `${kind}.json`)} is not a sandcheck ${kind} scorecard: ${check.errors.slice(0, 300)}`, { hint: 'give the --out directory of a `sandcheck run`' });
+  if (!check.valid)
+    throw new SandcheckError('CONFIG_INVALID', `${join(dir, `${kind}.json`)} is not a sandcheck ${kind} scorecard: ${check.errors.slice(0, 300)}`, {
+      hint: 'give the --out directory of a `sandcheck run`',
+    });
   return doc;
 }
 

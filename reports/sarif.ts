@@ -106,7 +106,17 @@ function result(card: SecurityScorecard, r: SecurityResult, ruleIndex: number): 
     message: { text: message(r) },
     locations: [{ logicalLocations: [{ name: r.policyItem, fullyQualifiedName: `${card.backend.name}/${r.policyItem}`, kind: 'resource' }] }],
     partialFingerprints: { 'sandcheck/v1': `${card.backend.name}/${r.id}` },
-    ...(r.waiver ? { suppressions: [{ kind: 'external' as const, status: 'accepted' as const, justification: clean(`waived: ${r.waiver.reason} (owner ${r.waiver.owner}, expires ${r.waiver.expires})`, 1024) }] } : {}),
+    ...(r.waiver
+      ? {
+          suppressions: [
+            {
+              kind: 'external' as const,
+              status: 'accepted' as const,
+              justification: clean(`waived: ${r.waiver.reason} (owner ${r.waiver.owner}, expires ${r.waiver.expires})`, 1024),
+            },
+          ],
+        }
+      : {}),
     properties: { verdict: r.verdict, severity: r.severity, backend: card.backend.name, ...(r.harnessError ? { harnessError: r.harnessError.code } : {}) },
   };
 }

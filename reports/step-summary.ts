@@ -26,7 +26,9 @@ export function runMarkdown(security: SecurityScorecard, task: TaskScorecard, ma
     ...notable.map((r) => mdRow([r.waiver ? `waived (${r.verdict})` : r.verdict, r.category, r.id, r.waiver ? waivedMessage(r.waiver) : r.reason])),
     ...wrongTasks.map((r) => mdRow([r.outcome, 'task', r.id, `expected ${r.expected}, got ${r.verdict ?? 'no verdict'}: ${r.reason}`])),
   ];
-  const table = rows.length ? mdTableHead(['verdict', 'category', 'id', 'reason']) : 'Nothing crossed, unenforced, inconclusive or waived; every task verdict as expected.\n';
+  const table = rows.length
+    ? mdTableHead(['verdict', 'category', 'id', 'reason'])
+    : 'Nothing crossed, unenforced, inconclusive or waived; every task verdict as expected.\n';
   const details = [
     ...notable.map((r) => evidenceDetails(`evidence: ${r.id} (${r.verdict}, fingerprint ${evidenceFingerprint(r)})`, r.evidence)),
     ...wrongTasks.map((r) => evidenceDetails(`evidence: ${r.id} (${r.outcome})`, r.evidence)),
@@ -41,7 +43,10 @@ export function runMarkdown(security: SecurityScorecard, task: TaskScorecard, ma
 export async function appendStepSummary(render: (maxBytes: number) => string, env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
   const path = env['GITHUB_STEP_SUMMARY'];
   if (!path) return undefined;
-  const existing = await stat(path).then((s) => s.size, () => 0);
+  const existing = await stat(path).then(
+    (s) => s.size,
+    () => 0,
+  );
   const room = STEP_SUMMARY_MAX_BYTES - existing;
   const text = room > 2048 ? render(room) : `\n${truncationNote(1)}\n`;
   await appendFile(path, `${text}\n`);

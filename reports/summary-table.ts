@@ -3,7 +3,14 @@ import { visibleText } from '../core/clean-text.js';
 
 function table(rows: string[][]): string {
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
-  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n');
+  return rows
+    .map((r) =>
+      r
+        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 const short = (text: string, max = 90): string => {
@@ -15,10 +22,7 @@ const short = (text: string, max = 90): string => {
 export function summaryText(security: SecurityScorecard, task: TaskScorecard): string {
   const s = security.summary;
   const t = task.summary;
-  const sec = table([
-    ['SECURITY', 'verdict', 'category', 'reason'],
-    ...security.results.map((r) => [short(r.id, 64), r.verdict, r.category, short(r.reason)]),
-  ]);
+  const sec = table([['SECURITY', 'verdict', 'category', 'reason'], ...security.results.map((r) => [short(r.id, 64), r.verdict, r.category, short(r.reason)])]);
   const tsk = table([
     ['TASK', 'expected', 'verdict', 'outcome', 'tries', 'replay', 'reason'],
     ...task.results.map((r) => [
@@ -37,6 +41,10 @@ export function summaryText(security: SecurityScorecard, task: TaskScorecard): s
     '',
     tsk,
     `task: ${t.asExpected} as expected, ${t.unexpected} unexpected, ${t.error} errors${t.notApplicable ? `, ${t.notApplicable} not applicable` : ''}${t.nonReproducible ? `, ${t.nonReproducible} not reproducible` : ''}`,
-    security.run.interrupted ? '\nthe run was INTERRUPTED: results are incomplete' : security.run.incomplete ? '\nthe run did not finish: results are INCOMPLETE' : '',
+    security.run.interrupted
+      ? '\nthe run was INTERRUPTED: results are incomplete'
+      : security.run.incomplete
+        ? '\nthe run did not finish: results are INCOMPLETE'
+        : '',
   ].join('\n');
 }

@@ -33,7 +33,10 @@ export const writeScorecards: WriteCards = async function writeScorecards(
   // Anything shaped like a real cloud credential (a live-network run meets real ones) is redacted; run canaries are kept.
   const security = withThreatMapping(redactDeep(cards.security));
   const task = redactDeep(cards.task);
-  for (const [kind, card] of [['security', security], ['task', task]] as const) {
+  for (const [kind, card] of [
+    ['security', security],
+    ['task', task],
+  ] as const) {
     const check = validateScorecard(kind, card);
     if (!check.valid) throw new SandcheckError('INTERNAL', `the ${kind} scorecard does not match its published schema: ${check.errors.slice(0, 2000)}`);
   }

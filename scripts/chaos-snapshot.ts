@@ -54,4 +54,3 @@ export function journalLeftovers(runId: string): string[] {
   const entry = parseJournal(path, readFileSync(path, 'utf8'));
   return [`journal ${path}`, ...(entry?.live ?? []).map((r) => `journal lists ${JSON.stringify(r)}`)];
 }
-

@@ -33,7 +33,9 @@ function ownerAlive(dir: string): boolean {
 /** The journals still in a chaos journal directory (its owner file aside). */
 export function journalsIn(dir: string): string[] {
   try {
-    return readdirSync(dir).filter((n) => n.endsWith('.jsonl')).map((n) => join(dir, n));
+    return readdirSync(dir)
+      .filter((n) => n.endsWith('.jsonl'))
+      .map((n) => join(dir, n));
   } catch {
     return [];
   }

@@ -103,7 +103,11 @@ interface Trial {
   problems: string[];
 }
 
-async function runCli(args: string[], timeoutMs: number, onSpawn?: (pid: number) => void): Promise<{ code: number | null; signal: string | null; pid: number }> {
+async function runCli(
+  args: string[],
+  timeoutMs: number,
+  onSpawn?: (pid: number) => void,
+): Promise<{ code: number | null; signal: string | null; pid: number }> {
   const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'ignore', 'ignore'], detached: true, env: { ...process.env, CI: 'true' } });
   const pid = child.pid ?? -1;
   onSpawn?.(pid);
@@ -154,7 +158,9 @@ async function trial(n: number, backend: string, rand: () => number, root: strin
   if (beforeStart && existsSync(join(out, 'run-journal.jsonl'))) t.problems.push('died before start, yet a run journal exists');
   if (signal !== 'SIGKILL' && r.code === 130) {
     t.problems.push(...cardProblems(out, 'interrupted run'));
-    const card = existsSync(join(out, 'security.json')) ? (JSON.parse(readFileSync(join(out, 'security.json'), 'utf8')) as { run?: { interrupted?: boolean } }) : undefined;
+    const card = existsSync(join(out, 'security.json'))
+      ? (JSON.parse(readFileSync(join(out, 'security.json'), 'utf8')) as { run?: { interrupted?: boolean } })
+      : undefined;
     if (card && card.run?.interrupted !== true) t.problems.push('interrupted run: security.json not marked interrupted');
   }
   if (r.signal === 'SIGKILL' && signal !== 'SIGKILL') t.problems.push('hung: killed by the chaos timeout');
@@ -197,7 +203,9 @@ async function main(): Promise<number> {
         const t = await trial(n, backend, rand, root);
         results.push(t);
         if (!process.argv.includes('--json')) {
-          process.stdout.write(`${backend} #${n} ${t.signal}→${t.target} at ${t.delayMs} ms: exit ${t.exit ?? 'killed'}${t.problems.length ? `; ${t.problems.length} problem(s): ${t.problems.join('; ')}` : '; clean'}\n`);
+          process.stdout.write(
+            `${backend} #${n} ${t.signal}→${t.target} at ${t.delayMs} ms: exit ${t.exit ?? 'killed'}${t.problems.length ? `; ${t.problems.length} problem(s): ${t.problems.join('; ')}` : '; clean'}\n`,
+          );
         }
       }
     }

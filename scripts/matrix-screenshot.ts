@@ -42,13 +42,17 @@ async function withChromium(args: readonly string[]): Promise<string> {
   if (!chromium) throw new Error('chromium is not installed: apt-get install -y --no-install-recommends chromium');
   const profile = await mkdtemp(join(tmpdir(), 'sandcheck-chromium-'));
   try {
-    const r = await execa(chromium, ['--headless', '--no-sandbox', '--disable-gpu', '--hide-scrollbars', '--no-first-run', `--user-data-dir=${profile}`, ...args], {
-      reject: false,
-      timeout: TIMEOUT_MS,
-      forceKillAfterDelay: 2000,
-      env: { HOME: profile },
-      extendEnv: true,
-    });
+    const r = await execa(
+      chromium,
+      ['--headless', '--no-sandbox', '--disable-gpu', '--hide-scrollbars', '--no-first-run', `--user-data-dir=${profile}`, ...args],
+      {
+        reject: false,
+        timeout: TIMEOUT_MS,
+        forceKillAfterDelay: 2000,
+        env: { HOME: profile },
+        extendEnv: true,
+      },
+    );
     if (r.exitCode !== 0) throw new Error(`chromium exited ${r.exitCode ?? r.signal ?? '?'}: ${r.stderr.slice(-2000)}`);
     return r.stdout;
   } finally {
@@ -63,7 +67,11 @@ async function withChromium(args: readonly string[]): Promise<string> {
   }
 }
 
-export async function screenshot(htmlFile: string, pngFile: string, size: { width: number; height: number } = { width: 1400, height: 1000 }): Promise<{ bytes: number }> {
+export async function screenshot(
+  htmlFile: string,
+  pngFile: string,
+  size: { width: number; height: number } = { width: 1400, height: 1000 },
+): Promise<{ bytes: number }> {
   await withChromium([`--screenshot=${resolve(pngFile)}`, `--window-size=${size.width},${size.height}`, pathToFileURL(resolve(htmlFile)).href]);
   return { bytes: (await stat(pngFile)).size };
 }

@@ -12,7 +12,8 @@ export const optInProbes: readonly ProbeSpec[] = allowlistSuite;
 export const allProbes = (extra: readonly ProbeSpec[] = []): ProbeSpec[] => {
   const builtIn = [...securitySuite, ...taskSuite, ...optInProbes];
   const clash = extra.find((e) => builtIn.some((b) => b.id === e.id));
-  if (clash) throw new SandcheckError('CONFIG_INVALID', `task case id "${clash.id}" is already a built-in probe or task id`, { hint: 'rename the user task case' });
+  if (clash)
+    throw new SandcheckError('CONFIG_INVALID', `task case id "${clash.id}" is already a built-in probe or task id`, { hint: 'rename the user task case' });
   return [...securitySuite, ...taskSuite, ...extra];
 };
 

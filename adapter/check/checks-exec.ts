@@ -44,7 +44,8 @@ export async function argv(s: CheckSession): Promise<CheckOutcome> {
     } catch {
       return fail(`the program did not print its argv (${describeRun(r)}): ${line.slice(0, 200)}`);
     }
-    if (JSON.stringify(got) !== JSON.stringify(ARGV)) return fail(`argv changed on the way: sent ${JSON.stringify(ARGV)}, the program saw ${JSON.stringify(got)}`);
+    if (JSON.stringify(got) !== JSON.stringify(ARGV))
+      return fail(`argv changed on the way: sent ${JSON.stringify(ARGV)}, the program saw ${JSON.stringify(got)}`);
     return pass(`${ARGV.length} argv elements arrived unchanged`);
   });
 }
@@ -60,11 +61,13 @@ export async function stdin(s: CheckSession): Promise<CheckOutcome> {
   return s.withEnv(async (env) => {
     const r = await s.run(env, { source: STDIN_HASH, stdin: data });
     const want = `len=${data.length} sha=${createHash('sha256').update(data).digest('hex')}`;
-    if (!r.stdout.text().includes(want)) return fail(`256 KiB of random stdin did not arrive exactly: the program saw "${r.stdout.text().trim().slice(0, 120)}" (${describeRun(r)})`);
+    if (!r.stdout.text().includes(want))
+      return fail(`256 KiB of random stdin did not arrive exactly: the program saw "${r.stdout.text().trim().slice(0, 120)}" (${describeRun(r)})`);
     // Without stdin the program must see EOF at once, not inherit a terminal or a pipe that never closes.
     const none = await s.run(env, { source: STDIN_HASH, backstopMs: 10_000 });
     if (none.backstopped) return fail('without ExecRequest.stdin the program blocked reading stdin (stopped by the check after 10 s)');
-    if (!none.stdout.text().includes('len=0 ')) return fail(`without ExecRequest.stdin the program read "${none.stdout.text().trim().slice(0, 120)}" (${describeRun(none)})`);
+    if (!none.stdout.text().includes('len=0 '))
+      return fail(`without ExecRequest.stdin the program read "${none.stdout.text().trim().slice(0, 120)}" (${describeRun(none)})`);
     return pass('256 KiB of random bytes arrived exactly; without stdin the program read EOF');
   });
 }
@@ -92,9 +95,11 @@ export async function cwd(s: CheckSession): Promise<CheckOutcome> {
       { path: 'sub/dir/check.py', content: Buffer.from(CWD) },
     ]);
     const root = await s.run(env, { source: CWD });
-    if (!root.stdout.text().includes('cwd-file=workspace')) return fail(`without ExecRequest.cwd the program did not start in the workspace (${root.stdout.text().trim() || describeRun(root)})`);
+    if (!root.stdout.text().includes('cwd-file=workspace'))
+      return fail(`without ExecRequest.cwd the program did not start in the workspace (${root.stdout.text().trim() || describeRun(root)})`);
     const sub = await s.run(env, { argv: ['python3', 'check.py'], cwd: 'sub/dir' });
-    if (!sub.stdout.text().includes('cwd-file=sub/dir')) return fail(`with cwd "sub/dir" the program did not start there (${sub.stdout.text().trim() || describeRun(sub)})`);
+    if (!sub.stdout.text().includes('cwd-file=sub/dir'))
+      return fail(`with cwd "sub/dir" the program did not start there (${sub.stdout.text().trim() || describeRun(sub)})`);
     return pass('default cwd is the workspace; cwd "sub/dir" is resolved inside it');
   });
 }
@@ -119,7 +124,8 @@ export async function largeOutput(s: CheckSession): Promise<CheckOutcome> {
   return s.withEnv(async (env) => {
     const r = await s.run(env, { source: FLOOD, maxOutputBytes: 16 * MIB, backstopMs: 60_000 });
     if (r.result?.exitCode !== 0) return fail(`the writer did not finish (${describeRun(r)}; ${r.stdout.bytes} bytes of stdout received)`);
-    if (r.stdout.bytes !== 8 * MIB || r.stdout.sha256() !== wantOut) return fail(`stdout: ${r.stdout.bytes} bytes received (sha256 ${r.stdout.sha256().slice(0, 16)}…), ${8 * MIB} written`);
+    if (r.stdout.bytes !== 8 * MIB || r.stdout.sha256() !== wantOut)
+      return fail(`stdout: ${r.stdout.bytes} bytes received (sha256 ${r.stdout.sha256().slice(0, 16)}…), ${8 * MIB} written`);
     if (r.stderr.bytes !== MIB || r.stderr.sha256() !== wantErr) return fail(`stderr: ${r.stderr.bytes} bytes received, ${MIB} written`);
     if (r.result.outputTruncated === true) return fail('all output arrived but the result claims outputTruncated: true');
     return pass(`stdout ${8 * MIB} and stderr ${MIB} bytes received exactly (sha256 matches), maxOutputBytes ${16 * MIB}`);
@@ -159,14 +165,18 @@ export function judgeTimeout(r: Awaited<ReturnType<typeof timeoutRun>>, toleranc
   if (first === undefined) return skip(`the program never printed "ready": nothing to judge (${describeRun(r)})`);
   const sinceStart = r.endedAt - r.startedAt;
   const sinceFirst = r.endedAt - first;
-  if (sinceStart < CHECK_TIMEOUT_MS * 0.9) return fail(`stopped after ${Math.round(sinceStart)} ms, well before timeoutMs ${CHECK_TIMEOUT_MS} (${describeRun(r)})`);
-  if (sinceFirst > CHECK_TIMEOUT_MS + toleranceMs) return fail(`stopped ${Math.round(sinceFirst)} ms after the program's first byte: later than timeoutMs ${CHECK_TIMEOUT_MS} + ${toleranceMs} ms`);
+  if (sinceStart < CHECK_TIMEOUT_MS * 0.9)
+    return fail(`stopped after ${Math.round(sinceStart)} ms, well before timeoutMs ${CHECK_TIMEOUT_MS} (${describeRun(r)})`);
+  if (sinceFirst > CHECK_TIMEOUT_MS + toleranceMs)
+    return fail(`stopped ${Math.round(sinceFirst)} ms after the program's first byte: later than timeoutMs ${CHECK_TIMEOUT_MS} + ${toleranceMs} ms`);
   return pass(`stopped ${Math.round(sinceStart)} ms after exec() was called (timeoutMs ${CHECK_TIMEOUT_MS}), ${describeRun(r)}`);
 }
 
 export function judgeTimeoutFlag(r: Awaited<ReturnType<typeof timeoutRun>>): CheckOutcome {
   if (r.backstopped || !r.result) return skip('the backend did not stop the program itself: no flag to judge');
-  return r.result.timedOut === true ? pass('timedOut: true') : fail(`the backend stopped the program at its timeout but reported timedOut: ${String(r.result.timedOut)}`);
+  return r.result.timedOut === true
+    ? pass('timedOut: true')
+    : fail(`the backend stopped the program at its timeout but reported timedOut: ${String(r.result.timedOut)}`);
 }
 
 export async function abort(s: CheckSession): Promise<CheckOutcome> {
@@ -191,6 +201,8 @@ export async function abort(s: CheckSession): Promise<CheckOutcome> {
     await new Promise((res) => setTimeout(res, 300));
     const left = await findProcessesWithCmdline(n);
     if (left.length > 0) return fail(`exec() returned ${returnedIn} ms after the abort but ${left.length} process(es) of the program still run on the host`);
-    return pass(`exec() returned ${returnedIn} ms after the abort${seenOnHost ? ' and the program, seen on the host before, is gone' : ' (the program is not visible on this host)'}`);
+    return pass(
+      `exec() returned ${returnedIn} ms after the abort${seenOnHost ? ' and the program, seen on the host before, is gone' : ' (the program is not visible on this host)'}`,
+    );
   });
 }

@@ -23,10 +23,13 @@ export async function binaryRoundtrip(s: CheckSession): Promise<CheckOutcome> {
     await env.putFiles([{ path: 'bin/all-bytes.bin', content: data }]);
     const r = await s.run(env, { source: HASH_FILE, args: ['bin/all-bytes.bin'] });
     const want = `len=${data.length} sha=${sha256(data)}`;
-    if (!r.stdout.text().includes(want)) return fail(`the program did not read the bytes that were put in (wanted "${want}"; got "${r.stdout.text().trim().slice(0, 200)}"; ${describeRun(r)})`);
+    if (!r.stdout.text().includes(want))
+      return fail(`the program did not read the bytes that were put in (wanted "${want}"; got "${r.stdout.text().trim().slice(0, 200)}"; ${describeRun(r)})`);
     const [got] = await env.getFiles(['bin/all-bytes.bin'], { maxBytesPerFile: 1024 * 1024 });
-    if (!got || got.kind !== 'file' || !got.content) return fail(`getFiles returned ${got ? `kind ${got.kind}${got.content ? '' : ' without content'}` : 'nothing'}`);
-    if (!Buffer.from(got.content).equals(data)) return fail(`getFiles returned ${got.content.byteLength} bytes with sha256 ${sha256(got.content)}, not the ${data.length} bytes put in`);
+    if (!got || got.kind !== 'file' || !got.content)
+      return fail(`getFiles returned ${got ? `kind ${got.kind}${got.content ? '' : ' without content'}` : 'nothing'}`);
+    if (!Buffer.from(got.content).equals(data))
+      return fail(`getFiles returned ${got.content.byteLength} bytes with sha256 ${sha256(got.content)}, not the ${data.length} bytes put in`);
     return pass(`${data.length} bytes (every byte value 64 times) in, read by the program and out unchanged`);
   });
 }
@@ -37,7 +40,8 @@ export async function emptyFile(s: CheckSession): Promise<CheckOutcome> {
     const r = await s.run(env, { source: HASH_FILE, args: ['empty.txt'] });
     if (!r.stdout.text().includes('len=0 ')) return fail(`the program did not find an empty file: ${r.stdout.text().trim().slice(0, 200)} (${describeRun(r)})`);
     const [got] = await env.getFiles(['empty.txt'], { maxBytesPerFile: 1024 });
-    if (!got || got.kind !== 'file' || got.size !== 0 || (got.content?.byteLength ?? 0) !== 0) return fail(`getFiles returned ${JSON.stringify({ kind: got?.kind, size: got?.size })}`);
+    if (!got || got.kind !== 'file' || got.size !== 0 || (got.content?.byteLength ?? 0) !== 0)
+      return fail(`getFiles returned ${JSON.stringify({ kind: got?.kind, size: got?.size })}`);
     return pass('an empty file went in, the program saw 0 bytes, getFiles returned an empty regular file');
   });
 }
@@ -70,10 +74,15 @@ async function nestedReadOnly(s: CheckSession, why: string): Promise<CheckOutcom
     if (!out.includes('read=NESTED INPUT')) return fail(`the program could not read a/b/c/deep.txt (${describeRun(r)})`);
     const [got] = await env.getFiles(['out/x/y/result.txt'], { maxBytesPerFile: 1024 });
     if (got?.kind !== 'missing') {
-      return fail(`the backend declares that the box writes no results (${why}), yet getFiles("out/x/y/result.txt") returned ${got ? got.kind : 'nothing'}: drop the declaration (results: none) so the writing half is checked`);
+      return fail(
+        `the backend declares that the box writes no results (${why}), yet getFiles("out/x/y/result.txt") returned ${got ? got.kind : 'nothing'}: drop the declaration (results: none) so the writing half is checked`,
+      );
     }
     const inside = /write=\S+( \([^)]*\))?/.exec(out)?.[0] ?? 'write=not attempted';
-    return passInPart(`a/b/c/deep.txt was readable by the program (its stdout shows the content); out/x/y/result.txt did not come out (the program said: ${inside})`, `writing half: the backend declares that the box writes no results: ${why}`);
+    return passInPart(
+      `a/b/c/deep.txt was readable by the program (its stdout shows the content); out/x/y/result.txt did not come out (the program said: ${inside})`,
+      `writing half: the backend declares that the box writes no results: ${why}`,
+    );
   });
 }
 
@@ -140,10 +149,15 @@ export async function readOnly(s: CheckSession): Promise<CheckOutcome> {
   return s.withEnv(async (env) => {
     const r = await s.run(env, { source: CHANGE_READ_ONLY, files: [{ path: 'ro/input.txt', content: original, readOnly: true }] });
     const inside = r.stdout.text().trim().replace(/\n/g, '; ');
-    if (r.result === undefined || !inside.includes('rename over')) return skip(`the program did not get through its attempts, nothing to judge (${describeRun(r)})`);
+    if (r.result === undefined || !inside.includes('rename over'))
+      return skip(`the program did not get through its attempts, nothing to judge (${describeRun(r)})`);
     const [got] = await env.getFiles(['ro/input.txt'], { maxBytesPerFile: 1024 });
-    if (!got || got.kind !== 'file' || !got.content) return fail(`after the attempts getFiles returned ${got ? got.kind : 'nothing'} for ro/input.txt (the program said: ${inside})`);
-    if (!Buffer.from(got.content).equals(original)) return fail(`the read-only input changed: getFiles returned ${JSON.stringify(Buffer.from(got.content).toString('utf8').slice(0, 80))} (the program said: ${inside})`);
+    if (!got || got.kind !== 'file' || !got.content)
+      return fail(`after the attempts getFiles returned ${got ? got.kind : 'nothing'} for ro/input.txt (the program said: ${inside})`);
+    if (!Buffer.from(got.content).equals(original))
+      return fail(
+        `the read-only input changed: getFiles returned ${JSON.stringify(Buffer.from(got.content).toString('utf8').slice(0, 80))} (the program said: ${inside})`,
+      );
     return pass(`ro/input.txt is unchanged as getFiles returns it (the program said: ${inside})`);
   });
 }
@@ -156,7 +170,8 @@ export async function missing(s: CheckSession): Promise<CheckOutcome> {
     } catch (err) {
       return fail(`getFiles threw for a missing path: ${err instanceof Error ? err.message : String(err)}`);
     }
-    if (got.length !== 1 || got[0]?.kind !== 'missing') return fail(`getFiles returned ${JSON.stringify(got.map((g) => ({ path: g.path, kind: g.kind })))} for a missing path`);
+    if (got.length !== 1 || got[0]?.kind !== 'missing')
+      return fail(`getFiles returned ${JSON.stringify(got.map((g) => ({ path: g.path, kind: g.kind })))} for a missing path`);
     return pass('a missing path is reported with kind "missing"');
   });
 }

@@ -20,7 +20,10 @@ export function capabilitiesConsistent(s: CheckSession): CheckOutcome {
     for (const i of unknown(a.enforces)) problems.push(`enforces names an unknown policy item "${i}"`);
     if (new Set(a.enforces).size !== a.enforces.length) problems.push('enforces names an item twice');
   }
-  for (const [field, map] of [['notEnforcedReasons', a.notEnforcedReasons], ['notObservable', a.notObservable]] as const) {
+  for (const [field, map] of [
+    ['notEnforcedReasons', a.notEnforcedReasons],
+    ['notObservable', a.notObservable],
+  ] as const) {
     const keys = Object.keys(map ?? {});
     for (const i of unknown(keys)) problems.push(`${field} names an unknown policy item "${i}"`);
     for (const i of keys.filter((k) => (a.enforces as readonly string[]).includes(k))) problems.push(`"${i}" is both claimed (enforces) and in ${field}`);
@@ -122,9 +125,13 @@ export async function destroyLeavesNothing(s: CheckSession): Promise<CheckOutcom
   }
   if (left.length > 0) {
     killPids(left.map((p) => p.pid));
-    return fail(`${left.length} process(es) the environment started (setsid daemon, seen alive${aliveBeforeDestroy ? ' until destroy' : ''}) still ran 2 s after destroy() returned; killed by the check (destroy reported: ${leftovers.join('; ') || 'nothing'})`);
+    return fail(
+      `${left.length} process(es) the environment started (setsid daemon, seen alive${aliveBeforeDestroy ? ' until destroy' : ''}) still ran 2 s after destroy() returned; killed by the check (destroy reported: ${leftovers.join('; ') || 'nothing'})`,
+    );
   }
-  return pass(`the daemon, seen alive on the host${aliveBeforeDestroy ? ' until destroy()' : ' while the program ran'}, is gone after destroy() (destroy reported: ${leftovers.join('; ') || 'nothing'})`);
+  return pass(
+    `the daemon, seen alive on the host${aliveBeforeDestroy ? ' until destroy()' : ' while the program ran'}, is gone after destroy() (destroy reported: ${leftovers.join('; ') || 'nothing'})`,
+  );
 }
 
 /** The check makes an empty network namespace of its own, hands it to create() as the lab, and reads the box's from /proc. */
@@ -139,32 +146,46 @@ export async function labNetns(s: CheckSession): Promise<CheckOutcome> {
     const inode = (await stat(netnsPath)).ino;
     await writeFile(resolvConfPath, 'nameserver 192.0.2.53\n');
     const marker = s.nonce('netns');
-    return await s.withEnv(async (env) => {
-      const ctl = new AbortController();
-      const stdout = new CheckSink();
-      const running = s.run(env, { source: "import sys, time\nprint('ready', flush=True)\ntime.sleep(30)\n", args: [marker], signal: ctl.signal, stdout, timeoutMs: 60_000 });
-      try {
-        if (!(await stdout.waitFor('ready', 20_000))) {
-          const r = await abortAnd(ctl, running);
-          return skip(`the program did not start in an environment given a lab (${r ? describeRun(r) : 'exec did not return'})`);
+    return await s.withEnv(
+      async (env) => {
+        const ctl = new AbortController();
+        const stdout = new CheckSink();
+        const running = s.run(env, {
+          source: "import sys, time\nprint('ready', flush=True)\ntime.sleep(30)\n",
+          args: [marker],
+          signal: ctl.signal,
+          stdout,
+          timeoutMs: 60_000,
+        });
+        try {
+          if (!(await stdout.waitFor('ready', 20_000))) {
+            const r = await abortAnd(ctl, running);
+            return skip(`the program did not start in an environment given a lab (${r ? describeRun(r) : 'exec did not return'})`);
+          }
+          const procs = await findProcessesWithCmdline(marker);
+          if (procs.length === 0) return skip("the box's processes are not visible on this host: cannot read its network namespace");
+          // The safety property: no box process in the host's own namespace. The lab's, or one of the box's own inside it, are fine.
+          const hostNs = await readlink('/proc/self/ns/net');
+          const inHost: number[] = [];
+          let inLab = 0;
+          for (const p of procs) {
+            const ns = await readlink(`/proc/${p.pid}/ns/net`).catch(() => undefined);
+            if (ns === hostNs) inHost.push(p.pid);
+            else if (ns === `net:[${inode}]`) inLab++;
+          }
+          if (inHost.length > 0)
+            return fail(
+              `given the lab ${netnsPath}, ${inHost.length} box process(es) ran in the host's own network namespace (${hostNs}): network probes would leave the lab`,
+            );
+          return pass(
+            `none of the box's ${procs.length} process(es) is in the host's network namespace (${inLab} in the lab's net:[${inode}], ${procs.length - inLab} in a namespace of the box's own)`,
+          );
+        } finally {
+          await abortAnd(ctl, running);
         }
-        const procs = await findProcessesWithCmdline(marker);
-        if (procs.length === 0) return skip("the box's processes are not visible on this host: cannot read its network namespace");
-        // The safety property: no box process in the host's own namespace. The lab's, or one of the box's own inside it, are fine.
-        const hostNs = await readlink('/proc/self/ns/net');
-        const inHost: number[] = [];
-        let inLab = 0;
-        for (const p of procs) {
-          const ns = await readlink(`/proc/${p.pid}/ns/net`).catch(() => undefined);
-          if (ns === hostNs) inHost.push(p.pid);
-          else if (ns === `net:[${inode}]`) inLab++;
-        }
-        if (inHost.length > 0) return fail(`given the lab ${netnsPath}, ${inHost.length} box process(es) ran in the host's own network namespace (${hostNs}): network probes would leave the lab`);
-        return pass(`none of the box's ${procs.length} process(es) is in the host's network namespace (${inLab} in the lab's net:[${inode}], ${procs.length - inLab} in a namespace of the box's own)`);
-      } finally {
-        await abortAnd(ctl, running);
-      }
-    }, { netnsPath, resolvConfPath });
+      },
+      { netnsPath, resolvConfPath },
+    );
   } finally {
     await execa('ip', ['netns', 'del', name], { reject: false });
     await rm(resolvConfPath, { force: true });

@@ -14,7 +14,8 @@ const MARK = { pass: 'ok  ', fail: 'FAIL', skip: 'skip' } as const;
 export function checkLine(r: AdapterCheckReport['checks'][number]): string {
   const kind = r.blocking ? 'blocking' : 'advisory';
   const na = r.notApplicable === undefined ? '' : ` [NOT APPLICABLE in part: ${cleanForReport(r.notApplicable.replace(/\s+/g, ' '), 300)}]`;
-  const again = r.firstAttempt === undefined ? '' : ` [PASSED ON REPEAT; the first attempt failed: ${cleanForReport(r.firstAttempt.replace(/\s+/g, ' '), 300)}]`;
+  const again =
+    r.firstAttempt === undefined ? '' : ` [PASSED ON REPEAT; the first attempt failed: ${cleanForReport(r.firstAttempt.replace(/\s+/g, ' '), 300)}]`;
   return `${MARK[r.status]} ${r.id.padEnd(24)} ${kind.padEnd(8)} ${cleanForReport(r.detail.replace(/\s+/g, ' '), 400)}${na}${again}`;
 }
 
@@ -39,13 +40,28 @@ export function checkReportJunit(report: AdapterCheckReport): string {
     const checks = report.checks.filter((c) => c.blocking === blocking);
     if (checks.length === 0) continue;
     const name = `${report.backend.name}.adapter${blocking ? '' : '.advisory'}`;
-    const suite = builder.testSuite().name(name).timestamp(report.startedAt).property('adapter.api.version', report.adapterApiVersion).property('policy', report.policy);
+    const suite = builder
+      .testSuite()
+      .name(name)
+      .timestamp(report.startedAt)
+      .property('adapter.api.version', report.adapterApiVersion)
+      .property('policy', report.policy);
     for (const c of checks) {
-      const tc = suite.testCase().className(name).name(`${c.id} ${c.title}`).time(c.durationMs / 1000).property('blocking', String(c.blocking)).property('blocking.reason', c.blockingReason);
+      const tc = suite
+        .testCase()
+        .className(name)
+        .name(`${c.id} ${c.title}`)
+        .time(c.durationMs / 1000)
+        .property('blocking', String(c.blocking))
+        .property('blocking.reason', c.blockingReason);
       const detail = cleanForReport(c.detail);
-      if (c.status === 'fail') tc.failure(cleanForReport(c.detail.replace(/\s+/g, ' '), 200), blocking ? 'AdapterCheckFailed' : 'AdvisoryCheckFailed').standardOutput(detail);
+      if (c.status === 'fail')
+        tc.failure(cleanForReport(c.detail.replace(/\s+/g, ' '), 200), blocking ? 'AdapterCheckFailed' : 'AdvisoryCheckFailed').standardOutput(detail);
       else if (c.status === 'skip') tc.skipped().property('skip.reason', cleanForReport(c.detail, 200)).standardOutput(detail);
-      else if (c.notApplicable !== undefined) tc.property('not-applicable', cleanForReport(c.notApplicable, 200)).standardOutput(`${detail}\nnot applicable in part: ${cleanForReport(c.notApplicable)}`);
+      else if (c.notApplicable !== undefined)
+        tc.property('not-applicable', cleanForReport(c.notApplicable, 200)).standardOutput(
+          `${detail}\nnot applicable in part: ${cleanForReport(c.notApplicable)}`,
+        );
       else tc.standardOutput(detail);
       if (c.firstAttempt !== undefined) tc.property('first-attempt', cleanForReport(c.firstAttempt, 200));
     }

@@ -30,7 +30,9 @@ function table(toleranceMs: number): Record<CheckId, CheckFn> {
   let timed: ReturnType<typeof exec.timeoutRun> | undefined;
   const timeoutRun = (s: CheckSession) => (timed ??= exec.timeoutRun(s));
   const unclaimedTimeout = (s: CheckSession): CheckOutcome | undefined =>
-    s.claims('resources.wallSeconds') ? undefined : skip('the backend does not claim resources.wallSeconds: it has no timeout of its own to check (the harness keeps its own deadline)');
+    s.claims('resources.wallSeconds')
+      ? undefined
+      : skip('the backend does not claim resources.wallSeconds: it has no timeout of its own to check (the harness keeps its own deadline)');
   return {
     'preflight.ok': () => skip('runs first'),
     'capabilities.consistent': life.capabilitiesConsistent,
@@ -100,7 +102,12 @@ export async function checkAdapter(backend: Backend, options: AdapterCheckOption
         preflightError = `openRun() threw: ${errorMessage(err)}`;
       }
     }
-    record('preflight.ok', preflightError === undefined ? { status: 'pass', detail: `preflight()${backend.openRun ? ' and openRun()' : ''} resolved` } : fail(preflightError), performance.now() - t0, []);
+    record(
+      'preflight.ok',
+      preflightError === undefined ? { status: 'pass', detail: `preflight()${backend.openRun ? ' and openRun()' : ''} resolved` } : fail(preflightError),
+      performance.now() - t0,
+      [],
+    );
     let claimed: readonly PolicyItem[] = [];
     try {
       claimed = backend.capabilities(options.policy).enforces;
@@ -129,7 +136,10 @@ export async function checkAdapter(backend: Backend, options: AdapterCheckOption
       if (outcome.status === 'fail' && blockingOf(def.blocking, claimed).blocking) {
         const first = outcome.detail;
         const again = await attempt();
-        outcome = again.status === 'pass' ? { ...again, firstAttempt: first } : { ...again, detail: `${again.detail} (failed when repeated too; first attempt: ${first})` };
+        outcome =
+          again.status === 'pass'
+            ? { ...again, firstAttempt: first }
+            : { ...again, detail: `${again.detail} (failed when repeated too; first attempt: ${first})` };
       }
       record(def.id, outcome, performance.now() - t, claimed);
     }

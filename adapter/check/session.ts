@@ -173,7 +173,16 @@ export class CheckSession {
       opts.signal?.removeEventListener('abort', forward);
     }
     const endedAt = performance.now();
-    return { ...(result ? { result } : {}), ...(threw !== undefined ? { threw } : {}), stdout, stderr, elapsedMs: endedAt - startedAt, startedAt, endedAt, backstopped };
+    return {
+      ...(result ? { result } : {}),
+      ...(threw !== undefined ? { threw } : {}),
+      stdout,
+      stderr,
+      elapsedMs: endedAt - startedAt,
+      startedAt,
+      endedAt,
+      backstopped,
+    };
   }
 
   /** Destroys what a failed check left and kills every process that carries one of this session's nonces. */

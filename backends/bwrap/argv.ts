@@ -68,13 +68,25 @@ export function bwrapArgs(plan: BoxPlan): string[] {
   a.push('--die-with-parent', '--new-session', '--hostname', 'sandcheck');
   if (plan.uid !== undefined) a.push('--cap-drop', 'ALL');
   a.push(
-    '--ro-bind', '/usr', '/usr',
-    '--symlink', 'usr/bin', '/bin',
-    '--symlink', 'usr/lib', '/lib',
-    '--symlink', 'usr/lib64', '/lib64',
-    '--symlink', 'usr/sbin', '/sbin',
-    '--proc', '/proc',
-    '--dev', '/dev',
+    '--ro-bind',
+    '/usr',
+    '/usr',
+    '--symlink',
+    'usr/bin',
+    '/bin',
+    '--symlink',
+    'usr/lib',
+    '/lib',
+    '--symlink',
+    'usr/lib64',
+    '/lib64',
+    '--symlink',
+    'usr/sbin',
+    '/sbin',
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
   );
   if (plan.tmpHost !== undefined) a.push('--bind', plan.tmpHost, '/tmp');
   else a.push('--size', String(plan.tmpSizeBytes), '--tmpfs', '/tmp');

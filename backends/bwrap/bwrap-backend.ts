@@ -70,9 +70,7 @@ export class BwrapBackend implements Backend {
     ].filter(Boolean);
     this.description = `bubblewrap: namespaces, read-only /usr, ${WORKSPACE_WORDS[runtime.workspace]} workspace, setpriv to a dedicated uid, ${
       runtime.cgroups.hierarchy ? runtime.cgroups.hierarchy.describe() : 'no cgroup'
-    } limits${
-      weakened.length > 0 ? ` (deliberately weakened: ${weakened.join(', ')})` : ''
-    }`;
+    } limits${weakened.length > 0 ? ` (deliberately weakened: ${weakened.join(', ')})` : ''}`;
   }
 
   capabilities(policy: Policy): Capabilities {
@@ -109,11 +107,15 @@ export class BwrapBackend implements Backend {
     claimUnless('output.maxBytes', o.outputCap ? undefined : "the backend's own output cap is turned off in the backend options (outputCap: false)");
     claimUnless(
       'lifecycle.destroyAfter',
-      o.teardown === 'thorough' ? undefined : "teardown kills only the launcher's process tree (teardown: launcher-tree, no cgroup): a daemon that left it survives",
+      o.teardown === 'thorough'
+        ? undefined
+        : "teardown kills only the launcher's process tree (teardown: launcher-tree, no cgroup): a daemon that left it survives",
     );
     claimUnless(
       'resources.diskMb',
-      rt.workspace !== 'host-dir' ? undefined : 'the workspace (/work) is a plain host directory without a size limit (workspace: host-dir); only /tmp is a sized tmpfs',
+      rt.workspace !== 'host-dir'
+        ? undefined
+        : 'the workspace (/work) is a plain host directory without a size limit (workspace: host-dir); only /tmp is a sized tmpfs',
     );
     return { isolation: 'sandbox', enforces, notEnforcedReasons: reasons, lightBoxes: true };
   }
@@ -139,10 +141,14 @@ export class BwrapBackend implements Backend {
       }
     }
     if (rt.workspace !== 'host-dir' && !rt.isRoot) {
-      throw new SandcheckError('BACKEND_UNAVAILABLE', `a ${rt.workspace} workspace (the disk limit) needs root to mount`, { hint: 'run as root, or set workspace: "host-dir"' });
+      throw new SandcheckError('BACKEND_UNAVAILABLE', `a ${rt.workspace} workspace (the disk limit) needs root to mount`, {
+        hint: 'run as root, or set workspace: "host-dir"',
+      });
     }
     if (rt.workspace === 'disk-image' && !rt.tools.mkfs) {
-      throw new SandcheckError('BACKEND_UNAVAILABLE', 'a disk-image workspace needs mkfs.ext4', { hint: 'apt-get install -y e2fsprogs, or set workspace: "tmpfs"' });
+      throw new SandcheckError('BACKEND_UNAVAILABLE', 'a disk-image workspace needs mkfs.ext4', {
+        hint: 'apt-get install -y e2fsprogs, or set workspace: "tmpfs"',
+      });
     }
     if (rt.opts.cgroups.mode !== 'auto' && rt.opts.cgroups.mode !== 'off' && rt.cgroups.hierarchy === undefined) {
       throw new SandcheckError('BACKEND_UNAVAILABLE', `cgroups (${rt.opts.cgroups.mode}) requested but unusable: ${rt.cgroups.reason}`, {
@@ -171,7 +177,9 @@ export class BwrapBackend implements Backend {
       });
     }
     if (ctx.lab && !rt.tools.nsenter) {
-      throw new SandcheckError('BACKEND_UNAVAILABLE', 'nsenter is not installed (needed to start boxes inside the lab)', { hint: 'apt-get install -y util-linux' });
+      throw new SandcheckError('BACKEND_UNAVAILABLE', 'nsenter is not installed (needed to start boxes inside the lab)', {
+        hint: 'apt-get install -y util-linux',
+      });
     }
     const envId = randomBytes(4).toString('hex');
     const key = `${ctx.runId}-${envId}`;
@@ -185,7 +193,13 @@ export class BwrapBackend implements Backend {
         : rt.workspace === 'disk-image' && rt.tools.mkfs
           ? { kind: 'disk-image', bytes, image: join(ctx.scratchDir, `bwrap-disk-${key}.img`), mkfs: rt.tools.mkfs }
           : undefined;
-    const root = await createEnvRoot(join(rt.stateDir, key), name, sized, box, await ownerRecord(ctx.runId, envId, sized !== undefined, sized?.kind === 'disk-image' ? sized.image : undefined));
+    const root = await createEnvRoot(
+      join(rt.stateDir, key),
+      name,
+      sized,
+      box,
+      await ownerRecord(ctx.runId, envId, sized !== undefined, sized?.kind === 'disk-image' ? sized.image : undefined),
+    );
     let cg: EnvCgroup | undefined;
     const hierarchy = rt.cgroups.hierarchy;
     if (hierarchy) {
@@ -234,4 +248,3 @@ function trialCommand(rt: BwrapRuntime): string[] {
   };
   return commandArgv(plan);
 }
-

@@ -8,7 +8,17 @@ import type { Policy } from '../../model/policy.js';
 import { RUN_MARKER } from '../../model/backend-contract.js';
 import { procLink } from '../../core/proc-files.js';
 import { findProcessesWithEnvMarker } from '../../lab/process-scan.js';
-import type { BackendContext, ByteSink, Environment, ExecRequest, ExecResult, GotFile, Leftovers, PutFile, ResourceReport } from '../../model/backend-contract.js';
+import type {
+  BackendContext,
+  ByteSink,
+  Environment,
+  ExecRequest,
+  ExecResult,
+  GotFile,
+  Leftovers,
+  PutFile,
+  ResourceReport,
+} from '../../model/backend-contract.js';
 import { describeEntry } from '../file-entry.js';
 import type { CgroupCounters } from '../../lab/cgroup-counters.js';
 import { commOf, processTree } from '../shared/host-proc.js';
@@ -104,7 +114,8 @@ export class BwrapEnvironment implements Environment {
     const total = Math.floor(maxTotalMb * MIB);
     // downloadApi 'naive' (a deliberate weakening): reads through links, on the host.
     const naive = this.rt.opts.downloadApi === 'naive';
-    const one = (p: string, cap: number): Promise<GotFile> => (naive ? describeEntry(this.root.work, p, cap, { followLinks: true }) : getFile(this.root.work, p, cap));
+    const one = (p: string, cap: number): Promise<GotFile> =>
+      naive ? describeEntry(this.root.work, p, cap, { followLinks: true }) : getFile(this.root.work, p, cap);
     const sized: GotFile[] = [];
     for (const p of paths) sized.push(await one(p, 0));
     const declared = sized.reduce((sum, g) => sum + (g.kind === 'file' && g.size <= maxFile ? g.size : 0), 0);
@@ -114,7 +125,10 @@ export class BwrapEnvironment implements Environment {
     for (const [i, p] of paths.entries()) {
       const first = sized[i];
       if (skipFiles && first?.kind === 'file') {
-        const note = first.size <= maxFile ? `not read: the files asked for come to ${declared} bytes, past the policy's ${maxTotalMb} MB in total` : `larger than ${maxFile} bytes; not read`;
+        const note =
+          first.size <= maxFile
+            ? `not read: the files asked for come to ${declared} bytes, past the policy's ${maxTotalMb} MB in total`
+            : `larger than ${maxFile} bytes; not read`;
         out.push({ path: first.path, kind: first.kind, size: first.size, note });
         continue;
       }
@@ -220,7 +234,9 @@ export class BwrapEnvironment implements Environment {
     if (o.status.childPid === undefined && o.stoppedBy === undefined) {
       const why =
         o.status.launchError ??
-        (o.exit.code === LAUNCH_CGROUP_FAILED ? 'cannot join the environment cgroup' : `bwrap ended (${o.exit.signal ?? `exit ${o.exit.code}`}) before the box existed`);
+        (o.exit.code === LAUNCH_CGROUP_FAILED
+          ? 'cannot join the environment cgroup'
+          : `bwrap ended (${o.exit.signal ?? `exit ${o.exit.code}`}) before the box existed`);
       const detail = o.stderrHead.trim().split('\n')[0]?.slice(0, 300);
       return { ...base, exitCode: o.exit.code, signal: o.exit.signal, startError: detail ? `${why}: ${detail}` : why };
     }

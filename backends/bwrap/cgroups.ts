@@ -451,7 +451,8 @@ async function detectV2(mounts: CgroupMount[], parent: string | undefined, enabl
       // Only the root cgroup may hold processes and enable controllers for its children at once.
       await writeFile(join(dir, 'cgroup.subtree_control'), `+${c}`);
     } catch (err) {
-      unavailable[c] = `cannot enable the cgroup2 ${c} controller in ${dir}: ${code(err)}${code(err) === 'EBUSY' ? ' (the cgroup holds processes; give sandcheck a delegated subtree)' : ''}`;
+      unavailable[c] =
+        `cannot enable the cgroup2 ${c} controller in ${dir}: ${code(err)}${code(err) === 'EBUSY' ? ' (the cgroup holds processes; give sandcheck a delegated subtree)' : ''}`;
     }
   }
   enabled = await words('cgroup.subtree_control');

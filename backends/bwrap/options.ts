@@ -11,7 +11,10 @@ import { z } from 'zod';
 export const DEFAULT_UNPRIVILEGED_UID = 65529;
 
 const absolutePath = (what: string) =>
-  z.string().min(1).refine((p) => isAbsolute(p), { error: `${what} must be an absolute path` });
+  z
+    .string()
+    .min(1)
+    .refine((p) => isAbsolute(p), { error: `${what} must be an absolute path` });
 
 export const ExtraBindSchema = z.strictObject({
   src: absolutePath('extraBinds[].src'),

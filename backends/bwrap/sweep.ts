@@ -80,7 +80,10 @@ export async function sweepStaleCgroups(runIdPrefix?: string, options: SweepOpti
       if (!name.startsWith(prefix) || !ours(key)) continue;
       const s = await standingOf(key);
       if (s !== 'stale') {
-        report.kept.push({ name, reason: s === 'alive' ? 'its run is alive' : `no owner record in ${stateDir}: another state dir's run, or its run's journal decides` });
+        report.kept.push({
+          name,
+          reason: s === 'alive' ? 'its run is alive' : `no owner record in ${stateDir}: another state dir's run, or its run's journal decides`,
+        });
         continue;
       }
       const cg = h.open(name);

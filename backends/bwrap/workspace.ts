@@ -133,7 +133,11 @@ async function makeImage(image: string, bytes: number, mkfs: string): Promise<vo
     await fh.close();
   }
   // 4 KiB blocks, one inode per 32 KiB, no journal, no reserve: ~98 % of `bytes` is usable, small sizes included.
-  await run(mkfs, ['-q', '-F', '-m', '0', '-b', '4096', '-i', '32768', '-O', '^has_journal,^resize_inode', '-E', 'root_owner=0:0,lazy_itable_init=1', image], 'make the workspace filesystem');
+  await run(
+    mkfs,
+    ['-q', '-F', '-m', '0', '-b', '4096', '-i', '32768', '-O', '^has_journal,^resize_inode', '-E', 'root_owner=0:0,lazy_itable_init=1', image],
+    'make the workspace filesystem',
+  );
 }
 
 /** One freshly made image per size and run directory (unique per run, beside the environments' images); each environment gets a sparse copy. */
@@ -183,7 +187,13 @@ async function mountSized(dir: string, mountName: string, fs: SizedFs): Promise<
  * /work and /tmp together): a tmpfs named after the environment, so a leftover mount is recognisable in
  * /proc/mounts, or an ext4 image file mounted at fs/ of the environment's root.
  */
-export async function createEnvRoot(root: string, mountName: string, sized: SizedFs | undefined, box: Ownership | undefined, owner: OwnerRecord): Promise<EnvRoot> {
+export async function createEnvRoot(
+  root: string,
+  mountName: string,
+  sized: SizedFs | undefined,
+  box: Ownership | undefined,
+  owner: OwnerRecord,
+): Promise<EnvRoot> {
   mkdirSync(root, { mode: 0o711 });
   chmodSync(root, 0o711);
   const env = new EnvRoot(root, sized !== undefined, sized?.kind === 'disk-image' ? sized.image : undefined);
@@ -335,7 +345,14 @@ export async function getFile(work: string, rel: string, maxBytes: number): Prom
     if (!fst.isFile() || fst.dev !== st.dev || fst.ino !== st.ino) {
       return { path: rel, kind: kindOf(fst), size: fst.size, nlink: fst.nlink, note: 'changed under the exporter; not read' };
     }
-    if (fst.nlink > 1) return { path: rel, kind: 'hardlink', size: fst.size, nlink: fst.nlink, note: `a regular file with ${fst.nlink} links (gained one under the exporter); not read` };
+    if (fst.nlink > 1)
+      return {
+        path: rel,
+        kind: 'hardlink',
+        size: fst.size,
+        nlink: fst.nlink,
+        note: `a regular file with ${fst.nlink} links (gained one under the exporter); not read`,
+      };
     if (fst.size > maxBytes) return { ...base, size: fst.size, note: `larger than ${maxBytes} bytes; not read` };
     const buf = Buffer.alloc(Math.min(fst.size, maxBytes) + 1);
     const { bytesRead } = await fh.read(buf, 0, buf.length, 0);

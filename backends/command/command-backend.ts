@@ -6,7 +6,19 @@ import { SandcheckError, errorMessage } from '../../core/errors.js';
 import type { Tristate } from '../../model/observation.js';
 import type { Policy } from '../../model/policy.js';
 import { RUN_MARKER } from '../../model/backend-contract.js';
-import type { Backend, BackendContext, Capabilities, Environment, ExecRequest, ExecResult, GotFile, Leftovers, PolicyItem, PutFile, ResourceReport } from '../../model/backend-contract.js';
+import type {
+  Backend,
+  BackendContext,
+  Capabilities,
+  Environment,
+  ExecRequest,
+  ExecResult,
+  GotFile,
+  Leftovers,
+  PolicyItem,
+  PutFile,
+  ResourceReport,
+} from '../../model/backend-contract.js';
 import { POLICY_ITEMS } from '../../model/backend-contract.js';
 import type { CgroupCounters } from '../../lab/cgroup-counters.js';
 import { BIN_DIRS, findBinary } from '../../core/find-binary.js';
@@ -14,7 +26,17 @@ import { commOf, processTree, withDescendants } from '../shared/host-proc.js';
 import { killMarkedProcesses, killTree } from '../shared/process-kill.js';
 import { stopRunningExec, TeardownOnce } from '../shared/teardown.js';
 import { segmentsOf } from '../shared/workspace-path.js';
-import { createEnvRoot, ensurePrivateDir, getFile, ownerRecord, putFile, removeEnvRoot, type EnvRoot, type Ownership, type SizedFs } from '../bwrap/workspace.js';
+import {
+  createEnvRoot,
+  ensurePrivateDir,
+  getFile,
+  ownerRecord,
+  putFile,
+  removeEnvRoot,
+  type EnvRoot,
+  type Ownership,
+  type SizedFs,
+} from '../bwrap/workspace.js';
 import { HOST_PATH, type CommandBackendConfig } from './config.js';
 import { CountingCgroup, type CountingDetection } from './counting-cgroup.js';
 import { recordToolTemp, removeToolTemp } from './tool-temp.js';
@@ -69,8 +91,12 @@ export class CommandBackend implements Backend {
     const v = this.rt.cfg.version;
     if (!v) return undefined;
     this.versionAnswer ??= runHelper(v.argv, { PATH: BIN_DIRS.join(':'), LC_ALL: 'C' }, v.timeoutMs, [], this.rt.configDir).then((r): ToolVersionAnswer => {
-      const line = `${r.stdout}\n${r.stderr}`.split('\n').map((l) => l.replace(/[^\x20-\x7e]/g, '').trim()).find((l) => l !== '');
-      if (r.code !== 0) return { ok: false, why: `\`${v.argv.join(' ')}\` ${r.code === null ? 'did not finish' : `exited ${r.code}`}${line ? `: ${line.slice(0, 200)}` : ''}` };
+      const line = `${r.stdout}\n${r.stderr}`
+        .split('\n')
+        .map((l) => l.replace(/[^\x20-\x7e]/g, '').trim())
+        .find((l) => l !== '');
+      if (r.code !== 0)
+        return { ok: false, why: `\`${v.argv.join(' ')}\` ${r.code === null ? 'did not finish' : `exited ${r.code}`}${line ? `: ${line.slice(0, 200)}` : ''}` };
       if (line === undefined) return { ok: false, why: `\`${v.argv.join(' ')}\` printed nothing` };
       this.versionLine = line.slice(0, 200);
       return { ok: true, version: this.versionLine };
@@ -92,22 +118,40 @@ export class CommandBackend implements Backend {
         if (cfg.claims.includes(item)) notObservable[item] = `no counting cgroup for the command backend here: ${this.rt.counting.reason}`;
       }
     }
-    return { isolation: 'sandbox', enforces: [...cfg.claims], notEnforcedReasons: reasons, ...(Object.keys(notObservable).length > 0 ? { notObservable } : {}), ...(cfg.results === 'none' && cfg.resultsReason ? { noWrittenResults: cfg.resultsReason } : {}) };
+    return {
+      isolation: 'sandbox',
+      enforces: [...cfg.claims],
+      notEnforcedReasons: reasons,
+      ...(Object.keys(notObservable).length > 0 ? { notObservable } : {}),
+      ...(cfg.results === 'none' && cfg.resultsReason ? { noWrittenResults: cfg.resultsReason } : {}),
+    };
   }
 
   async preflight(): Promise<void> {
     const { cfg } = this.rt;
     if (cfg.workspace !== 'host-dir' && process.getuid?.() !== 0) {
-      throw new SandcheckError('BACKEND_UNAVAILABLE', `${this.rt.file}: workspace "${cfg.workspace}" is mounted by sandcheck and needs root`, { hint: 'run as root, or use workspace: host-dir' });
+      throw new SandcheckError('BACKEND_UNAVAILABLE', `${this.rt.file}: workspace "${cfg.workspace}" is mounted by sandcheck and needs root`, {
+        hint: 'run as root, or use workspace: host-dir',
+      });
     }
-    if (cfg.workspace === 'disk-image' && !this.rt.tools.mkfs) throw new SandcheckError('BACKEND_UNAVAILABLE', 'mkfs.ext4 is not installed (workspace: disk-image)', { hint: 'apt-get install -y e2fsprogs' });
+    if (cfg.workspace === 'disk-image' && !this.rt.tools.mkfs)
+      throw new SandcheckError('BACKEND_UNAVAILABLE', 'mkfs.ext4 is not installed (workspace: disk-image)', { hint: 'apt-get install -y e2fsprogs' });
     // The launcher must exist; it is never run here (a tool's --version may have side effects of its own).
     const [cmd] = cfg.exec.argv;
     if (cmd === undefined || cmd.startsWith('{')) return this.checkVersion();
     const dirs = (cfg.exec.env['PATH'] ?? BIN_DIRS.join(':')).split(':').filter((d) => isAbsolute(d));
-    const found = cmd.includes('/') ? await access(resolve(this.rt.configDir, cmd), constants.X_OK).then(() => cmd, () => undefined) : await findBinary(cmd, dirs);
+    const found = cmd.includes('/')
+      ? await access(resolve(this.rt.configDir, cmd), constants.X_OK).then(
+          () => cmd,
+          () => undefined,
+        )
+      : await findBinary(cmd, dirs);
     if (found === undefined) {
-      throw new SandcheckError('BACKEND_UNAVAILABLE', `${this.rt.file}: exec.argv[0] "${cmd}" is not an executable ${cmd.includes('/') ? 'file' : `in ${dirs.join(':')}`}`, { hint: 'install the tool, or give its absolute path' });
+      throw new SandcheckError(
+        'BACKEND_UNAVAILABLE',
+        `${this.rt.file}: exec.argv[0] "${cmd}" is not an executable ${cmd.includes('/') ? 'file' : `in ${dirs.join(':')}`}`,
+        { hint: 'install the tool, or give its absolute path' },
+      );
     }
     await this.checkVersion();
   }
@@ -115,13 +159,19 @@ export class CommandBackend implements Backend {
   /** The file's own version command (its author vouches that it is harmless): a tool that cannot answer it is broken here. */
   private async checkVersion(): Promise<void> {
     const version = await this.toolVersion();
-    if (version && !version.ok) throw new SandcheckError('BACKEND_UNAVAILABLE', `${this.rt.file}: the tool does not answer its version command: ${version.why}`, { hint: 'install the tool (or fix version.argv)' });
+    if (version && !version.ok)
+      throw new SandcheckError('BACKEND_UNAVAILABLE', `${this.rt.file}: the tool does not answer its version command: ${version.why}`, {
+        hint: 'install the tool (or fix version.argv)',
+      });
   }
 
   async create(policy: Policy, ctx: BackendContext): Promise<Environment> {
     const { cfg, tools } = this.rt;
     if (!SAFE_ID.test(ctx.runId)) throw new SandcheckError('HARNESS', `run id "${ctx.runId}" is not safe in cgroup and directory names`);
-    if (ctx.lab && !tools.nsenter) throw new SandcheckError('BACKEND_UNAVAILABLE', 'nsenter is not installed (needed to run the tool inside the lab)', { hint: 'apt-get install -y util-linux' });
+    if (ctx.lab && !tools.nsenter)
+      throw new SandcheckError('BACKEND_UNAVAILABLE', 'nsenter is not installed (needed to run the tool inside the lab)', {
+        hint: 'apt-get install -y util-linux',
+      });
     const envId = randomBytes(4).toString('hex');
     const key = `${ctx.runId}-${envId}`;
     // Not "sandcheck-…": the bwrap backend's crash sweep owns that prefix and would take these for its own strays.
@@ -135,7 +185,13 @@ export class CommandBackend implements Backend {
         : cfg.workspace === 'disk-image' && tools.mkfs
           ? { kind: 'disk-image', bytes, image: join(ctx.scratchDir, `command-disk-${key}.img`), mkfs: tools.mkfs }
           : undefined;
-    const root = await createEnvRoot(join(this.rt.stateDir, key), name, sized, box, await ownerRecord(ctx.runId, envId, sized !== undefined, sized?.kind === 'disk-image' ? sized.image : undefined));
+    const root = await createEnvRoot(
+      join(this.rt.stateDir, key),
+      name,
+      sized,
+      box,
+      await ownerRecord(ctx.runId, envId, sized !== undefined, sized?.kind === 'disk-image' ? sized.image : undefined),
+    );
     let cg: CountingCgroup | undefined;
     try {
       // Before the tool runs: a harness killed from here on leaves its directories to the crash sweep.
@@ -202,7 +258,11 @@ class CommandEnvironment implements Environment {
     if (!s || !template) return '';
     const argv = this.inLab(expand(template, this.envValues()));
     const r = await runHelper(argv, this.cfg.exec.env, s.timeoutMs, this.cg?.procsFiles, this.rt.configDir);
-    if (r.code !== 0) throw new SandcheckError('HARNESS', `session.${key} failed (${r.code === null ? 'did not finish' : `exit ${r.code}`}): ${r.stderr.trim().split('\n').slice(-2).join(' | ').slice(0, 300)}`);
+    if (r.code !== 0)
+      throw new SandcheckError(
+        'HARNESS',
+        `session.${key} failed (${r.code === null ? 'did not finish' : `exit ${r.code}`}): ${r.stderr.trim().split('\n').slice(-2).join(' | ').slice(0, 300)}`,
+      );
     return r.stdout;
   }
 
@@ -280,7 +340,9 @@ class CommandEnvironment implements Environment {
       'argv...': req.argv,
       'env...': this.cfg.exec.envArg ? env.flatMap(([name, value]) => expand(this.cfg.exec.envArg ?? [], { ...base, name, value })) : [],
       'readOnly...': this.cfg.exec.readOnlyArg
-        ? [...this.readOnly].flatMap((rel) => expand(this.cfg.exec.readOnlyArg ?? [], { ...base, hostPath: join(this.root.work, rel), boxPath: posix.join(this.boxWorkspace, rel) }))
+        ? [...this.readOnly].flatMap((rel) =>
+            expand(this.cfg.exec.readOnlyArg ?? [], { ...base, hostPath: join(this.root.work, rel), boxPath: posix.join(this.boxWorkspace, rel) }),
+          )
         : [],
     };
     return this.inLab(expand(this.cfg.exec.argv, values));
@@ -296,7 +358,8 @@ class CommandEnvironment implements Environment {
     this.assertUsable('exec');
     if (req.argv.length === 0) throw new SandcheckError('HARNESS', 'exec needs a non-empty argv');
     const command = this.command(req);
-    if (req.signal.aborted) return { exitCode: null, signal: null, startError: 'aborted before the tool started', timedOut: false, oomKilled: false, outputTruncated: false };
+    if (req.signal.aborted)
+      return { exitCode: null, signal: null, startError: 'aborted before the tool started', timedOut: false, oomKilled: false, outputTruncated: false };
     let finished!: () => void;
     const running: Running = { launcherPid: undefined, status: undefined, stop: () => Promise.resolve(), done: new Promise<void>((r) => (finished = r)) };
     this.running = running;
@@ -331,7 +394,12 @@ class CommandEnvironment implements Environment {
     if (o.launchError !== undefined) return { ...base, exitCode: o.exit.code, signal: o.exit.signal, startError: o.launchError };
     if (o.statusExpected && o.stoppedBy === undefined) {
       // The tool has an out-of-band status and it never reported the program: a setup failure, not a program outcome.
-      return { ...base, exitCode: o.exit.code, signal: o.exit.signal, startError: `the tool ended (${o.exit.signal ?? `exit ${o.exit.code}`}) without reporting the program on its status channel` };
+      return {
+        ...base,
+        exitCode: o.exit.code,
+        signal: o.exit.signal,
+        startError: `the tool ended (${o.exit.signal ?? `exit ${o.exit.code}`}) without reporting the program on its status channel`,
+      };
     }
     return { ...base, exitCode: o.exit.code, signal: o.exit.signal };
   }
@@ -363,7 +431,8 @@ class CommandEnvironment implements Environment {
       const left = alive.length > 0 ? await this.cg.killAll() : [];
       for (const pid of left) items.push(`process ${pid} (${await commOf(pid)}) survived SIGKILL in the environment's cgroup`);
     }
-    for (const p of await killMarkedProcesses(ENV_MARKER, this.id)) items.push(`process ${p.pid} (${p.comm}) of the environment was outside its cgroup at destroy; killed`);
+    for (const p of await killMarkedProcesses(ENV_MARKER, this.id))
+      items.push(`process ${p.pid} (${p.comm}) of the environment was outside its cgroup at destroy; killed`);
     if (this.cfg.toolTemp) {
       // The tool is dead by now: what it would have removed on a clean exit is removed here.
       const { removed, kept } = await removeToolTemp(this.cfg.toolTemp, { [RUN_MARKER]: this.ctx.runId, [ENV_MARKER]: this.id });

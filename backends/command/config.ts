@@ -106,10 +106,17 @@ export const CommandBackendConfigSchema = z
       .optional(),
   })
   .superRefine((c, ctx) => {
-    if (c.shape === 'session' && !c.session) ctx.addIssue({ code: 'custom', path: ['session'], message: 'shape "session" needs session.create and session.destroy' });
+    if (c.shape === 'session' && !c.session)
+      ctx.addIssue({ code: 'custom', path: ['session'], message: 'shape "session" needs session.create and session.destroy' });
     if (c.shape === 'one-shot' && c.session) ctx.addIssue({ code: 'custom', path: ['session'], message: 'session commands need shape: session' });
-    if (c.results === 'none' && c.resultsReason === undefined) ctx.addIssue({ code: 'custom', path: ['resultsReason'], message: 'results: none needs resultsReason: why the box cannot write results (e.g. the tool\'s read-only mode)' });
-    if (c.results === 'written' && c.resultsReason !== undefined) ctx.addIssue({ code: 'custom', path: ['resultsReason'], message: 'resultsReason is only for results: none' });
+    if (c.results === 'none' && c.resultsReason === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['resultsReason'],
+        message: "results: none needs resultsReason: why the box cannot write results (e.g. the tool's read-only mode)",
+      });
+    if (c.results === 'written' && c.resultsReason !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['resultsReason'], message: 'resultsReason is only for results: none' });
     for (const item of c.claims) {
       if (c.notClaimedReasons[item] !== undefined) ctx.addIssue({ code: 'custom', path: ['notClaimedReasons', item], message: `${item} is claimed` });
     }

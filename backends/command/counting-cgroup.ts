@@ -28,7 +28,8 @@ export async function detectCountingRoots(): Promise<CountingDetection> {
     if (m.fstype !== 'cgroup') continue;
     for (const c of CONTROLLERS) if (m.options.includes(c) && !roots.has(c)) roots.set(c, await realpath(m.path).catch(() => m.path));
   }
-  if (!roots.has('memory') || !roots.has('pids') || !roots.has('cpuacct')) return { reason: 'the cgroup v1 memory, pids and cpuacct controllers are not all mounted (cgroup v2 is not supported by the command backend yet)' };
+  if (!roots.has('memory') || !roots.has('pids') || !roots.has('cpuacct'))
+    return { reason: 'the cgroup v1 memory, pids and cpuacct controllers are not all mounted (cgroup v2 is not supported by the command backend yet)' };
   return { roots };
 }
 
@@ -189,7 +190,8 @@ export class CountingCgroup {
         await rmdir(d);
       } catch (err) {
         const code = (err as { code?: string }).code;
-        if (code !== 'ENOENT') problems.push(`cgroup ${this.name}${d.includes(`${this.name}/`) ? ` (a child the tool made)` : ''} could not be removed: ${code ?? String(err)}`);
+        if (code !== 'ENOENT')
+          problems.push(`cgroup ${this.name}${d.includes(`${this.name}/`) ? ` (a child the tool made)` : ''} could not be removed: ${code ?? String(err)}`);
       }
     }
     return problems;

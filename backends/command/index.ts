@@ -54,7 +54,14 @@ export default async function createCommandBackend(options: unknown): Promise<Co
 export async function commandRuntime(cfg: CommandBackendConfig, file: string, configDir: string): Promise<CommandRuntime> {
   const [nsenter, mkfs, counting] = await Promise.all([findBinary('nsenter'), findBinary('mkfs.ext4'), detectCountingRoots()]);
   const isRoot = process.getuid?.() === 0;
-  return { cfg, file, configDir, tools: { nsenter, mkfs }, counting, stateDir: isRoot ? DEFAULT_STATE_DIR : join(tmpdir(), `sandcheck-command-${process.getuid?.() ?? 'u'}`) };
+  return {
+    cfg,
+    file,
+    configDir,
+    tools: { nsenter, mkfs },
+    counting,
+    stateDir: isRoot ? DEFAULT_STATE_DIR : join(tmpdir(), `sandcheck-command-${process.getuid?.() ?? 'u'}`),
+  };
 }
 
 export { createCommandBackend };

@@ -109,7 +109,16 @@ export async function launch(o: {
     for (let i = stdio.length; i < fd; i++) stdio.push('ignore');
     stdio[fd] = devNull ?? 'ignore';
   }
-  const args = ['-c', LAUNCH_SCRIPT, 'sandcheck-launch', String(o.procsFiles.length), String(errFd), statusFd !== undefined ? 'keep' : 'close', ...o.procsFiles, ...o.command];
+  const args = [
+    '-c',
+    LAUNCH_SCRIPT,
+    'sandcheck-launch',
+    String(o.procsFiles.length),
+    String(errFd),
+    statusFd !== undefined ? 'keep' : 'close',
+    ...o.procsFiles,
+    ...o.command,
+  ];
   const child = spawn('/bin/sh', args, { env: o.env, cwd: o.cwd, stdio, detached: true });
   if (devNull !== undefined) closeSync(devNull);
   const exitP = new Promise<{ code: number | null; signal: string | null; error?: string }>((resolve) => {
@@ -195,9 +204,16 @@ export async function launch(o: {
 }
 
 /** A helper command (preflight, session create/put/get/destroy): bounded output, own group, killed at the timeout. */
-export function runHelper(argv: readonly string[], env: Record<string, string>, timeoutMs: number, procsFiles: readonly string[] = [], cwd = '/'): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runHelper(
+  argv: readonly string[],
+  env: Record<string, string>,
+  timeoutMs: number,
+  procsFiles: readonly string[] = [],
+  cwd = '/',
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const [cmd, ...rest] = procsFiles.length > 0 ? ['/bin/sh', '-c', LAUNCH_SCRIPT, 'sandcheck-helper', String(procsFiles.length), '2', 'keep', ...procsFiles, ...argv] : argv;
+    const [cmd, ...rest] =
+      procsFiles.length > 0 ? ['/bin/sh', '-c', LAUNCH_SCRIPT, 'sandcheck-helper', String(procsFiles.length), '2', 'keep', ...procsFiles, ...argv] : argv;
     const child = spawn(cmd ?? '', rest, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let stdout = '';
     let stderr = '';

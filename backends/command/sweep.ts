@@ -17,7 +17,11 @@ const ENV_KEY = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}-[0-9a-f]{8}$/;
  * its run is one the ownership journal proved dead (`deadRunIds`: killed between mkdir and the record).
  * The tool's own temp directories of such an environment (`toolTemp`, recorded in its root) go too.
  */
-export async function sweepStaleCommandEnvironments(stateDir: string, dryRun = false, deadRunIds: readonly string[] = []): Promise<{ removed: string[]; kept: string[] }> {
+export async function sweepStaleCommandEnvironments(
+  stateDir: string,
+  dryRun = false,
+  deadRunIds: readonly string[] = [],
+): Promise<{ removed: string[]; kept: string[] }> {
   const removed: string[] = [];
   const kept: string[] = [];
   const counting = await detectCountingRoots();
@@ -52,7 +56,8 @@ export async function sweepStaleCommandEnvironments(stateDir: string, dryRun = f
       removed.push(...r.removed.map(toolDir));
       kept.push(...r.kept.map(toolDir));
     }
-    const mounted = owner?.mounted ?? (await readFile('/proc/self/mounts', 'utf8').catch(() => '')).split('\n').some((l) => l.split(' ')[1] === join(root, 'fs'));
+    const mounted =
+      owner?.mounted ?? (await readFile('/proc/self/mounts', 'utf8').catch(() => '')).split('\n').some((l) => l.split(' ')[1] === join(root, 'fs'));
     const problems = await removeEnvRoot(root, mounted, name, owner?.image);
     if (problems.length > 0) kept.push(`${key}: ${problems.join('; ')}`);
     else removed.push(`command environment ${key}`);

@@ -22,12 +22,16 @@ export const POLICY_PLACEHOLDERS = [
 ] as const;
 const ENV_PLACEHOLDERS = ['configDir', 'workspace', 'tmp', 'boxWorkspace', 'envId', 'runId', 'image', 'sessionRef', 'statusFd', 'statusFile'] as const;
 const EXEC_PLACEHOLDERS = ['boxCwd'] as const;
-const SPLICES = ['argv...', 'env...', 'readOnly...'] as const;
 const ENV_ITEM = ['name', 'value'] as const;
 const READONLY_ITEM = ['hostPath', 'boxPath'] as const;
 
-export type Scalar = (typeof POLICY_PLACEHOLDERS)[number] | (typeof ENV_PLACEHOLDERS)[number] | (typeof EXEC_PLACEHOLDERS)[number] | (typeof ENV_ITEM)[number] | (typeof READONLY_ITEM)[number];
-export type Splice = (typeof SPLICES)[number];
+export type Scalar =
+  | (typeof POLICY_PLACEHOLDERS)[number]
+  | (typeof ENV_PLACEHOLDERS)[number]
+  | (typeof EXEC_PLACEHOLDERS)[number]
+  | (typeof ENV_ITEM)[number]
+  | (typeof READONLY_ITEM)[number];
+export type Splice = 'argv...' | 'env...' | 'readOnly...';
 export type Values = Partial<Record<Scalar, string>> & Partial<Record<Splice, readonly string[]>>;
 
 const WHOLE = /^\{([A-Za-z]+(?:\.\.\.)?)\}$/;
@@ -50,7 +54,8 @@ function allowedAt(key: string, cfg: CommandBackendConfig): Map<string, string |
   for (const p of ENV_PLACEHOLDERS) m.set(p, undefined);
   if (cfg.image === undefined) m.set('image', 'the file sets no image');
   if (cfg.workspace === 'host-dir') m.set('tmp', 'workspace "host-dir" has no {tmp} (use disk-image or tmpfs)');
-  if (cfg.shape !== 'session' || key === 'session.create') m.set('sessionRef', key === 'session.create' ? 'session.create produces {sessionRef}' : 'only a session has {sessionRef}');
+  if (cfg.shape !== 'session' || key === 'session.create')
+    m.set('sessionRef', key === 'session.create' ? 'session.create produces {sessionRef}' : 'only a session has {sessionRef}');
   const status = cfg.exec.status;
   const inExec = key.startsWith('exec.');
   if (!inExec || status?.format !== 'bwrap-json') m.set('statusFd', inExec ? 'exec.status is not a bwrap-json fd' : 'only exec templates have {statusFd}');
@@ -88,14 +93,20 @@ export function checkTemplates(cfg: CommandBackendConfig, file: string): void {
       if (joinable && !WHOLE.test(arg)) {
         const rest = arg.replace(EACH, (_m, name: string) => (joinable.includes(name) ? '' : `{${name}}`));
         if (!ANY.test(rest) && !/[{}]/.test(rest)) return;
-        throw new SandcheckError('CONFIG_INVALID', `${file}: ${key}[${i}]: only ${joinable.map((p) => `{${p}}`).join(' ')} may be joined with text in one argument, got "${arg}"`);
+        throw new SandcheckError(
+          'CONFIG_INVALID',
+          `${file}: ${key}[${i}]: only ${joinable.map((p) => `{${p}}`).join(' ')} may be joined with text in one argument, got "${arg}"`,
+        );
       }
       const whole = WHOLE.exec(arg);
       if (!whole) throw new SandcheckError('CONFIG_INVALID', `${file}: ${key}[${i}]: a placeholder must be a whole argument, got "${arg}"`);
       const name = whole[1] ?? '';
       if (!allowed.has(name)) {
         throw new SandcheckError('CONFIG_INVALID', `${file}: ${key}[${i}]: unknown placeholder {${name}}`, {
-          hint: `known here: ${[...allowed].filter(([, why]) => why === undefined).map(([p]) => `{${p}}`).join(' ')}`,
+          hint: `known here: ${[...allowed]
+            .filter(([, why]) => why === undefined)
+            .map(([p]) => `{${p}}`)
+            .join(' ')}`,
         });
       }
       const why = allowed.get(name);
@@ -105,7 +116,8 @@ export function checkTemplates(cfg: CommandBackendConfig, file: string): void {
   cfg.version?.argv.forEach((arg, i) => {
     if (ANY.test(arg)) throw new SandcheckError('CONFIG_INVALID', `${file}: version.argv[${i}]: the version command takes no placeholders, got "${arg}"`);
   });
-  if (!cfg.exec.argv.includes('{argv...}')) throw new SandcheckError('CONFIG_INVALID', `${file}: exec.argv: the template never runs the program (no {argv...})`);
+  if (!cfg.exec.argv.includes('{argv...}'))
+    throw new SandcheckError('CONFIG_INVALID', `${file}: exec.argv: the template never runs the program (no {argv...})`);
 }
 
 /** The policy's values, each formatted as one argv element. */

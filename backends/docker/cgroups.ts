@@ -266,7 +266,9 @@ export class ExecCounters {
     const b = this.baseline;
     const l = this.latest;
     const r: ResourceReport = {
-      source: [this.child?.describe, this.parent ? `parent cgroup ${this.parent.name} (hierarchical peaks; outlives the container)` : undefined].filter(Boolean).join('; '),
+      source: [this.child?.describe, this.parent ? `parent cgroup ${this.parent.name} (hierarchical peaks; outlives the container)` : undefined]
+        .filter(Boolean)
+        .join('; '),
     };
     if (l?.memoryLimitBytes !== undefined) r.memoryLimitBytes = l.memoryLimitBytes;
     const peak = Math.max(this.maxPeak, parent?.memoryPeakBytes ?? 0);

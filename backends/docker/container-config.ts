@@ -23,24 +23,109 @@ const MountSchema = z.strictObject({
 });
 
 const UlimitSchema = z.strictObject({ Name: z.string().min(1), Soft: z.number().int(), Hard: z.number().int() });
-const DeviceSchema = z.strictObject({ PathOnHost: z.string().regex(/^\//), PathInContainer: z.string().regex(/^\//), CgroupPermissions: z.string().regex(/^[rwm]+$/) });
+const DeviceSchema = z.strictObject({
+  PathOnHost: z.string().regex(/^\//),
+  PathInContainer: z.string().regex(/^\//),
+  CgroupPermissions: z.string().regex(/^[rwm]+$/),
+});
 
 /** Keys `docker inspect` prints that say nothing about isolation here: accepted and ignored. */
 const IGNORED_HOST_KEYS = [
-  'ContainerIDFile', 'LogConfig', 'PortBindings', 'RestartPolicy', 'AutoRemove', 'VolumeDriver', 'VolumesFrom', 'ConsoleSize', 'Dns', 'DnsOptions',
-  'DnsSearch', 'ExtraHosts', 'GroupAdd', 'Cgroup', 'Links', 'OomScoreAdj', 'PublishAllPorts', 'UTSMode', 'ShmSize', 'Isolation', 'CpuShares',
-  'BlkioWeight', 'BlkioWeightDevice', 'BlkioDeviceReadBps', 'BlkioDeviceWriteBps', 'BlkioDeviceReadIOps', 'BlkioDeviceWriteIOps', 'CpuRealtimePeriod',
-  'CpuRealtimeRuntime', 'CpusetCpus', 'CpusetMems', 'DeviceCgroupRules', 'DeviceRequests', 'MemoryReservation', 'MemorySwappiness', 'OomKillDisable',
-  'MaskedPaths', 'ReadonlyPaths', 'CgroupnsMode', 'KernelMemory', 'KernelMemoryTCP', 'CpuCount', 'CpuPercent', 'IOMaximumIOps', 'IOMaximumBandwidth',
-  'CgroupParent', 'Annotations',
+  'ContainerIDFile',
+  'LogConfig',
+  'PortBindings',
+  'RestartPolicy',
+  'AutoRemove',
+  'VolumeDriver',
+  'VolumesFrom',
+  'ConsoleSize',
+  'Dns',
+  'DnsOptions',
+  'DnsSearch',
+  'ExtraHosts',
+  'GroupAdd',
+  'Cgroup',
+  'Links',
+  'OomScoreAdj',
+  'PublishAllPorts',
+  'UTSMode',
+  'ShmSize',
+  'Isolation',
+  'CpuShares',
+  'BlkioWeight',
+  'BlkioWeightDevice',
+  'BlkioDeviceReadBps',
+  'BlkioDeviceWriteBps',
+  'BlkioDeviceReadIOps',
+  'BlkioDeviceWriteIOps',
+  'CpuRealtimePeriod',
+  'CpuRealtimeRuntime',
+  'CpusetCpus',
+  'CpusetMems',
+  'DeviceCgroupRules',
+  'DeviceRequests',
+  'MemoryReservation',
+  'MemorySwappiness',
+  'OomKillDisable',
+  'MaskedPaths',
+  'ReadonlyPaths',
+  'CgroupnsMode',
+  'KernelMemory',
+  'KernelMemoryTCP',
+  'CpuCount',
+  'CpuPercent',
+  'IOMaximumIOps',
+  'IOMaximumBandwidth',
+  'CgroupParent',
+  'Annotations',
 ] as const;
 const IGNORED_CONFIG_KEYS = [
-  'Hostname', 'Domainname', 'AttachStdin', 'AttachStdout', 'AttachStderr', 'ExposedPorts', 'Tty', 'OpenStdin', 'StdinOnce', 'Cmd', 'Entrypoint',
-  'Volumes', 'WorkingDir', 'OnBuild', 'Labels', 'StopSignal', 'StopTimeout', 'Healthcheck', 'ArgsEscaped', 'MacAddress', 'NetworkDisabled', 'Shell',
+  'Hostname',
+  'Domainname',
+  'AttachStdin',
+  'AttachStdout',
+  'AttachStderr',
+  'ExposedPorts',
+  'Tty',
+  'OpenStdin',
+  'StdinOnce',
+  'Cmd',
+  'Entrypoint',
+  'Volumes',
+  'WorkingDir',
+  'OnBuild',
+  'Labels',
+  'StopSignal',
+  'StopTimeout',
+  'Healthcheck',
+  'ArgsEscaped',
+  'MacAddress',
+  'NetworkDisabled',
+  'Shell',
 ] as const;
 const IGNORED_TOP_KEYS = [
-  'Id', 'Created', 'Path', 'Args', 'State', 'ResolvConfPath', 'HostnamePath', 'HostsPath', 'LogPath', 'Name', 'RestartCount', 'Driver', 'Platform',
-  'MountLabel', 'ProcessLabel', 'AppArmorProfile', 'ExecIDs', 'GraphDriver', 'Mounts', 'NetworkSettings', 'SizeRw', 'SizeRootFs',
+  'Id',
+  'Created',
+  'Path',
+  'Args',
+  'State',
+  'ResolvConfPath',
+  'HostnamePath',
+  'HostsPath',
+  'LogPath',
+  'Name',
+  'RestartCount',
+  'Driver',
+  'Platform',
+  'MountLabel',
+  'ProcessLabel',
+  'AppArmorProfile',
+  'ExecIDs',
+  'GraphDriver',
+  'Mounts',
+  'NetworkSettings',
+  'SizeRw',
+  'SizeRootFs',
 ] as const;
 const ignored = (keys: readonly string[]) => Object.fromEntries(keys.map((k) => [k, z.unknown().optional()]));
 
@@ -73,7 +158,10 @@ export const HostConfigSchema = z.strictObject({
 export const ContainerConfigSchema = z
   .strictObject({
     /** How reports name this backend (default "docker"). */
-    name: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,40}$/).optional(),
+    name: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9_.-]{0,40}$/)
+      .optional(),
     description: z.string().optional(),
     /**
      * What the configuration enforces. Default: derived from the settings (no network → network.egress,
@@ -94,13 +182,19 @@ export const ContainerConfigSchema = z
     ...ignored(IGNORED_TOP_KEYS),
   })
   .superRefine((c, ctx) => {
-    if (c.Image !== undefined && c.Config.Image !== undefined && c.Image !== c.Config.Image) ctx.addIssue({ code: 'custom', path: ['Image'], message: 'Image and Config.Image differ' });
+    if (c.Image !== undefined && c.Config.Image !== undefined && c.Image !== c.Config.Image)
+      ctx.addIssue({ code: 'custom', path: ['Image'], message: 'Image and Config.Image differ' });
     const user = c.Config.User.replaceAll('{boxUid}', '1');
     if (user !== '' && user !== 'root' && !/^\d+(:\d+)?$/.test(user)) {
-      ctx.addIssue({ code: 'custom', path: ['Config', 'User'], message: 'a numeric "uid[:gid]" (user names cannot be resolved outside the image), or "" / "root"' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['Config', 'User'],
+        message: 'a numeric "uid[:gid]" (user names cannot be resolved outside the image), or "" / "root"',
+      });
     }
     for (const [i, o] of (c.HostConfig.SecurityOpt ?? []).entries()) {
-      if (!/^(no-new-privileges(:(true|false))?|seccomp[=:].+|apparmor[=:].+|label[=:].+)$/.test(o)) ctx.addIssue({ code: 'custom', path: ['HostConfig', 'SecurityOpt', i], message: `unsupported security option "${o}"` });
+      if (!/^(no-new-privileges(:(true|false))?|seccomp[=:].+|apparmor[=:].+|label[=:].+)$/.test(o))
+        ctx.addIssue({ code: 'custom', path: ['HostConfig', 'SecurityOpt', i], message: `unsupported security option "${o}"` });
     }
   })
   .meta({ id: 'sandcheck-docker-container-config', title: 'sandcheck docker container configuration (--backend docker --backend-config FILE)' });

@@ -45,7 +45,13 @@ export async function createDiskWorkspace(r: DiskWorkspaceRequest): Promise<EnvR
   const key = `${r.runId}-${r.envId}`;
   await ensurePrivateDir(r.stateDir, 0o711, 0);
   const image = join(r.scratchDir, diskImageName(key));
-  const env = await createEnvRoot(join(r.stateDir, key), `sandcheck-docker-${key}`, { kind: 'disk-image', bytes: r.bytes, image, mkfs: r.mkfs }, undefined, await ownerRecord(r.runId, r.envId, true, image));
+  const env = await createEnvRoot(
+    join(r.stateDir, key),
+    `sandcheck-docker-${key}`,
+    { kind: 'disk-image', bytes: r.bytes, image, mkfs: r.mkfs },
+    undefined,
+    await ownerRecord(r.runId, r.envId, true, image),
+  );
   try {
     await chmod(env.work, 0o1777);
   } catch (err) {

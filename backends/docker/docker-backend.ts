@@ -66,7 +66,7 @@ export interface DockerRunHandle {
 
 export const UNAVAILABLE_HINT =
   'start a Docker daemon and point the backend at it: `apt-get install -y docker.io runsc`, then either let sandcheck start its own ' +
-  'daemon inside the run\'s lab (private mode, the default: needs root), or run `dockerd --host unix:///run/sandcheck-docker.sock &` and pass that socket ' +
+  "daemon inside the run's lab (private mode, the default: needs root), or run `dockerd --host unix:///run/sandcheck-docker.sock &` and pass that socket " +
   '(or set DOCKER_HOST)';
 
 /** What /work is for this backend's environments, and why when it is not the disk image. */
@@ -99,7 +99,9 @@ export class DockerBackend implements Backend {
   constructor(readonly parts: DockerBackendParts) {
     markOwnCounters(this);
     const own = parts.opts.container;
-    this.profile = own ? { ...own, name: own.name ?? 'docker', description: own.description ?? 'your own container configuration' } : PROFILES[parts.opts.profile ?? 'docker-hardened'];
+    this.profile = own
+      ? { ...own, name: own.name ?? 'docker', description: own.description ?? 'your own container configuration' }
+      : PROFILES[parts.opts.profile ?? 'docker-hardened'];
     this.gvisor = isGvisor(this.profile, parts.opts.gvisorRuntime);
     this.boxUser = userOf(this.profile, parts.opts.boxUid);
     this.name = this.profile.name;
@@ -107,7 +109,7 @@ export class DockerBackend implements Backend {
     if (parts.client) this.conn = { client: parts.client, netnsPath: parts.opts.labNetnsPath, daemon: undefined };
     const where =
       this.mode === 'private'
-        ? "a private dockerd started for the run inside its lab"
+        ? 'a private dockerd started for the run inside its lab'
         : parts.opts.labNetnsPath
           ? "a daemon inside the run's lab"
           : (parts.client?.endpoint ?? '');
@@ -131,7 +133,8 @@ export class DockerBackend implements Backend {
    */
   workspaceKind(): Promise<WorkspaceChoice> {
     this.workspaceChoice ??= this.chooseWorkspace().then((c) => {
-      this.workspaceNote = c.kind === 'disk-image' ? '; workspace: sized ext4 image' : `; workspace: sized tmpfs volume${c.reason ? ` (not a disk image: ${c.reason})` : ''}`;
+      this.workspaceNote =
+        c.kind === 'disk-image' ? '; workspace: sized ext4 image' : `; workspace: sized tmpfs volume${c.reason ? ` (not a disk image: ${c.reason})` : ''}`;
       return c;
     });
     return this.workspaceChoice;
@@ -142,15 +145,21 @@ export class DockerBackend implements Backend {
     if (opts.workspace === 'tmpfs') return { kind: 'tmpfs', reason: undefined };
     const hint = 'set workspace: "tmpfs" (its pages count against the memory limit, so disk-fill is inconclusive when memory is the smaller limit)';
     if (opts.workspace === undefined && this.mode === 'external' && opts.labNetnsPath === undefined) {
-      return { kind: 'tmpfs', reason: "the daemon is not one sandcheck knows to share this machine's mounts (set workspace: \"disk-image\" for a local one)" };
+      return { kind: 'tmpfs', reason: 'the daemon is not one sandcheck knows to share this machine\'s mounts (set workspace: "disk-image" for a local one)' };
     }
     if (this.conn && !this.conn.client.local) {
-      if (opts.workspace === 'disk-image') throw new SandcheckError('BACKEND_UNAVAILABLE', `a disk-image workspace is mounted on this machine, and the daemon at ${this.conn.client.endpoint} is not local`, { hint });
+      if (opts.workspace === 'disk-image')
+        throw new SandcheckError(
+          'BACKEND_UNAVAILABLE',
+          `a disk-image workspace is mounted on this machine, and the daemon at ${this.conn.client.endpoint} is not local`,
+          { hint },
+        );
       return { kind: 'tmpfs', reason: 'the daemon is not on this machine' };
     }
     const support = await diskImageSupport();
     if ('problem' in support) {
-      if (opts.workspace === 'disk-image') throw new SandcheckError('BACKEND_UNAVAILABLE', `a disk-image workspace cannot be made: ${support.problem}`, { hint });
+      if (opts.workspace === 'disk-image')
+        throw new SandcheckError('BACKEND_UNAVAILABLE', `a disk-image workspace cannot be made: ${support.problem}`, { hint });
       return { kind: 'tmpfs', reason: support.problem };
     }
     return { kind: 'disk-image', mkfs: support.mkfs };
@@ -174,7 +183,13 @@ export class DockerBackend implements Backend {
   }
 
   capabilities(policy: Policy): Capabilities {
-    return capabilitiesFor(this.profile, policy, { inLab: this.sealed, endpoint: this.conn?.client.endpoint ?? 'private' }, this.parts.opts.assumePolicy, this.parts.opts.gvisorRuntime);
+    return capabilitiesFor(
+      this.profile,
+      policy,
+      { inLab: this.sealed, endpoint: this.conn?.client.endpoint ?? 'private' },
+      this.parts.opts.assumePolicy,
+      this.parts.opts.gvisorRuntime,
+    );
   }
 
   /** The image, built or checked once per daemon. */
@@ -228,7 +243,10 @@ export class DockerBackend implements Backend {
     try {
       await this.client.ping(AbortSignal.timeout(PING_TIMEOUT_MS));
     } catch (err) {
-      throw new SandcheckError('BACKEND_UNAVAILABLE', `the Docker daemon at ${this.client.endpoint} does not answer: ${errorMessage(err)}`, { hint: UNAVAILABLE_HINT, cause: err });
+      throw new SandcheckError('BACKEND_UNAVAILABLE', `the Docker daemon at ${this.client.endpoint} does not answer: ${errorMessage(err)}`, {
+        hint: UNAVAILABLE_HINT,
+        cause: err,
+      });
     }
     await this.workspaceKind();
     const info = await this.info();
@@ -323,7 +341,7 @@ export class DockerBackend implements Backend {
       if (info.CgroupVersion !== '' && info.CgroupVersion !== '1') return `the daemon uses cgroup v${info.CgroupVersion}`;
       // Podman (cgroupfs) runs every conmon, one per exec, in <CgroupParent>/conmon: the parent's hierarchical
       // counters (pids peak, memory peak, CPU) would count them, and they outlive the container by 300 s (exit delay).
-      if (info.Podman) return "Podman puts its conmon monitors under the cgroup parent";
+      if (info.Podman) return 'Podman puts its conmon monitors under the cgroup parent';
       return canUseV1Parents();
     })();
     return this.parentsOk;
@@ -352,7 +370,14 @@ export class DockerBackend implements Backend {
     try {
       if ((await this.parentsUsable()) === undefined) parent = await createParentCgroup(`${PARENT_PREFIX}${ctx.runId}-${envId}`);
       if (workspace.kind === 'disk-image') {
-        disk = await createDiskWorkspace({ stateDir: this.diskStateDir, scratchDir: ctx.scratchDir, runId: ctx.runId, envId, bytes: policy.resources.diskMb * MIB, mkfs: workspace.mkfs });
+        disk = await createDiskWorkspace({
+          stateDir: this.diskStateDir,
+          scratchDir: ctx.scratchDir,
+          runId: ctx.runId,
+          envId,
+          bytes: policy.resources.diskMb * MIB,
+          mkfs: workspace.mkfs,
+        });
       } else if (volumeName !== undefined) {
         await this.client.createVolume({ Name: volumeName, Driver: 'local', DriverOpts: workspaceVolumeOptions(policy), Labels: labels });
         volumeMade = true;
@@ -362,7 +387,13 @@ export class DockerBackend implements Backend {
         Image: image,
         Entrypoint: [...KEEPALIVE],
         Cmd: [],
-        Env: boxEnv(this.profile.Config.Env ?? [], [`PATH=${BASE_PATH}`, `HOME=${WORKSPACE}`, 'LANG=C.UTF-8', `${RUN_MARKER}=${ctx.runId}`, `${ENV_MARKER}=${envId}`]),
+        Env: boxEnv(this.profile.Config.Env ?? [], [
+          `PATH=${BASE_PATH}`,
+          `HOME=${WORKSPACE}`,
+          'LANG=C.UTF-8',
+          `${RUN_MARKER}=${ctx.runId}`,
+          `${ENV_MARKER}=${envId}`,
+        ]),
         User: this.boxUser.user,
         WorkingDir: WORKSPACE,
         Hostname: 'sandcheck',
@@ -379,7 +410,10 @@ export class DockerBackend implements Backend {
       await this.client.startContainer(containerId);
       const details = await this.client.inspectContainer(containerId);
       if (!details?.State.Running) {
-        throw new SandcheckError('HARNESS', `the environment's container stopped right after start (${details?.State.Error || `exit ${details?.State.ExitCode ?? '?'}`})`);
+        throw new SandcheckError(
+          'HARNESS',
+          `the environment's container stopped right after start (${details?.State.Error || `exit ${details?.State.ExitCode ?? '?'}`})`,
+        );
       }
       const cg = this.client.local && details.State.Pid > 0 ? await locateContainerCgroup(details.State.Pid, containerId) : undefined;
       const env = new DockerEnvironment({

@@ -137,7 +137,10 @@ export class DockerEnvironment implements Environment {
     let total = 0;
     let count = 0;
     // Many artifacts: one archive of the workspace (within the export's total, plus headers) answers most of them.
-    const atOnce = paths.length > 1 && !this.stoppedWhy ? await getWorkspaceFilesAtOnce(this.fileSource(), paths, maxFile, maxTotal + paths.length * 4096 + MIB) : new Map<string, GotFile>();
+    const atOnce =
+      paths.length > 1 && !this.stoppedWhy
+        ? await getWorkspaceFilesAtOnce(this.fileSource(), paths, maxFile, maxTotal + paths.length * 4096 + MIB)
+        : new Map<string, GotFile>();
     for (const p of paths) {
       const got = atOnce.get(p) ?? (await this.getOne(p, maxFile));
       if (got.content) {
@@ -160,7 +163,11 @@ export class DockerEnvironment implements Environment {
   private fileSource(): FileSource {
     const gone = this.stoppedWhy && !this.init.disk ? `; the environment's container stopped (${this.stoppedWhy}) and its tmpfs workspace went with it` : '';
     const hostRoot = (): Promise<string | undefined> =>
-      this.init.disk ? Promise.resolve(this.init.disk.work) : this.volumeName !== undefined ? this.init.backend.hostVolumeDir(this.volumeName) : Promise.resolve(undefined);
+      this.init.disk
+        ? Promise.resolve(this.init.disk.work)
+        : this.volumeName !== undefined
+          ? this.init.backend.hostVolumeDir(this.volumeName)
+          : Promise.resolve(undefined);
     return { client: this.client, containerId: this.containerId, gone, hostRoot };
   }
 
@@ -210,7 +217,14 @@ export class DockerEnvironment implements Environment {
       if (!ENV_NAME.test(k)) throw new SandcheckError('HARNESS', `invalid environment variable name "${k}"`);
       env.push(`${k}=${v}`);
     }
-    const notRun = (startError: string): ExecResult => ({ exitCode: null, signal: null, startError, timedOut: false, oomKilled: false, outputTruncated: false });
+    const notRun = (startError: string): ExecResult => ({
+      exitCode: null,
+      signal: null,
+      startError,
+      timedOut: false,
+      oomKilled: false,
+      outputTruncated: false,
+    });
     if (this.stoppedWhy) return notRun(`the environment's container is not running (${this.stoppedWhy})`);
     if (req.signal.aborted) return notRun('aborted before the program started');
     let finished!: () => void;
@@ -245,7 +259,14 @@ export class DockerEnvironment implements Environment {
       sock = await this.client.startExec(execId, req.stdin !== undefined);
     } catch (err) {
       await this.noteContainerState();
-      return { exitCode: null, signal: null, startError: `docker exec failed: ${errorMessage(err)}`, timedOut: false, oomKilled: false, outputTruncated: false };
+      return {
+        exitCode: null,
+        signal: null,
+        startError: `docker exec failed: ${errorMessage(err)}`,
+        timedOut: false,
+        oomKilled: false,
+        outputTruncated: false,
+      };
     }
     this.coldStartMs ??= performance.now() - this.createdAt;
 
@@ -400,7 +421,14 @@ export class DockerEnvironment implements Environment {
 
   /** Stops everything in the environment at once: SIGKILL to the container (and, if the daemon fails us, to its host pids). */
   private async killContainer(why: StopReason): Promise<void> {
-    this.stoppedWhy ??= why === 'timeout' ? "killed at the policy's wall clock" : why === 'output' ? 'killed at the output cap' : why === 'abort' ? 'killed on the harness\'s request' : 'destroyed';
+    this.stoppedWhy ??=
+      why === 'timeout'
+        ? "killed at the policy's wall clock"
+        : why === 'output'
+          ? 'killed at the output cap'
+          : why === 'abort'
+            ? "killed on the harness's request"
+            : 'destroyed';
     try {
       await this.client.killContainer(this.containerId);
     } catch {
@@ -437,7 +465,8 @@ export class DockerEnvironment implements Environment {
     }
     if (this.client.local && !this.init.backend.gvisor) {
       // A witness that does not trust the daemon: box processes carry the environment marker.
-      for (const p of await killMarkedProcesses(ENV_MARKER, this.id)) items.push(`process ${p.pid} (${p.comm}) of the environment outlived its container; killed`);
+      for (const p of await killMarkedProcesses(ENV_MARKER, this.id))
+        items.push(`process ${p.pid} (${p.comm}) of the environment outlived its container; killed`);
     }
     // Last: nothing of the environment holds the mount now (umount detaches the loop device; the image goes).
     if (this.init.disk) items.push(...(await removeDiskWorkspace(this.init.disk, `environment ${this.id}`)));

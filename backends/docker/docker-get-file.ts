@@ -55,7 +55,13 @@ export async function getWorkspaceFile(src: FileSource, rel: string, maxBytes: n
   if (isSymlinkMode(last.mode)) {
     // The daemon's stat names the fully resolved target; the host side of the volume has the link's own text.
     const own = await hostReadlink(await src.hostRoot(), segs);
-    return { path: rel, kind: 'symlink', size: last.size, linkTarget: (own ?? last.linkTarget).slice(0, 4096), note: own !== undefined ? 'links are never followed' : "links are never followed; target as the daemon resolves it" };
+    return {
+      path: rel,
+      kind: 'symlink',
+      size: last.size,
+      linkTarget: (own ?? last.linkTarget).slice(0, 4096),
+      note: own !== undefined ? 'links are never followed' : 'links are never followed; target as the daemon resolves it',
+    };
   }
   let archive;
   try {
@@ -103,7 +109,12 @@ export async function getWorkspaceFile(src: FileSource, rel: string, maxBytes: n
  * (a file, a directory or a FIFO, named once; a link's target is described by the daemon's own stat): anything else, and whatever the archive did not
  * reach within `maxArchiveBytes`, is absent from the map, and the caller asks for it with getWorkspaceFile.
  */
-export async function getWorkspaceFilesAtOnce(src: FileSource, rels: readonly string[], maxBytes: number, maxArchiveBytes: number): Promise<Map<string, GotFile>> {
+export async function getWorkspaceFilesAtOnce(
+  src: FileSource,
+  rels: readonly string[],
+  maxBytes: number,
+  maxArchiveBytes: number,
+): Promise<Map<string, GotFile>> {
   const out = new Map<string, GotFile>();
   const base = WORKSPACE.split('/').pop() ?? '';
   const nameOf = new Map<string, string>();
@@ -131,11 +142,18 @@ export async function getWorkspaceFilesAtOnce(src: FileSource, rels: readonly st
       case 'file': {
         const segs = workspaceSegments(rel);
         const nlink = await hostNlink(root, segs);
-        if (nlink !== undefined && nlink > 1) out.set(rel, { path: rel, kind: 'hardlink', size: entry.size, nlink, note: `regular file with ${nlink} links; not read` });
-        else if (root !== undefined && nlink === undefined) continue; // not a plain file on the host side: the per-file path decides
+        if (nlink !== undefined && nlink > 1)
+          out.set(rel, { path: rel, kind: 'hardlink', size: entry.size, nlink, note: `regular file with ${nlink} links; not read` });
+        else if (root !== undefined && nlink === undefined)
+          continue; // not a plain file on the host side: the per-file path decides
         else {
           const links = nlink !== undefined ? { nlink } : {};
-          out.set(rel, entry.content ? { path: rel, kind: 'file', size: entry.size, content: entry.content, ...links } : { path: rel, kind: 'file', size: entry.size, note: entry.note ?? 'not read', ...links });
+          out.set(
+            rel,
+            entry.content
+              ? { path: rel, kind: 'file', size: entry.size, content: entry.content, ...links }
+              : { path: rel, kind: 'file', size: entry.size, note: entry.note ?? 'not read', ...links },
+          );
         }
         break;
       }

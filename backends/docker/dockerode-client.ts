@@ -96,11 +96,7 @@ function filters(labels: readonly string[]): { filters: string } {
 export function createDockerodeClient(endpoint: DockerEndpoint = {}): DockerClient {
   const docker = endpoint.socketPath ? new Docker({ socketPath: endpoint.socketPath }) : new Docker();
   const host = process.env.DOCKER_HOST;
-  const described = endpoint.socketPath
-    ? `unix://${endpoint.socketPath}`
-    : host && host.length > 0
-      ? host
-      : 'the default Docker socket (DOCKER_HOST unset)';
+  const described = endpoint.socketPath ? `unix://${endpoint.socketPath}` : host && host.length > 0 ? host : 'the default Docker socket (DOCKER_HOST unset)';
   const local = endpoint.socketPath !== undefined || !host || host.startsWith('unix://');
 
   return {
@@ -234,7 +230,14 @@ export function createDockerodeClient(endpoint: DockerEndpoint = {}): DockerClie
         // infoArchive's own call, with 404 accepted: Podman answers 404 for a dangling symlink, with the link's stat in the header.
         const res: unknown = await new Promise((resolve, reject) => {
           docker.modem.dial(
-            { path: `/containers/${id}/archive?`, method: 'HEAD', abortSignal, isStream: true, statusCodes: { 200: true, 404: true, 400: 'client error, bad parameters', 500: 'server error' }, options: { path } },
+            {
+              path: `/containers/${id}/archive?`,
+              method: 'HEAD',
+              abortSignal,
+              isStream: true,
+              statusCodes: { 200: true, 404: true, 400: 'client error, bad parameters', 500: 'server error' },
+              options: { path },
+            },
             (err: unknown, data: unknown) => (err ? reject(err) : resolve(data)),
           );
         });

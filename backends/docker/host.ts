@@ -6,7 +6,10 @@ import type { Owner } from '../shared/process-owner.js';
 export async function cmdlineOf(pid: number): Promise<string[] | undefined> {
   try {
     const raw = await readFile(`/proc/${pid}/cmdline`);
-    return raw.toString('utf8').split('\0').filter((a, i, all) => a !== '' || i < all.length - 1);
+    return raw
+      .toString('utf8')
+      .split('\0')
+      .filter((a, i, all) => a !== '' || i < all.length - 1);
   } catch {
     return undefined;
   }

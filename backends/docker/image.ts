@@ -54,7 +54,10 @@ async function pythonVersion(): Promise<string> {
     });
   }
   const m = /python(3\.\d+)$/.exec(real);
-  if (!m?.[1]) throw new SandcheckError('BACKEND_UNAVAILABLE', `cannot tell the Python version of ${real}`, { hint: 'pass an image of your own that has python3 (--image)' });
+  if (!m?.[1])
+    throw new SandcheckError('BACKEND_UNAVAILABLE', `cannot tell the Python version of ${real}`, {
+      hint: 'pass an image of your own that has python3 (--image)',
+    });
   return m[1];
 }
 
@@ -197,12 +200,18 @@ async function entriesOf(files: readonly string[], dash: boolean, version: strin
   const text = (name: string, body: string, mode = 0o644): void => {
     entries.set(name, { name, type: 'file', mode, uid: 0, gid: 0, content: Buffer.from(body) });
   };
-  text('etc/passwd', `root:x:0:0:root:/root:/bin/sh\nsandbox:x:${boxUid}:${boxUid}:sandcheck box:/work:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n`);
+  text(
+    'etc/passwd',
+    `root:x:0:0:root:/root:/bin/sh\nsandbox:x:${boxUid}:${boxUid}:sandcheck box:/work:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n`,
+  );
   text('etc/group', `root:x:0:\nsandbox:x:${boxUid}:\nnogroup:x:65534:\n`);
   for (const f of ['etc/hosts', 'etc/hostname', 'etc/resolv.conf']) text(f, '');
 
   const sorted = [...entries.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  for (const e of sorted) sources.update(JSON.stringify([e.name, e.type, e.mode, e.linkname ?? '', e.source ?? '', e.content ? createHash('sha256').update(e.content).digest('hex') : '']));
+  for (const e of sorted)
+    sources.update(
+      JSON.stringify([e.name, e.type, e.mode, e.linkname ?? '', e.source ?? '', e.content ? createHash('sha256').update(e.content).digest('hex') : '']),
+    );
   return { sorted, fingerprint: sources.digest('hex') };
 }
 
@@ -222,7 +231,8 @@ async function buildRootfs(boxUid: number, cacheDir: string | null): Promise<Pro
   const { sorted, fingerprint } = await entriesOf(collected.files, collected.dash, version, boxUid);
   // Hashed as it streams: the ~45 MB tar is never held (kept, it was most of a Docker run's peak RSS).
   const { hash, bytes } = await digest(packStream(sorted));
-  const stored = cacheDir !== null && writeRootfsCache(cacheDir, boxUid, { version: 1, key, files: collected.files, dash: collected.dash, fingerprint, hash, bytes });
+  const stored =
+    cacheDir !== null && writeRootfsCache(cacheDir, boxUid, { version: 1, key, files: collected.files, dash: collected.dash, fingerprint, hash, bytes });
   return { tar: () => checked(packStream(sorted), hash), hash, bytes, files: sorted.length, pythonVersion: version, cache: stored ? 'stored' : 'off' };
 }
 
@@ -253,7 +263,9 @@ export function checked(tar: Readable, hash: string): Readable {
         last = b;
       }
       if (h.digest('hex') !== hash) {
-        throw new SandcheckError('BACKEND_UNAVAILABLE', 'the Python files changed while the probe image was built (another hash the second time)', { hint: 'run again once package upgrades are done' });
+        throw new SandcheckError('BACKEND_UNAVAILABLE', 'the Python files changed while the probe image was built (another hash the second time)', {
+          hint: 'run again once package upgrades are done',
+        });
       }
       if (last) yield last;
     })(),

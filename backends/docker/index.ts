@@ -13,10 +13,25 @@ export { DockerBackend, type DockerRunHandle, ENV_MARKER, LABEL_ENV, LABEL_OWNER
 export { DockerOptionsSchema, DEFAULT_BOX_UID, PROFILE_NAMES, type DockerOptions, type ProfileName, type ResolvedDockerOptions } from './options.js';
 export { PROFILES, capabilitiesFor, derivedReasons, hostConfigFor, isGvisor, userOf, workspaceVolumeOptions, type Profile } from './profiles.js';
 export { ContainerConfigSchema, HostConfigSchema, type ContainerConfig, type ContainerConfigInput } from './container-config.js';
-export { startLabDaemon, sweepStaleLabDaemons, privateDaemonProblem, DEFAULT_LAB_DAEMON_ROOT, type LabDaemon, type StartLabDaemonOptions, type LabDaemonStopReport } from './lab-daemon.js';
+export {
+  startLabDaemon,
+  sweepStaleLabDaemons,
+  privateDaemonProblem,
+  DEFAULT_LAB_DAEMON_ROOT,
+  type LabDaemon,
+  type StartLabDaemonOptions,
+  type LabDaemonStopReport,
+} from './lab-daemon.js';
 export { ensureProbeImage, buildProbeRootfs, checkUserImage, IMAGE_REPO, type ProbeRootfs } from './image.js';
 export { sweepDockerLeftovers, type DockerSweepReport } from './sweep.js';
-export { createDiskWorkspace, removeDiskWorkspace, sweepDiskWorkspaces, diskImageSupport, DEFAULT_DISK_STATE_DIR, type DiskSweepReport } from './disk-workspace.js';
+export {
+  createDiskWorkspace,
+  removeDiskWorkspace,
+  sweepDiskWorkspaces,
+  diskImageSupport,
+  DEFAULT_DISK_STATE_DIR,
+  type DiskSweepReport,
+} from './disk-workspace.js';
 export { createDockerodeClient, type DockerEndpoint } from './dockerode-client.js';
 export type { DockerClient } from './client.js';
 
@@ -39,7 +54,10 @@ export default async function createDockerBackend(options: DockerOptions): Promi
     opts,
     ...(securityOpt ? { securityOpt } : {}),
     ...(client ? { client } : {}),
-    image: userImage !== undefined ? (c) => checkUserImage(c, userImage) : (c) => ensureProbeImage(c, { boxUid: opts.boxUid, ...(opts.runId ? { runId: opts.runId } : {}) }),
+    image:
+      userImage !== undefined
+        ? (c) => checkUserImage(c, userImage)
+        : (c) => ensureProbeImage(c, { boxUid: opts.boxUid, ...(opts.runId ? { runId: opts.runId } : {}) }),
   });
   return withAppliedOptions(backend, opts);
 }
@@ -59,7 +77,11 @@ export async function resolveSecurityOpt(opts: readonly string[]): Promise<strin
     }
     const [, kind, value = ''] = m;
     if (kind === 'apparmor') {
-      if (value.includes('/')) throw new SandcheckError('CONFIG_INVALID', `HostConfig.SecurityOpt: apparmor=${value}: load the profile first (apparmor_parser -r ${value}) and give its name`);
+      if (value.includes('/'))
+        throw new SandcheckError(
+          'CONFIG_INVALID',
+          `HostConfig.SecurityOpt: apparmor=${value}: load the profile first (apparmor_parser -r ${value}) and give its name`,
+        );
       out.push(`apparmor=${value}`);
       continue;
     }
@@ -72,7 +94,10 @@ export async function resolveSecurityOpt(opts: readonly string[]): Promise<strin
       text = await readFile(value, 'utf8');
       JSON.parse(text);
     } catch (err) {
-      throw new SandcheckError('CONFIG_INVALID', `HostConfig.SecurityOpt: seccomp=${value}: not a readable JSON seccomp profile (${err instanceof Error ? err.message : String(err)})`);
+      throw new SandcheckError(
+        'CONFIG_INVALID',
+        `HostConfig.SecurityOpt: seccomp=${value}: not a readable JSON seccomp profile (${err instanceof Error ? err.message : String(err)})`,
+      );
     }
     out.push(`seccomp=${text}`);
   }
@@ -89,12 +114,17 @@ export async function createContainerConfigBackend(options: unknown): Promise<Do
   const pass = { image, socketPath, daemon, daemonRoot, labNetnsPath, boxUid, runId, gvisorRuntime, assumePolicy, workspace, diskStateDir };
   const defined = Object.fromEntries(Object.entries(pass).filter(([, v]) => v !== undefined));
   if (Object.keys(container).length === 0) {
-    throw new SandcheckError('CONFIG_INVALID', '--backend docker needs --backend-config FILE: your container settings (Config/HostConfig keys as docker inspect prints them)', {
-      hint: 'or use a preset: --backend docker-hardened / docker-default / gvisor',
-    });
+    throw new SandcheckError(
+      'CONFIG_INVALID',
+      '--backend docker needs --backend-config FILE: your container settings (Config/HostConfig keys as docker inspect prints them)',
+      {
+        hint: 'or use a preset: --backend docker-hardened / docker-default / gvisor',
+      },
+    );
   }
   const parsed = ContainerConfigSchema.safeParse(container);
-  if (!parsed.success) throw new SandcheckError('CONFIG_INVALID', `invalid docker container configuration\n${formatIssues(parsed.error, container, '--backend-config')}`);
+  if (!parsed.success)
+    throw new SandcheckError('CONFIG_INVALID', `invalid docker container configuration\n${formatIssues(parsed.error, container, '--backend-config')}`);
   return createDockerBackend({ ...defined, container: container as DockerOptions['container'] } as DockerOptions);
 }
 

@@ -131,12 +131,18 @@ function layoutOf(dir: string): Layout {
 
 /** Why a private daemon cannot start here (fast checks: root, binaries), or undefined. */
 export async function privateDaemonProblem(gvisor: boolean): Promise<{ message: string; hint: string } | undefined> {
-  if (process.platform !== 'linux') return { message: `a private Docker daemon needs Linux (this is ${process.platform})`, hint: 'use an existing daemon (socketPath or DOCKER_HOST)' };
+  if (process.platform !== 'linux')
+    return { message: `a private Docker daemon needs Linux (this is ${process.platform})`, hint: 'use an existing daemon (socketPath or DOCKER_HOST)' };
   if (process.getuid?.() !== 0) {
-    return { message: "starting the run's own Docker daemon needs root", hint: 'run sandcheck as root (CI does), or use an existing daemon (--docker-socket / DOCKER_HOST)' };
+    return {
+      message: "starting the run's own Docker daemon needs root",
+      hint: 'run sandcheck as root (CI does), or use an existing daemon (--docker-socket / DOCKER_HOST)',
+    };
   }
-  if (!(await findBinary('dockerd', TOOL_DIRS))) return { message: 'dockerd is not installed', hint: 'apt-get install -y docker.io (and runsc for the gvisor profile)' };
-  if (!(await findBinary('nsenter', TOOL_DIRS)) || !(await findBinary('unshare', TOOL_DIRS))) return { message: 'nsenter/unshare are not installed', hint: 'apt-get install -y util-linux' };
+  if (!(await findBinary('dockerd', TOOL_DIRS)))
+    return { message: 'dockerd is not installed', hint: 'apt-get install -y docker.io (and runsc for the gvisor profile)' };
+  if (!(await findBinary('nsenter', TOOL_DIRS)) || !(await findBinary('unshare', TOOL_DIRS)))
+    return { message: 'nsenter/unshare are not installed', hint: 'apt-get install -y util-linux' };
   if (gvisor && !(await findBinary('runsc', TOOL_DIRS))) return { message: 'runsc (gVisor) is not installed', hint: 'apt-get install -y runsc' };
   return undefined;
 }
@@ -151,7 +157,10 @@ export async function startLabDaemon(options: StartLabDaemonOptions): Promise<La
   const problem = await privateDaemonProblem(false);
   if (problem) throw new SandcheckError('BACKEND_UNAVAILABLE', problem.message, { hint: problem.hint });
   const dockerd = (await findBinary('dockerd', TOOL_DIRS)) ?? 'dockerd';
-  const enter = options.netnsPath !== undefined ? [(await findBinary('nsenter', TOOL_DIRS)) ?? 'nsenter', `--net=${options.netnsPath}`] : [(await findBinary('unshare', TOOL_DIRS)) ?? 'unshare', '--net'];
+  const enter =
+    options.netnsPath !== undefined
+      ? [(await findBinary('nsenter', TOOL_DIRS)) ?? 'nsenter', `--net=${options.netnsPath}`]
+      : [(await findBinary('unshare', TOOL_DIRS)) ?? 'unshare', '--net'];
   const labInode = options.netnsPath !== undefined ? await netnsInode(options.netnsPath) : undefined;
   if (options.netnsPath !== undefined && labInode === undefined) throw new SandcheckError('HARNESS', `the lab namespace ${options.netnsPath} does not exist`);
   const hostInode = await processNetnsInode(process.pid);
@@ -162,7 +171,8 @@ export async function startLabDaemon(options: StartLabDaemonOptions): Promise<La
   }
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const existing = await readdir(dir);
-  if (existing.length > 0) throw new SandcheckError('HARNESS', `the lab daemon directory ${dir} is not empty; refusing to reuse it (sweepStaleLabDaemons cleans dead runs)`);
+  if (existing.length > 0)
+    throw new SandcheckError('HARNESS', `the lab daemon directory ${dir} is not empty; refusing to reuse it (sweepStaleLabDaemons cleans dead runs)`);
   const me = await selfOwner();
   const ownerText = `${JSON.stringify({ version: 1, runId: options.runId, ownerPid: me.pid, ownerStartTime: me.startTime, bootId: me.bootId, netnsPath: options.netnsPath ?? null, createdAt: new Date().toISOString() })}\n`;
   const runsc = options.gvisor === false ? undefined : await findBinary('runsc', TOOL_DIRS);
@@ -231,7 +241,14 @@ interface Launched {
   unhook: () => void;
 }
 
-async function launch(L: Layout, dockerd: string, enter: readonly string[], driver: string, timeoutMs: number, extraEnv: Readonly<Record<string, string>>): Promise<Launched | { problem: string }> {
+async function launch(
+  L: Layout,
+  dockerd: string,
+  enter: readonly string[],
+  driver: string,
+  timeoutMs: number,
+  extraEnv: Readonly<Record<string, string>>,
+): Promise<Launched | { problem: string }> {
   const [enterBin, ...enterArgs] = enter;
   const args = [
     ...enterArgs,
@@ -264,7 +281,12 @@ async function launch(L: Layout, dockerd: string, enter: readonly string[], driv
   try {
     // Its own session and process group, so stop() can take the whole group down. A clean environment:
     // the harness's (decoy) credentials never reach the daemon.
-    child = spawn(enterBin ?? 'nsenter', args, { detached: true, stdio: ['ignore', logFd, logFd], env: { ...extraEnv, PATH: TOOL_PATH, HOME: L.dir }, cwd: '/' });
+    child = spawn(enterBin ?? 'nsenter', args, {
+      detached: true,
+      stdio: ['ignore', logFd, logFd],
+      env: { ...extraEnv, PATH: TOOL_PATH, HOME: L.dir },
+      cwd: '/',
+    });
   } finally {
     closeSync(logFd);
   }
@@ -407,7 +429,13 @@ async function waitExit(child: ChildProcess | undefined, pid: number, ms: number
   return false;
 }
 
-async function stopDaemon(L: Layout, child: ChildProcess | undefined, client: DockerClient, unhook: () => void, knownPid?: number): Promise<LabDaemonStopReport> {
+async function stopDaemon(
+  L: Layout,
+  child: ChildProcess | undefined,
+  client: DockerClient,
+  unhook: () => void,
+  knownPid?: number,
+): Promise<LabDaemonStopReport> {
   const t0 = performance.now();
   const leftovers: string[] = [];
   const pid = child?.pid ?? knownPid;

@@ -48,7 +48,10 @@ export const DockerOptionsSchema = z
     /** Host uid/gid the hardened profiles run as. */
     boxUid: z.number().int().min(1).max(4294967294).default(DEFAULT_BOX_UID),
     /** The run this backend serves, when known up front: the probe image it imports is labelled with it. */
-    runId: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,40}$/).optional(),
+    runId: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9_.-]{0,40}$/)
+      .optional(),
     /** OCI runtime name for the gvisor profile, as registered with the daemon. */
     gvisorRuntime: z.string().min(1).default('runsc'),
     /**
@@ -62,10 +65,19 @@ export const DockerOptionsSchema = z
     /** Where disk-image workspaces are mounted (default /run/sandcheck/docker-disk). */
     diskStateDir: absolutePath('diskStateDir').optional(),
   })
-  .refine((o) => (o.profile === undefined) !== (o.container === undefined), { error: 'give either profile (a preset) or container (your own configuration)', path: ['profile'] })
+  .refine((o) => (o.profile === undefined) !== (o.container === undefined), {
+    error: 'give either profile (a preset) or container (your own configuration)',
+    path: ['profile'],
+  })
   .refine((o) => !(o.daemon === 'socket' && o.socketPath === undefined), { error: "daemon: 'socket' needs socketPath", path: ['socketPath'] })
-  .refine((o) => !(o.socketPath !== undefined && o.daemon !== undefined && o.daemon !== 'socket'), { error: 'socketPath is only for daemon: "socket"', path: ['socketPath'] })
-  .refine((o) => !(o.labNetnsPath !== undefined && o.socketPath === undefined), { error: 'labNetnsPath describes the daemon at socketPath', path: ['labNetnsPath'] })
+  .refine((o) => !(o.socketPath !== undefined && o.daemon !== undefined && o.daemon !== 'socket'), {
+    error: 'socketPath is only for daemon: "socket"',
+    path: ['socketPath'],
+  })
+  .refine((o) => !(o.labNetnsPath !== undefined && o.socketPath === undefined), {
+    error: 'labNetnsPath describes the daemon at socketPath',
+    path: ['labNetnsPath'],
+  })
   .meta({ id: 'sandcheck-docker-options', title: 'docker backend options' });
 
 export type DockerOptions = z.input<typeof DockerOptionsSchema>;

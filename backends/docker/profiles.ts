@@ -77,7 +77,8 @@ export function isGvisor(c: ContainerConfig, gvisorRuntime: string): boolean {
   return c.HostConfig.Runtime !== undefined && (c.HostConfig.Runtime === gvisorRuntime || /runsc/.test(c.HostConfig.Runtime));
 }
 
-const fromPolicy = (v: number | 'policy' | null | undefined, policyValue: number): number | undefined => (v === 'policy' ? policyValue : v === null || v === undefined ? undefined : v);
+const fromPolicy = (v: number | 'policy' | null | undefined, policyValue: number): number | undefined =>
+  v === 'policy' ? policyValue : v === null || v === undefined ? undefined : v;
 
 /** The configuration as a Docker HostConfig, with the policy's values filled in and sandcheck's workspace added. */
 export function hostConfigFor(c: ContainerConfig, i: HostConfigInput): HostConfigSpec {
@@ -171,16 +172,19 @@ export function derivedReasons(c: ContainerConfig, policy: Policy, gvisorRuntime
     reasons['files.readOnlyInput'] ??= 'root in the box (CAP_DAC_OVERRIDE, CAP_FOWNER) can overwrite or remove any input file';
   }
   if (h.CapAdd && h.CapAdd.length > 0) reasons['identity.unprivileged'] ??= `capabilities added: ${h.CapAdd.join(', ')}`;
-  if (h.PidMode === 'host') reasons['identity.hostCredentials'] ??= "PidMode host: the box sees every host process, and their /proc/<pid>/environ where its uid allows";
+  if (h.PidMode === 'host')
+    reasons['identity.hostCredentials'] ??= 'PidMode host: the box sees every host process, and their /proc/<pid>/environ where its uid allows';
   if (h.IpcMode === 'host') reasons['identity.hostCredentials'] ??= "IpcMode host: the box shares the host's System V IPC and /dev/shm";
-  if (hostBinds.some((b) => DANGEROUS_BINDS.test(b))) reasons['identity.hostCredentials'] ??= `a host control path is bound in (${hostBinds.filter((b) => DANGEROUS_BINDS.test(b)).join(', ')})`;
+  if (hostBinds.some((b) => DANGEROUS_BINDS.test(b)))
+    reasons['identity.hostCredentials'] ??= `a host control path is bound in (${hostBinds.filter((b) => DANGEROUS_BINDS.test(b)).join(', ')})`;
   if (hostBinds.length > 0) reasons['files.hostPaths'] ??= `host paths bound in: ${hostBinds.join(', ')}`;
   if (h.Devices && h.Devices.length > 0) reasons['files.hostPaths'] ??= `host devices: ${h.Devices.map((d) => d.PathOnHost).join(', ')}`;
   if (!h.ReadonlyRootfs) {
-    reasons['resources.diskMb'] = "the container's writable image layer has no size limit (--storage-opt size needs an XFS data-root with pquota); only the workspace is a sized tmpfs";
+    reasons['resources.diskMb'] =
+      "the container's writable image layer has no size limit (--storage-opt size needs an XFS data-root with pquota); only the workspace is a sized tmpfs";
   }
   const limit = (v: number | 'policy' | null | undefined, mine: number, unit: string, item: PolicyItem, none: string): void => {
-    const n = v === 'policy' ? mine : v ?? 0;
+    const n = v === 'policy' ? mine : (v ?? 0);
     if (n <= 0) reasons[item] = none;
     else if (n > mine) reasons[item] = `the configured limit (${n} ${unit}) is above the policy's ${mine}`;
   };
@@ -242,7 +246,7 @@ export function capabilitiesFor(c: ContainerConfig, policy: Policy, daemon: Daem
   if (declared !== undefined) {
     const claimed = declared.filter((item) => !(item === 'network.egress' && !daemon.inLab));
     const kept: Partial<Record<PolicyItem, string>> = {};
-    for (const item of POLICY_ITEMS) if (!claimed.includes(item)) kept[item] = reasons[item] ?? 'not among the configuration\'s claims';
+    for (const item of POLICY_ITEMS) if (!claimed.includes(item)) kept[item] = reasons[item] ?? "not among the configuration's claims";
     return { isolation: 'sandbox', enforces: claimed, notEnforcedReasons: kept, ...unseen };
   }
   const enforces = POLICY_ITEMS.filter((item) => reasons[item] === undefined);

@@ -44,7 +44,20 @@ export function packStream(entries: readonly LazyPackEntry[]): Readable {
     try {
       for (const e of entries) {
         const content = e.type === 'file' ? (e.content ?? (e.source !== undefined ? await readFile(e.source) : new Uint8Array())) : undefined;
-        const header: tar.Header = { size: content?.byteLength ?? 0, linkname: e.linkname ?? '', devmajor: 0, devminor: 0, name: e.name, type: e.type, mode: e.mode, uid: e.uid, gid: e.gid, mtime: EPOCH, uname: '', gname: '' };
+        const header: tar.Header = {
+          size: content?.byteLength ?? 0,
+          linkname: e.linkname ?? '',
+          devmajor: 0,
+          devminor: 0,
+          name: e.name,
+          type: e.type,
+          mode: e.mode,
+          uid: e.uid,
+          gid: e.gid,
+          mtime: EPOCH,
+          uname: '',
+          gname: '',
+        };
         await new Promise<void>((resolve, reject) => {
           const done = (err?: Error | null): void => (err ? reject(err) : resolve());
           if (content) pack.entry(header, content, done);
@@ -230,7 +243,12 @@ export async function readWantedEntries(source: Readable, wanted: ReadonlySet<st
         if (got <= o.maxContentBytes) parts.push(c);
       });
       stream.on('end', () => {
-        if (reading) record(got > o.maxContentBytes ? { ...base, note: `larger than ${o.maxContentBytes} bytes; not read` } : { ...base, size: got, content: new Uint8Array(Buffer.concat(parts)) });
+        if (reading)
+          record(
+            got > o.maxContentBytes
+              ? { ...base, note: `larger than ${o.maxContentBytes} bytes; not read` }
+              : { ...base, size: got, content: new Uint8Array(Buffer.concat(parts)) },
+          );
         if (found.size + twice.size >= wanted.size && [...wanted].every((w) => found.has(w) || twice.has(w))) return finish();
         next();
       });

@@ -3,7 +3,18 @@ import type { Policy } from '../../model/policy.js';
 import type { Tristate } from '../../model/observation.js';
 import { CHALLENGE_FILE, makeProof, type ExecProof } from '../../lab/proof.js';
 import { markOwnCounters } from '../own-counters.js';
-import { POLICY_ITEMS, type Backend, type BackendContext, type Capabilities, type Environment, type ExecRequest, type ExecResult, type GotFile, type PutFile, type ResourceReport } from '../../model/backend-contract.js';
+import {
+  POLICY_ITEMS,
+  type Backend,
+  type BackendContext,
+  type Capabilities,
+  type Environment,
+  type ExecRequest,
+  type ExecResult,
+  type GotFile,
+  type PutFile,
+  type ResourceReport,
+} from '../../model/backend-contract.js';
 
 /** What a scripted execution does: output, outcome, and files it leaves behind. */
 export interface FakeOutcome {

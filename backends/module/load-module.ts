@@ -21,14 +21,20 @@ function moduleUrl(spec: string, builtins: readonly string[]): string {
   try {
     return pathToFileURL(createRequire(join(process.cwd(), 'package.json')).resolve(spec)).href;
   } catch {
-    throw new SandcheckError('BACKEND_UNKNOWN', `unknown backend "${spec}": not a built-in name, and no package of that name can be resolved from ${process.cwd()}`, { hint });
+    throw new SandcheckError(
+      'BACKEND_UNKNOWN',
+      `unknown backend "${spec}": not a built-in name, and no package of that name can be resolved from ${process.cwd()}`,
+      { hint },
+    );
   }
 }
 
 function isBackend(value: unknown): value is Backend {
   if (typeof value !== 'object' || value === null) return false;
   const v = value as Record<string, unknown>;
-  return typeof v['name'] === 'string' && typeof v['description'] === 'string' && ['capabilities', 'preflight', 'create'].every((k) => typeof v[k] === 'function');
+  return (
+    typeof v['name'] === 'string' && typeof v['description'] === 'string' && ['capabilities', 'preflight', 'create'].every((k) => typeof v[k] === 'function')
+  );
 }
 
 /** Loads a module adapter: its default export is called with the parsed --backend-config options. */
@@ -42,13 +48,19 @@ export async function loadModuleBackend(spec: string, options: unknown, builtins
   }
   const factory = mod['default'];
   if (typeof factory !== 'function') {
-    throw new SandcheckError('ADAPTER_INVALID', `${spec}: the default export must be the adapter factory, a function (options) => Backend | Promise<Backend>; got ${factory === undefined ? 'no default export' : typeof factory}`, {
-      hint: `${FACTORY_SHAPE}   (types: import type { Backend } from 'sandcheck/adapter'; see docs/adapters.md)`,
-    });
+    throw new SandcheckError(
+      'ADAPTER_INVALID',
+      `${spec}: the default export must be the adapter factory, a function (options) => Backend | Promise<Backend>; got ${factory === undefined ? 'no default export' : typeof factory}`,
+      {
+        hint: `${FACTORY_SHAPE}   (types: import type { Backend } from 'sandcheck/adapter'; see docs/adapters.md)`,
+      },
+    );
   }
   const declared = mod['adapterApiVersion'];
   if (typeof declared === 'string' && declared.split('.')[0] !== ADAPTER_API_VERSION.split('.')[0]) {
-    throw new SandcheckError('ADAPTER_INVALID', `${spec} was written for adapter API ${declared}; this sandcheck speaks ${ADAPTER_API_VERSION}`, { hint: 'update the adapter or use a sandcheck of the matching major version' });
+    throw new SandcheckError('ADAPTER_INVALID', `${spec} was written for adapter API ${declared}; this sandcheck speaks ${ADAPTER_API_VERSION}`, {
+      hint: 'update the adapter or use a sandcheck of the matching major version',
+    });
   }
   let backend: unknown;
   try {
@@ -58,7 +70,11 @@ export async function loadModuleBackend(spec: string, options: unknown, builtins
     throw new SandcheckError('CONFIG_INVALID', `the adapter factory of ${spec} refused its options: ${errorMessage(err)}`, { cause: err });
   }
   if (!isBackend(backend)) {
-    throw new SandcheckError('ADAPTER_INVALID', `${spec}: the factory did not return a Backend (needs name, description, capabilities(), preflight(), create())`, { hint: FACTORY_SHAPE });
+    throw new SandcheckError(
+      'ADAPTER_INVALID',
+      `${spec}: the factory did not return a Backend (needs name, description, capabilities(), preflight(), create())`,
+      { hint: FACTORY_SHAPE },
+    );
   }
   return adopted(backend);
 }
@@ -82,10 +98,23 @@ function adopted(b: Backend): Backend {
     name: b.name,
     description: b.description,
     capabilities: (policy) => b.capabilities(policy),
-    preflight: () => Promise.resolve().then(() => b.preflight()).catch((err: unknown) => Promise.reject(adopt(err))),
-    create: (policy, ctx) => Promise.resolve().then(() => b.create(policy, ctx)).catch((err: unknown) => Promise.reject(adopt(err))),
+    preflight: () =>
+      Promise.resolve()
+        .then(() => b.preflight())
+        .catch((err: unknown) => Promise.reject(adopt(err))),
+    create: (policy, ctx) =>
+      Promise.resolve()
+        .then(() => b.create(policy, ctx))
+        .catch((err: unknown) => Promise.reject(adopt(err))),
     ...(openRun ? { openRun } : {}),
-    ...(prepare ? { prepare: (policy: Parameters<typeof prepare>[0]) => Promise.resolve().then(() => prepare(policy)).catch((err: unknown) => Promise.reject(adopt(err))) } : {}),
+    ...(prepare
+      ? {
+          prepare: (policy: Parameters<typeof prepare>[0]) =>
+            Promise.resolve()
+              .then(() => prepare(policy))
+              .catch((err: unknown) => Promise.reject(adopt(err))),
+        }
+      : {}),
     ...(dispose ? { dispose } : {}),
   };
 }

@@ -19,7 +19,18 @@ export { ADAPTER_CLAIMS, type PresetDefinition, type PresetRequirement } from '.
 export const PRESET_PREFIX = 'preset:';
 
 /** Every shipped preset, in the order `sandcheck backends` lists them. */
-export const PRESETS: readonly PresetDefinition[] = [bwrapCli, firejail, runscDo, nspawn, codexSandbox, codexSandboxWorkspace, srtDefault, srtDenyHome, podmanCrun, podmanRunsc];
+export const PRESETS: readonly PresetDefinition[] = [
+  bwrapCli,
+  firejail,
+  runscDo,
+  nspawn,
+  codexSandbox,
+  codexSandboxWorkspace,
+  srtDefault,
+  srtDenyHome,
+  podmanCrun,
+  podmanRunsc,
+];
 
 export function presetNames(): string[] {
   return PRESETS.map((p) => p.name);
@@ -43,4 +54,3 @@ export async function missingRequirements(def: PresetDefinition): Promise<Preset
   for (const r of def.requires) if (!(await present(r))) missing.push(r);
   return missing;
 }
-

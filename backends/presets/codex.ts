@@ -12,14 +12,15 @@ function codexBinary(): string {
 }
 
 const NOT_CLAIMED = {
-  'files.hostPaths': 'Codex\'s sandbox lets commands read the whole host filesystem (its permissions documentation: reads are not restricted by the built-in profiles)',
-  'identity.unprivileged': 'codex sandbox keeps the caller\'s uid (root here); it drops capabilities and sets no_new_privs but does not change user',
-  'lifecycle.freshEnvironment': 'codex sandbox runs in the caller\'s environment: /tmp and home are the host\'s',
+  'files.hostPaths':
+    "Codex's sandbox lets commands read the whole host filesystem (its permissions documentation: reads are not restricted by the built-in profiles)",
+  'identity.unprivileged': "codex sandbox keeps the caller's uid (root here); it drops capabilities and sets no_new_privs but does not change user",
+  'lifecycle.freshEnvironment': "codex sandbox runs in the caller's environment: /tmp and home are the host's",
   'resources.memoryMb': 'codex sandbox has no resource limits (filesystem and network confinement only)',
   'resources.processes': 'codex sandbox has no resource limits (filesystem and network confinement only)',
   'resources.cpus': 'codex sandbox has no resource limits (filesystem and network confinement only)',
   'resources.diskMb': 'codex sandbox has no resource limits (filesystem and network confinement only)',
-  'output.sanitized': 'codex sandbox passes the program\'s output through unchanged',
+  'output.sanitized': "codex sandbox passes the program's output through unchanged",
 } as const;
 
 /**
@@ -57,7 +58,21 @@ function codexPreset(
           exec: {
             env: { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8' },
             // CODEX_HOME (and HOME) in the environment's own {tmp}: no ~/.codex of the machine's user is read or written.
-            argv: ['/bin/sh', '-c', 'CODEX_HOME=$1 HOME=$1 && export CODEX_HOME HOME && shift && exec "$@"', 'sandcheck-codex', '{tmp}', codexBinary(), 'sandbox', '--permission-profile', profile, '-C', '{boxCwd}', '--', '{argv...}'],
+            argv: [
+              '/bin/sh',
+              '-c',
+              'CODEX_HOME=$1 HOME=$1 && export CODEX_HOME HOME && shift && exec "$@"',
+              'sandcheck-codex',
+              '{tmp}',
+              codexBinary(),
+              'sandbox',
+              '--permission-profile',
+              profile,
+              '-C',
+              '{boxCwd}',
+              '--',
+              '{argv...}',
+            ],
             stdin: 'pipe',
           },
         },
@@ -73,16 +88,19 @@ function codexPreset(
 export const codexSandbox = codexPreset(
   'codex-sandbox',
   ':read-only',
-  'OpenAI Codex CLI\'s sandbox in its default mode (`--permission-profile :read-only`: nothing writable, network off)',
+  "OpenAI Codex CLI's sandbox in its default mode (`--permission-profile :read-only`: nothing writable, network off)",
   ['files.readOnlyInput'],
-  { noResultsReason: 'codex sandbox --permission-profile :read-only (Codex\'s default mode) keeps every filesystem read-only: the program can write no result the harness reads back' },
+  {
+    noResultsReason:
+      "codex sandbox --permission-profile :read-only (Codex's default mode) keeps every filesystem read-only: the program can write no result the harness reads back",
+  },
 );
 
 /** Workspace-write: the workspace writable (inputs included), network off. */
 export const codexSandboxWorkspace = codexPreset(
   'codex-sandbox-workspace',
   ':workspace',
-  'OpenAI Codex CLI\'s sandbox in workspace-write mode (`--permission-profile :workspace`: writes only in the workspace, network off)',
+  "OpenAI Codex CLI's sandbox in workspace-write mode (`--permission-profile :workspace`: writes only in the workspace, network off)",
   [],
   { readOnlyReason: 'the :workspace profile makes the whole workspace writable: it has no per-file read-only inputs' },
 );

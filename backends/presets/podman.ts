@@ -41,7 +41,7 @@ interface Variant {
 
 const COMMON_REASONS: Partial<Record<PolicyItem, string>> = {
   'resources.diskMb': 'podman sizes no container filesystem here: --read-only leaves an unsized tmpfs on /tmp, the workspace is a host directory bound in',
-  'output.sanitized': 'podman run passes the program\'s output through unchanged',
+  'output.sanitized': "podman run passes the program's output through unchanged",
 };
 
 function podmanPreset(v: Variant): PresetDefinition {
@@ -74,16 +74,55 @@ function podmanPreset(v: Variant): PresetDefinition {
           exec: {
             env: { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C.UTF-8' },
             argv: [
-              '/usr/bin/unshare', '--mount', '--propagation', 'private', '--',
-              '/bin/sh', '-c', SCRIPT, 'sandcheck-podman', '{runId}', '{envId}', '{workspace}', '{tmp}',
+              '/usr/bin/unshare',
+              '--mount',
+              '--propagation',
+              'private',
+              '--',
+              '/bin/sh',
+              '-c',
+              SCRIPT,
+              'sandcheck-podman',
+              '{runId}',
+              '{envId}',
+              '{workspace}',
+              '{tmp}',
               ...v.runtime,
-              '--rm', '--interactive', '--init', '--pull', 'never', '--network', 'none', '--log-driver', 'none',
-              '--user', `${BOX_UID}:${BOX_UID}`, '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges',
-              '--read-only', '--memory', '{memoryBytes}', '--memory-swap', '{memoryBytes}', '--cpus', '{cpus}', ...v.limits,
+              '--rm',
+              '--interactive',
+              '--init',
+              '--pull',
+              'never',
+              '--network',
+              'none',
+              '--log-driver',
+              'none',
+              '--user',
+              `${BOX_UID}:${BOX_UID}`,
+              '--cap-drop',
+              'ALL',
+              '--security-opt',
+              'no-new-privileges',
+              '--read-only',
+              '--memory',
+              '{memoryBytes}',
+              '--memory-swap',
+              '{memoryBytes}',
+              '--cpus',
+              '{cpus}',
+              ...v.limits,
               // Root here lacks CAP_SYS_RESOURCE: the runtime cannot raise these rlimits to podman's defaults.
-              '--ulimit', 'nofile=1024:20000', '--ulimit', 'nproc=1024:1024',
-              '--workdir', '{boxCwd}', '{readOnly...}', '{env...}',
-              '--rootfs', '{image}', '{argv...}',
+              '--ulimit',
+              'nofile=1024:20000',
+              '--ulimit',
+              'nproc=1024:1024',
+              '--workdir',
+              '{boxCwd}',
+              '{readOnly...}',
+              '{env...}',
+              '--rootfs',
+              '{image}',
+              '{argv...}',
             ],
             envArg: ['--env', '{name}={value}'],
             readOnlyArg: ['--volume', '{hostPath}:{boxPath}:ro'],
@@ -95,7 +134,16 @@ function podmanPreset(v: Variant): PresetDefinition {
   };
 }
 
-const CONTAINER_CLAIMS: readonly PolicyItem[] = ['files.hostPaths', 'files.readOnlyInput', 'network.egress', 'identity.unprivileged', 'identity.hostCredentials', 'lifecycle.freshEnvironment', 'resources.memoryMb', 'resources.cpus'];
+const CONTAINER_CLAIMS: readonly PolicyItem[] = [
+  'files.hostPaths',
+  'files.readOnlyInput',
+  'network.egress',
+  'identity.unprivileged',
+  'identity.hostCredentials',
+  'lifecycle.freshEnvironment',
+  'resources.memoryMb',
+  'resources.cpus',
+];
 
 /** Rootful podman with crun: a read-only root filesystem built by sandcheck, no network, no capabilities, cgroup limits. */
 export const podmanCrun: PresetDefinition = podmanPreset({

@@ -19,9 +19,13 @@ export class PresetBackend extends CommandBackend {
     const missing = await missingRequirements(this.preset);
     if (missing.length > 0) {
       // The hint is the exact command alone: `backends` and `doctor` show it as the install command, `run` prints it.
-      throw new SandcheckError('BACKEND_UNAVAILABLE', `preset ${this.preset.name}: ${missing.map((m) => m.binary).join(', ')} ${missing.length === 1 ? 'is' : 'are'} not installed; install with: ${this.preset.install}`, {
-        hint: this.preset.install,
-      });
+      throw new SandcheckError(
+        'BACKEND_UNAVAILABLE',
+        `preset ${this.preset.name}: ${missing.map((m) => m.binary).join(', ')} ${missing.length === 1 ? 'is' : 'are'} not installed; install with: ${this.preset.install}`,
+        {
+          hint: this.preset.install,
+        },
+      );
     }
     await super.preflight();
   }
@@ -39,7 +43,11 @@ const PresetOptions = z.union([z.undefined(), z.null(), z.strictObject({})]);
 export async function loadPreset(name: string, options?: unknown): Promise<PresetBackend> {
   const def = findPreset(name);
   if (!def) {
-    throw new SandcheckError('BACKEND_UNKNOWN', `no preset "${name}"`, { hint: `presets: ${presetNames().map((n) => PRESET_PREFIX + n).join(', ')}` });
+    throw new SandcheckError('BACKEND_UNKNOWN', `no preset "${name}"`, {
+      hint: `presets: ${presetNames()
+        .map((n) => PRESET_PREFIX + n)
+        .join(', ')}`,
+    });
   }
   if (!PresetOptions.safeParse(options).success) {
     throw new SandcheckError('CONFIG_INVALID', `preset ${name} takes no --backend-config options`, {

@@ -9,7 +9,7 @@ import { ADAPTER_CLAIMS, type PresetDefinition } from './model.js';
  */
 export const runscDo: PresetDefinition = {
   name: 'runsc-do',
-  summary: 'gVisor `runsc --network=none do -force-overlay=false` (a user-space kernel over the host\'s root filesystem)',
+  summary: "gVisor `runsc --network=none do -force-overlay=false` (a user-space kernel over the host's root filesystem)",
   install: 'apt-get install -y runsc e2fsprogs',
   requires: [
     { binary: 'runsc', install: 'apt-get install -y runsc' },
@@ -25,14 +25,15 @@ export const runscDo: PresetDefinition = {
         claims: ['network.egress', 'identity.hostCredentials', ...ADAPTER_CLAIMS],
         notClaimedReasons: {
           'files.hostPaths': 'runsc do shows the host\'s root filesystem to the box (its help: "host filesystem mounted inside")',
-          'files.readOnlyInput': 'with -force-overlay=false the box has write access to the host (runsc do\'s own warning); with the overlay no file could come back',
+          'files.readOnlyInput':
+            "with -force-overlay=false the box has write access to the host (runsc do's own warning); with the overlay no file could come back",
           'identity.unprivileged': 'runsc do runs the program as root inside the sandbox',
-          'lifecycle.freshEnvironment': 'runsc do shares the host\'s /tmp (and, without the overlay, writes to it)',
+          'lifecycle.freshEnvironment': "runsc do shares the host's /tmp (and, without the overlay, writes to it)",
           'resources.memoryMb': 'runsc do takes no memory limit',
           'resources.processes': 'runsc do takes no process limit',
           'resources.cpus': 'runsc do takes no CPU limit',
           'resources.diskMb': 'runsc do takes no disk limit',
-          'output.sanitized': 'runsc passes the program\'s output through unchanged',
+          'output.sanitized': "runsc passes the program's output through unchanged",
         },
         workspace: 'disk-image',
         toolTemp: { dir: '/tmp', prefix: 'runsc-do', file: 'config.json' },

@@ -32,17 +32,23 @@ const LAUNCHER = [
 ].join('\n');
 
 const NOT_CLAIMED = {
-  'identity.unprivileged': 'srt keeps the caller\'s uid (root here) and its capabilities inside bubblewrap\'s user namespace',
-  'lifecycle.freshEnvironment': 'srt runs in the caller\'s filesystem: /tmp and home are the host\'s',
+  'identity.unprivileged': "srt keeps the caller's uid (root here) and its capabilities inside bubblewrap's user namespace",
+  'lifecycle.freshEnvironment': "srt runs in the caller's filesystem: /tmp and home are the host's",
   'resources.memoryMb': 'srt confines files and network only: no CPU, memory or time limits (its README)',
   'resources.processes': 'srt confines files and network only: no CPU, memory or time limits (its README)',
   'resources.cpus': 'srt confines files and network only: no CPU, memory or time limits (its README)',
   'resources.diskMb': 'srt confines files and network only: no disk limit',
-  'output.sanitized': 'srt passes the program\'s output through unchanged',
+  'output.sanitized': "srt passes the program's output through unchanged",
 } as const;
 
 /** An srt preset with its own settings file (the variants below; a test builds one that allows lab names). */
-export function srtPreset(name: string, summary: string, settings: Record<string, unknown> | undefined, claims: readonly PolicyItem[], notClaimed: Partial<Record<PolicyItem, string>>): PresetDefinition {
+export function srtPreset(
+  name: string,
+  summary: string,
+  settings: Record<string, unknown> | undefined,
+  claims: readonly PolicyItem[],
+  notClaimed: Partial<Record<PolicyItem, string>>,
+): PresetDefinition {
   return {
     name,
     summary,
@@ -88,10 +94,16 @@ export const SRT_SETTINGS = {
 };
 
 /** srt with its default read and network policy and the workspace writable: the least a program that writes results needs. */
-export const srtDefault = srtPreset('srt', "Anthropic's sandbox-runtime with its defaults and the workspace writable (network off, reads allowed everywhere)", SRT_SETTINGS, ['network.egress', 'identity.hostCredentials'], {
-  'files.hostPaths': 'srt allows reads everywhere by default (its README: "By default, read access is allowed everywhere")',
-  'files.readOnlyInput': 'allowWrite "." makes the whole workspace writable: srt has no per-file read-only inputs',
-});
+export const srtDefault = srtPreset(
+  'srt',
+  "Anthropic's sandbox-runtime with its defaults and the workspace writable (network off, reads allowed everywhere)",
+  SRT_SETTINGS,
+  ['network.egress', 'identity.hostCredentials'],
+  {
+    'files.hostPaths': 'srt allows reads everywhere by default (its README: "By default, read access is allowed everywhere")',
+    'files.readOnlyInput': 'allowWrite "." makes the whole workspace writable: srt has no per-file read-only inputs',
+  },
+);
 
 /** The settings of srt-deny-home: the home directory unreadable, the workspace writable, no network. */
 export const SRT_DENY_HOME_SETTINGS = {
@@ -100,6 +112,12 @@ export const SRT_DENY_HOME_SETTINGS = {
 };
 
 /** srt with a settings file that denies reads of the home directory and lets the workspace be written. */
-export const srtDenyHome = srtPreset('srt-deny-home', "Anthropic's sandbox-runtime with a settings file denying reads of ~ (root's home), the workspace writable, network off", SRT_DENY_HOME_SETTINGS, ['network.egress', 'files.hostPaths', 'identity.hostCredentials'], {
-  'files.readOnlyInput': 'allowWrite "." makes the whole workspace writable: srt has no per-file read-only inputs',
-});
+export const srtDenyHome = srtPreset(
+  'srt-deny-home',
+  "Anthropic's sandbox-runtime with a settings file denying reads of ~ (root's home), the workspace writable, network off",
+  SRT_DENY_HOME_SETTINGS,
+  ['network.egress', 'files.hostPaths', 'identity.hostCredentials'],
+  {
+    'files.readOnlyInput': 'allowWrite "." makes the whole workspace writable: srt has no per-file read-only inputs',
+  },
+);

@@ -60,7 +60,13 @@ export class CpuMeter {
       }
     }
     for (let i = 0; i < 40; i++) {
-      if (await rmdir(dir).then(() => true, (err: NodeJS.ErrnoException) => err.code === 'ENOENT')) return;
+      if (
+        await rmdir(dir).then(
+          () => true,
+          (err: NodeJS.ErrnoException) => err.code === 'ENOENT',
+        )
+      )
+        return;
       await new Promise((r) => setTimeout(r, 50));
     }
   }
@@ -68,7 +74,10 @@ export class CpuMeter {
 
 async function groupPids(dir: string): Promise<number[]> {
   const text = await readFile(join(dir, 'cgroup.procs'), 'utf8').catch(() => '');
-  return text.split('\n').filter((l) => /^\d+$/.test(l)).map(Number);
+  return text
+    .split('\n')
+    .filter((l) => /^\d+$/.test(l))
+    .map(Number);
 }
 
 /**
@@ -83,7 +92,14 @@ export async function sweepEmptyCpuMeters(maxAgeMs = 10 * 60_000, dryRun = false
     const dir = join(CPUACCT_ROOT, name);
     const st = await stat(dir).catch(() => undefined);
     if (!st || Date.now() - st.mtimeMs < maxAgeMs || (await groupPids(dir)).length > 0) continue;
-    if (dryRun || (await rmdir(dir).then(() => true, () => false))) removed.push(`cgroup v1 cpuacct ${name}`);
+    if (
+      dryRun ||
+      (await rmdir(dir).then(
+        () => true,
+        () => false,
+      ))
+    )
+      removed.push(`cgroup v1 cpuacct ${name}`);
   }
   return removed;
 }

@@ -7,9 +7,13 @@ import { ProcessBackend } from './process-backend.js';
 export default async function createProcessBackend(options?: unknown): Promise<Backend> {
   const empty = options === undefined || options === null || (typeof options === 'object' && !Array.isArray(options) && Object.keys(options).length === 0);
   if (!empty) {
-    throw new SandcheckError('CONFIG_INVALID', 'the process control takes no --backend-config options (it isolates nothing, so there is nothing to configure)', {
-      hint: 'drop --backend-config, or name the backend the file is for with --backend',
-    });
+    throw new SandcheckError(
+      'CONFIG_INVALID',
+      'the process control takes no --backend-config options (it isolates nothing, so there is nothing to configure)',
+      {
+        hint: 'drop --backend-config, or name the backend the file is for with --backend',
+      },
+    );
   }
   return withAppliedOptions(new ProcessBackend(), {});
 }

@@ -11,17 +11,7 @@ import { SandcheckError } from '../../core/errors.js';
 import { findProcessesWithEnvMarker, killPids } from '../../lab/process-scan.js';
 import { killGroup } from '../shared/process-kill.js';
 import { CpuMeter } from './cpu-meter.js';
-import type {
-  Backend,
-  BackendContext,
-  Capabilities,
-  Environment,
-  ExecRequest,
-  ExecResult,
-  GotFile,
-  Leftovers,
-  PutFile,
-} from '../../model/backend-contract.js';
+import type { Backend, BackendContext, Capabilities, Environment, ExecRequest, ExecResult, GotFile, Leftovers, PutFile } from '../../model/backend-contract.js';
 import { markOwnCounters } from '../own-counters.js';
 
 export const ENV_MARKER = 'SANDCHECK_ENV';
@@ -67,7 +57,12 @@ function ruleArgs(rule: AllowRule): { family: 4 | 6; args: string[] } {
   const proto = rule.proto === 'icmp' ? (rule.family === 4 ? 'icmp' : 'ipv6-icmp') : rule.proto;
   return {
     family: rule.family,
-    args: ['-d', `${rule.address}/${rule.prefix}`, ...(proto === 'all' ? [] : ['-p', proto]), ...(rule.port !== undefined ? ['--dport', String(rule.port)] : [])],
+    args: [
+      '-d',
+      `${rule.address}/${rule.prefix}`,
+      ...(proto === 'all' ? [] : ['-p', proto]),
+      ...(rule.port !== undefined ? ['--dport', String(rule.port)] : []),
+    ],
   };
 }
 
@@ -239,7 +234,8 @@ export class ProcessBackend implements Backend {
     markOwnCounters(this);
     this.network = options.network ?? 'lab';
     const holes = options.filterHoles ?? [];
-    if (holes.length > 0 && this.network !== 'policy-filter') throw new SandcheckError('CONFIG_INVALID', 'filterHoles apply only to the policy-filter test mode');
+    if (holes.length > 0 && this.network !== 'policy-filter')
+      throw new SandcheckError('CONFIG_INVALID', 'filterHoles apply only to the policy-filter test mode');
     this.holes = holes.map((entry) => {
       const parsed = parseAllowEntry(entry);
       if (!parsed.ok) throw new SandcheckError('CONFIG_INVALID', `filter hole "${entry}": ${parsed.error}`);
@@ -264,7 +260,7 @@ export class ProcessBackend implements Backend {
 
   async create(policy: Policy, ctx: BackendContext): Promise<Environment> {
     if (this.network === 'policy-filter') {
-      if (!ctx.lab) throw new SandcheckError('BACKEND_UNAVAILABLE', 'the policy-filter test mode needs the run\'s lab');
+      if (!ctx.lab) throw new SandcheckError('BACKEND_UNAVAILABLE', "the policy-filter test mode needs the run's lab");
       await applyPolicyFilter(ctx.lab.netnsPath, policy, this.holes);
     }
     const root = await mkdtemp(join(ctx.scratchDir, 'env-'));

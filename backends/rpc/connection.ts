@@ -67,7 +67,11 @@ export class RpcConnection {
     this.exited = new Promise((resolve) => child.once('close', () => resolve()));
     child.once('error', (err) => this.fail('ADAPTER_UNRESPONSIVE', `could not start: ${err.message}`));
     child.once('exit', (code, signal) => this.fail('ADAPTER_UNRESPONSIVE', `exited (${signal ?? `status ${code}`})`));
-    const splitter = new LineSplitter(MAX_LINE_BYTES, (l) => this.onLine(l), () => this.fail('ADAPTER_PROTOCOL', `wrote a line longer than ${MAX_LINE_BYTES} bytes`));
+    const splitter = new LineSplitter(
+      MAX_LINE_BYTES,
+      (l) => this.onLine(l),
+      () => this.fail('ADAPTER_PROTOCOL', `wrote a line longer than ${MAX_LINE_BYTES} bytes`),
+    );
     child.stdout?.on('data', (chunk: Buffer) => splitter.push(chunk));
     child.stderr?.on('data', (chunk: Buffer) => {
       this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-STDERR_KEEP);
@@ -167,7 +171,9 @@ export class RpcConnection {
     if ('error' in line) {
       const { code, message, hint } = line.error;
       const known = code === 'BACKEND_UNAVAILABLE' || code === 'CONFIG_INVALID' ? code : 'ADAPTER_ERROR';
-      p.reject(new SandcheckError(known, `${this.label}: ${p.method}: ${known === 'ADAPTER_ERROR' ? `${code}: ` : ''}${message}`, hint === undefined ? {} : { hint }));
+      p.reject(
+        new SandcheckError(known, `${this.label}: ${p.method}: ${known === 'ADAPTER_ERROR' ? `${code}: ` : ''}${message}`, hint === undefined ? {} : { hint }),
+      );
     } else p.resolve(line.result);
   }
 

@@ -12,8 +12,13 @@ const HELLO_MS = 30_000;
 
 /** `rpc:python3 my_adapter.py` → argv, split on whitespace (no shell). */
 export function rpcArgv(spec: string): string[] {
-  const argv = spec.slice(RPC_PREFIX.length).trim().split(/\s+/).filter((a) => a !== '');
-  if (argv.length === 0) throw new SandcheckError('USAGE', `"${spec}" names no command`, { hint: 'e.g. --backend "rpc:python3 examples/rpc-python/sandcheck_bwrap_adapter.py"' });
+  const argv = spec
+    .slice(RPC_PREFIX.length)
+    .trim()
+    .split(/\s+/)
+    .filter((a) => a !== '');
+  if (argv.length === 0)
+    throw new SandcheckError('USAGE', `"${spec}" names no command`, { hint: 'e.g. --backend "rpc:python3 examples/rpc-python/sandcheck_bwrap_adapter.py"' });
   return argv;
 }
 

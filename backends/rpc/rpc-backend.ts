@@ -3,7 +3,16 @@ import type { Policy } from '../../model/policy.js';
 import type { Backend, BackendContext, Capabilities, Environment, ExecRequest, ExecResult, GotFile, Leftovers, PutFile } from '../../model/backend-contract.js';
 import { TeardownOnce } from '../shared/teardown.js';
 import type { RpcConnection } from './connection.js';
-import { CapabilitiesResultSchema, CreateResultSchema, DestroyResultSchema, EmptyResultSchema, ExecResultSchema, GetResultSchema, HostPidsResultSchema, type HelloResult } from './protocol.js';
+import {
+  CapabilitiesResultSchema,
+  CreateResultSchema,
+  DestroyResultSchema,
+  EmptyResultSchema,
+  ExecResultSchema,
+  GetResultSchema,
+  HostPidsResultSchema,
+  type HelloResult,
+} from './protocol.js';
 
 const CALL_MS = 60_000;
 const CREATE_MS = 120_000;
@@ -85,7 +94,12 @@ export class RpcBackend implements Backend {
 
   async create(policy: Policy, ctx: BackendContext): Promise<Environment> {
     const { conn, hello } = this.current;
-    const r = await conn.call('create', { policy, runId: ctx.runId, lab: ctx.lab ? { netnsPath: ctx.lab.netnsPath, resolvConfPath: ctx.lab.resolvConfPath } : null }, CREATE_MS, CreateResultSchema);
+    const r = await conn.call(
+      'create',
+      { policy, runId: ctx.runId, lab: ctx.lab ? { netnsPath: ctx.lab.netnsPath, resolvConfPath: ctx.lab.resolvConfPath } : null },
+      CREATE_MS,
+      CreateResultSchema,
+    );
     return new RpcEnvironment(conn, r.envId, r.hostWorkspace, hello.features.includes('hostPids'), () => `x${++this.execSeq}`);
   }
 
@@ -111,7 +125,12 @@ class RpcEnvironment implements Environment {
   }
 
   async putFiles(files: readonly PutFile[]): Promise<void> {
-    const wire = files.map((f) => ({ path: f.path, data: b64(f.content), ...(f.mode !== undefined ? { mode: f.mode } : {}), ...(f.readOnly !== undefined ? { readOnly: f.readOnly } : {}) }));
+    const wire = files.map((f) => ({
+      path: f.path,
+      data: b64(f.content),
+      ...(f.mode !== undefined ? { mode: f.mode } : {}),
+      ...(f.readOnly !== undefined ? { readOnly: f.readOnly } : {}),
+    }));
     await this.conn.call('put', { envId: this.id, files: wire }, CALL_MS, EmptyResultSchema);
   }
 
@@ -157,7 +176,8 @@ class RpcEnvironment implements Environment {
     return r.files.map((f) => {
       const content = f.data === undefined ? undefined : Buffer.from(f.data, 'base64');
       // What the adapter returned is hostile data too: never more than was asked for.
-      if (content && content.length > options.maxBytesPerFile) throw new SandcheckError('ADAPTER_PROTOCOL', `get returned ${content.length} bytes of ${f.path}, more than maxBytesPerFile ${options.maxBytesPerFile}`);
+      if (content && content.length > options.maxBytesPerFile)
+        throw new SandcheckError('ADAPTER_PROTOCOL', `get returned ${content.length} bytes of ${f.path}, more than maxBytesPerFile ${options.maxBytesPerFile}`);
       return {
         path: f.path,
         kind: f.kind,

@@ -77,7 +77,10 @@ function judgeEntries(archive: Uint8Array, listing: ArchiveListing, limits: Insp
     }
     if (entry.type === 'file' && entry.data !== undefined) {
       if (entry.encrypted === true || entry.data.method === 'other') {
-        refuse('archive-uninspectable', `entry ${shown} is ${entry.encrypted === true ? 'encrypted' : `compressed with an unsupported method (${entry.note ?? ''})`}; its content cannot be checked`);
+        refuse(
+          'archive-uninspectable',
+          `entry ${shown} is ${entry.encrypted === true ? 'encrypted' : `compressed with an unsupported method (${entry.note ?? ''})`}; its content cannot be checked`,
+        );
         continue;
       }
       if (sniffBudget <= 0) {
@@ -109,7 +112,10 @@ function judgeEntries(archive: Uint8Array, listing: ArchiveListing, limits: Insp
 function capReports(report: ContentReport, max: number, path: string): ContentReport {
   const refusals = report.refusals.slice(0, max);
   if (report.refusals.length > max) {
-    refusals.push({ rule: report.refusals[max]?.rule ?? 'archive-malformed', detail: `${path}: ${report.refusals.length - max} more archive refusals not listed` });
+    refusals.push({
+      rule: report.refusals[max]?.rule ?? 'archive-malformed',
+      detail: `${path}: ${report.refusals.length - max} more archive refusals not listed`,
+    });
   }
   return { refusals, findings: report.findings.slice(0, max) };
 }
@@ -133,7 +139,11 @@ export function inspectArchive(bytes: Uint8Array, type: 'tar' | 'zip' | 'gzip', 
     if (type === 'gzip') {
       const inner = inflateGzip(bytes, limits.maxInflatedBytes);
       if (inner === 'too-large') {
-        return { entries: 0, findings: [], refusals: [{ rule: 'archive-too-large', detail: `gzip inflates beyond ${limits.maxInflatedBytes} bytes; contents cannot be verified` }] };
+        return {
+          entries: 0,
+          findings: [],
+          refusals: [{ rule: 'archive-too-large', detail: `gzip inflates beyond ${limits.maxInflatedBytes} bytes; contents cannot be verified` }],
+        };
       }
       if (inner === 'corrupt') return { entries: 0, findings: [], refusals: [{ rule: 'archive-malformed', detail: 'gzip stream is corrupt' }] };
       if (looksLikeTar(inner)) {
@@ -142,7 +152,15 @@ export function inspectArchive(bytes: Uint8Array, type: 'tar' | 'zip' | 'gzip', 
       }
       const exe = sniffExecutable(inner.subarray(0, SNIFF_BYTES));
       const findings: ContentReport['findings'] =
-        exe === undefined ? [] : [{ kind: exe === 'script' ? 'script' : 'executable', detail: `gzip holds ${exe === 'script' ? 'a shebang script' : `an ${exe} executable`}`, location: 'gzip body' }];
+        exe === undefined
+          ? []
+          : [
+              {
+                kind: exe === 'script' ? 'script' : 'executable',
+                detail: `gzip holds ${exe === 'script' ? 'a shebang script' : `an ${exe} executable`}`,
+                location: 'gzip body',
+              },
+            ];
       return { entries: 1, refusals: [], findings };
     }
     const listing = type === 'tar' ? listTarEntries(bytes, { maxEntries: limits.maxEntries }) : listZipEntries(bytes, { maxEntries: limits.maxEntries });
@@ -152,6 +170,10 @@ export function inspectArchive(bytes: Uint8Array, type: 'tar' | 'zip' | 'gzip', 
     return report;
   } catch (err) {
     // The readers are written not to throw; this keeps a missed case from taking the harness down with it.
-    return { entries: 0, findings: [], refusals: [{ rule: 'archive-malformed', detail: `archive could not be parsed: ${err instanceof Error ? err.message : String(err)}` }] };
+    return {
+      entries: 0,
+      findings: [],
+      refusals: [{ rule: 'archive-malformed', detail: `archive could not be parsed: ${err instanceof Error ? err.message : String(err)}` }],
+    };
   }
 }

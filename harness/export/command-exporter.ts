@@ -23,7 +23,10 @@ const PLACEHOLDER_RE = /\{([A-Za-z.]+)\}/g;
 export const CommandExporterConfigSchema = z
   .strictObject({
     /** How reports name it; default: the config file's name. */
-    name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/).optional(),
+    name: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/)
+      .optional(),
     /** argv array, never a shell string; placeholders ({staging} {manifest} {files} {dest} {configDir}) expand to whole elements. */
     argv: z.array(z.string()).min(1),
     /** The exporter is stopped (its whole process group) after this long and counted as refusing. */
@@ -44,7 +47,10 @@ function checkTemplate(argv: readonly string[], file: string): void {
     for (const m of arg.matchAll(PLACEHOLDER_RE)) {
       const name = m[1] ?? '';
       if (!(PLACEHOLDERS as readonly string[]).includes(name)) {
-        throw new SandcheckError('CONFIG_INVALID', `${file}: argv[${i}]: unknown placeholder {${name}} (known: ${PLACEHOLDERS.map((p) => `{${p}}`).join(' ')})`);
+        throw new SandcheckError(
+          'CONFIG_INVALID',
+          `${file}: argv[${i}]: unknown placeholder {${name}} (known: ${PLACEHOLDERS.map((p) => `{${p}}`).join(' ')})`,
+        );
       }
       if (m[0] !== arg) throw new SandcheckError('CONFIG_INVALID', `${file}: argv[${i}]: a placeholder must be the whole argument ("${arg}")`);
     }
@@ -112,7 +118,14 @@ async function listDest(destDir: string): Promise<ExportedFile[]> {
       if (!st) continue;
       const rel = relative(destDir, abs);
       if (st.isDirectory()) await walk(abs);
-      else if (st.isFile()) out.push({ path: rel, bytes: st.size, sha256: createHash('sha256').update(await readFile(abs)).digest('hex') });
+      else if (st.isFile())
+        out.push({
+          path: rel,
+          bytes: st.size,
+          sha256: createHash('sha256')
+            .update(await readFile(abs))
+            .digest('hex'),
+        });
       else if (st.isSymbolicLink()) {
         const target = await readlink(abs).catch(() => '?');
         out.push({ path: `${rel} (symlink to ${target.slice(0, 200)})`, bytes: 0, sha256: createHash('sha256').update(`symlink:${target}`).digest('hex') });
@@ -148,7 +161,13 @@ async function exportThrough(
   destDir: string,
 ): Promise<ExportDecision> {
   await writeStaging(staging, candidates, limits);
-  const values: Record<Placeholder, string> = { staging, manifest: join(staging, MANIFEST_NAME), files: join(staging, FILES_DIR), dest: destDir, configDir: meta.configDir };
+  const values: Record<Placeholder, string> = {
+    staging,
+    manifest: join(staging, MANIFEST_NAME),
+    files: join(staging, FILES_DIR),
+    dest: destDir,
+    configDir: meta.configDir,
+  };
   const argv = cfg.argv.map((a) => a.replace(PLACEHOLDER_RE, (_m, name: string) => values[name as Placeholder]));
   const ran = await runExporter(argv, cfg, meta.configDir);
   const exported = await listDest(destDir);

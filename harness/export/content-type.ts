@@ -25,7 +25,10 @@ export function looksLikeTar(b: Uint8Array): boolean {
   if (b.length < 512) return false;
   if (startsWith(b, ascii('ustar'), 257)) return true;
   if (b[0] === 0) return false;
-  const field = Buffer.from(b.subarray(148, 156)).toString('latin1').replace(/[\0 ]+$/, '').trim();
+  const field = Buffer.from(b.subarray(148, 156))
+    .toString('latin1')
+    .replace(/[\0 ]+$/, '')
+    .trim();
   if (!/^[0-7]{1,7}$/.test(field)) return false;
   let sum = 0;
   for (let i = 0; i < 512; i++) sum += i >= 148 && i < 156 ? 0x20 : (b[i] ?? 0);
@@ -92,7 +95,11 @@ function countOutsideQuotes(line: string, delim: string): number {
 
 /** The delimiter that splits the first lines (at least two) into a steady number of fields, if any. */
 export function detectDelimiter(text: string): ',' | '\t' | ';' | undefined {
-  const lines = text.slice(0, TEXT_SNIFF_BYTES).split(/\r?\n/).filter((l) => l.length > 0).slice(0, 20);
+  const lines = text
+    .slice(0, TEXT_SNIFF_BYTES)
+    .split(/\r?\n/)
+    .filter((l) => l.length > 0)
+    .slice(0, 20);
   if (lines.length < 2) return undefined;
   for (const d of [',', '\t', ';'] as const) {
     const counts = lines.map((l) => countOutsideQuotes(l, d));

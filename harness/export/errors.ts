@@ -2,12 +2,7 @@ import { SandcheckError } from '../../core/errors.js';
 
 /** Stable codes for harness-side export failures (the box's own misdeeds are refusals, not errors). */
 export type ExportErrorCode =
-  | 'EXPORT_INPUT_INVALID'
-  | 'EXPORT_DEST_INVALID'
-  | 'EXPORT_DEST_UNSAFE'
-  | 'EXPORT_DEST_EXISTS'
-  | 'EXPORT_WRITE_FAILED'
-  | 'EXPORT_NAIVE_CONFINEMENT';
+  'EXPORT_INPUT_INVALID' | 'EXPORT_DEST_INVALID' | 'EXPORT_DEST_UNSAFE' | 'EXPORT_DEST_EXISTS' | 'EXPORT_WRITE_FAILED' | 'EXPORT_NAIVE_CONFINEMENT';
 
 /** A SandcheckError of class HARNESS, so the runner reports it as `error`, apart from the box's failures. */
 export class ExportError extends SandcheckError {

@@ -31,7 +31,8 @@ export function normaliseExportPath(raw: string): PathCheck {
       out.pop();
       continue;
     }
-    if (Buffer.byteLength(seg) > MAX_SEGMENT_BYTES) return { ok: false, rule: 'path-too-long', detail: `segment longer than ${MAX_SEGMENT_BYTES} bytes in ${showName(raw)}` };
+    if (Buffer.byteLength(seg) > MAX_SEGMENT_BYTES)
+      return { ok: false, rule: 'path-too-long', detail: `segment longer than ${MAX_SEGMENT_BYTES} bytes in ${showName(raw)}` };
     out.push(seg);
   }
   if (out.length === 0) return { ok: false, rule: 'path-empty', detail: `${showName(raw)} names the export root itself` };

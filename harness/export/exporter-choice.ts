@@ -40,7 +40,10 @@ export async function resolveExporter(text: string): Promise<ExporterChoice> {
   let value = mod.default;
   if (typeof value === 'function') value = await (value as () => unknown)();
   if (!isExporter(value)) {
-    throw new SandcheckError('CONFIG_INVALID', `--exporter ${text}: the default export is not an exporter { name: string, export(candidates, limits, destDir) } nor a factory of one`);
+    throw new SandcheckError(
+      'CONFIG_INVALID',
+      `--exporter ${text}: the default export is not an exporter { name: string, export(candidates, limits, destDir) } nor a factory of one`,
+    );
   }
   return value;
 }

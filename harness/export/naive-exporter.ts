@@ -60,7 +60,9 @@ class Naive {
   private async confined(p: string, what: string): Promise<void> {
     const real = await resolveReal(p);
     if (real !== this.confine && !real.startsWith(this.confine + sep)) {
-      throw new ExportError('EXPORT_NAIVE_CONFINEMENT', `naive exporter would ${what} ${real}, outside ${this.confine}; refusing for the host's sake`, { path: real });
+      throw new ExportError('EXPORT_NAIVE_CONFINEMENT', `naive exporter would ${what} ${real}, outside ${this.confine}; refusing for the host's sake`, {
+        path: real,
+      });
     }
   }
 
@@ -156,7 +158,9 @@ export function createNaiveExporter(options: NaiveExporterOptions): Exporter {
       const confine = await realpath(options.confineTo ?? tmpdir());
       await mkdir(destDir, { recursive: true });
       const dest = await realpath(destDir);
-      const depth = relative(confine, dest).split(sep).filter((s) => s !== '' && s !== '.').length;
+      const depth = relative(confine, dest)
+        .split(sep)
+        .filter((s) => s !== '' && s !== '.').length;
       if (relative(confine, dest).startsWith('..') || depth < MIN_DEST_DEPTH) {
         throw new ExportError('EXPORT_NAIVE_CONFINEMENT', `destDir ${dest} must lie at least ${MIN_DEST_DEPTH} levels below ${confine}`, { path: dest });
       }

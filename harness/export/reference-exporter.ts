@@ -162,7 +162,11 @@ export function createReferenceExporter(options: ReferenceExporterOptions = {}):
       }
       refusals.push(...collisions(writes.map((w) => ({ raw: w.raw, path: w.file.path }))));
       if (refusals.length > 0) return { accepted: false, exported: [], refusals, findings };
-      const exported = await writeAllOrNothing(destDir, writes.map((w) => w.file), opts.fileMode);
+      const exported = await writeAllOrNothing(
+        destDir,
+        writes.map((w) => w.file),
+        opts.fileMode,
+      );
       return { accepted: true, exported, refusals: [], findings };
     },
   };

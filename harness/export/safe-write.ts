@@ -46,10 +46,15 @@ async function ensureDir(root: string, rel: string, journal: Journal): Promise<v
       await mkdir(current, { mode: 0o755 });
       journal.dirs.push(current);
     } catch (err) {
-      if (errnoOf(err) !== 'EEXIST') throw new ExportError('EXPORT_WRITE_FAILED', `cannot create ${current}: ${errorMessage(err)}`, { path: current, cause: err });
+      if (errnoOf(err) !== 'EEXIST')
+        throw new ExportError('EXPORT_WRITE_FAILED', `cannot create ${current}: ${errorMessage(err)}`, { path: current, cause: err });
       const st = await lstat(current);
       if (st.isSymbolicLink() || !st.isDirectory()) {
-        throw new ExportError('EXPORT_DEST_UNSAFE', `${current} already exists as a ${st.isSymbolicLink() ? 'symbolic link' : 'non-directory'}; refusing to write through it`, { path: current });
+        throw new ExportError(
+          'EXPORT_DEST_UNSAFE',
+          `${current} already exists as a ${st.isSymbolicLink() ? 'symbolic link' : 'non-directory'}; refusing to write through it`,
+          { path: current },
+        );
       }
     }
   }

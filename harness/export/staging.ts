@@ -66,7 +66,12 @@ export async function writeStaging(dir: string, candidates: readonly ExportCandi
   }
   const manifest: StagingManifest = {
     version: 1,
-    limits: { maxFiles: limits.maxFiles, maxFileBytes: limits.maxFileBytes, maxTotalBytes: limits.maxTotalBytes, ...(limits.allowedTypes ? { allowedTypes: limits.allowedTypes } : {}) },
+    limits: {
+      maxFiles: limits.maxFiles,
+      maxFileBytes: limits.maxFileBytes,
+      maxTotalBytes: limits.maxTotalBytes,
+      ...(limits.allowedTypes ? { allowedTypes: limits.allowedTypes } : {}),
+    },
     entries,
   };
   await writeFile(join(dir, MANIFEST_NAME), `${JSON.stringify(manifest, null, 2)}\n`, { flag: 'wx', mode: 0o600 });

@@ -19,7 +19,10 @@ function numeric(b: Uint8Array, at: number, len: number): number | undefined {
     }
     return v;
   }
-  const text = Buffer.from(b.subarray(at, at + len)).toString('latin1').replace(/\0.*$/s, '').trim();
+  const text = Buffer.from(b.subarray(at, at + len))
+    .toString('latin1')
+    .replace(/\0.*$/s, '')
+    .trim();
   if (text === '') return 0;
   return /^[0-7]+$/.test(text) ? parseInt(text, 8) : undefined;
 }

@@ -18,7 +18,9 @@ export function runIdCgroups(runId: string): string[] {
   for (const root of roots) {
     let entries: string[];
     try {
-      entries = readdirSync(root, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+      entries = readdirSync(root, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => e.name);
     } catch {
       continue;
     }

@@ -6,7 +6,17 @@ import { LAB_STATE_DIR } from '../../lab/netns/state.js';
 import { teardownNamespace } from '../../lab/netns/teardown.js';
 import { removeCgroupTree, runIdCgroups } from './run-id-cgroups.js';
 import { invalidateKeys, listKeys } from '../../lab/keyring.js';
-import { defaultJournalDir, ownedPathState, processStartTime, readBootIdSync, readJournals, removeOwnedPath, resourceKey, type JournalEntry, type OwnedResource } from '../../core/ownership-journal.js';
+import {
+  defaultJournalDir,
+  ownedPathState,
+  processStartTime,
+  readBootIdSync,
+  readJournals,
+  removeOwnedPath,
+  resourceKey,
+  type JournalEntry,
+  type OwnedResource,
+} from '../../core/ownership-journal.js';
 
 /** A backend's own crash sweep (bwrap cgroups and workspaces, a private dockerd, …) run with the journal sweep. */
 export interface SweepHook {
@@ -172,7 +182,9 @@ function trustedDir(dir: string): string | undefined {
  * Removes everything owned by runs whose process is gone (pid + start time + boot id), by recorded
  * identity only; then runs the backends' own sweeps. A dry run lists and touches nothing.
  */
-export async function sweepDeadRuns(options: { dir?: string; dryRun?: boolean; hooks?: readonly SweepHook[]; keepRunId?: string } = {}): Promise<OwnershipSweepReport> {
+export async function sweepDeadRuns(
+  options: { dir?: string; dryRun?: boolean; hooks?: readonly SweepHook[]; keepRunId?: string } = {},
+): Promise<OwnershipSweepReport> {
   const dir = options.dir ?? defaultJournalDir();
   const report: OwnershipSweepReport = { deadRuns: [], removed: [], kept: [] };
   const distrust = trustedDir(dir);

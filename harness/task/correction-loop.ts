@@ -58,7 +58,10 @@ function variantFor(task: TaskCase, index: number): TaskCase {
 export function exportGate(result: PredicateResult, obs: Observation): PredicateResult {
   const decision = obs.export?.decision;
   if (!result.accepted || !decision || decision.accepted) return result;
-  const why = decision.refusals.slice(0, 3).map((r) => `${r.path}: ${r.rule}`).join('; ');
+  const why = decision.refusals
+    .slice(0, 3)
+    .map((r) => `${r.path}: ${r.rule}`)
+    .join('; ');
   return { accepted: false, reason: `the predicate accepted it, but the exporter refused its artifacts (${why})`, evidence: result.evidence ?? [] };
 }
 
@@ -129,14 +132,22 @@ export async function runCorrectionLoop(task: TaskCase, ctx: ProbeContext, execu
     }
     if (!attempt) break;
     const { obs, result } = attempt;
-    attempts.push({ attempt: i + 1, verdict: result.accepted ? 'accepted' : 'rejected', reason: result.reason, exitCode: obs.exec.exitCode, signal: obs.exec.signal, wallMs: obs.exec.wallMs });
+    attempts.push({
+      attempt: i + 1,
+      verdict: result.accepted ? 'accepted' : 'rejected',
+      reason: result.reason,
+      exitCode: obs.exec.exitCode,
+      signal: obs.exec.signal,
+      wallMs: obs.exec.wallMs,
+    });
     if (result.accepted) break;
     feedback = { attempt: i + 1, accepted: false, exitCode: obs.exec.exitCode, signal: obs.exec.signal, stderrTail: stderrTail(obs.exec.stderr) };
   }
   const elapsedMs = performance.now() - started;
   const accepted = final?.result.accepted === true;
   let reason = final?.result.reason ?? 'no attempt ran';
-  if (!accepted && exhausted) reason = `attempt budget exhausted: ${attempts.length} attempts allowed (1 + ${policy.attempts.corrections} corrections) and none accepted; last: ${reason}`;
+  if (!accepted && exhausted)
+    reason = `attempt budget exhausted: ${attempts.length} attempts allowed (1 + ${policy.attempts.corrections} corrections) and none accepted; last: ${reason}`;
   if (!accepted && timeUp) reason = `end-to-end budget of ${Math.round(limitMs / 1000)} s exhausted after ${attempts.length} attempts; last: ${reason}`;
   if (attempts.length > 1 && accepted) reason = `accepted on attempt ${attempts.length} of ${maxAttempts}: ${reason}`;
   return { accepted, reason, final, attempts, budget: { limitMs, elapsedMs, maxAttempts, exhausted: exhausted || timeUp } };
@@ -145,10 +156,18 @@ export async function runCorrectionLoop(task: TaskCase, ctx: ProbeContext, execu
 /** Names the input (never its content) and the seed that regenerates it; recorded as outside evidence. */
 function onInputs(judged: PredicateResult, input: InputVariant, passed: readonly string[], total: number, seed: string | undefined): PredicateResult {
   const seedNote = `input seed ${seed ?? 'none'}`;
-  const evidence = [...(judged.evidence ?? []), outside('hidden-inputs', `${seedNote}: ${total} inputs (1 visible, ${total - 1} generated); right on ${passed.length + (judged.accepted ? 1 : 0)}${judged.accepted ? '' : `, wrong on ${input.label}`}`, `input:${input.label}`)];
+  const evidence = [
+    ...(judged.evidence ?? []),
+    outside(
+      'hidden-inputs',
+      `${seedNote}: ${total} inputs (1 visible, ${total - 1} generated); right on ${passed.length + (judged.accepted ? 1 : 0)}${judged.accepted ? '' : `, wrong on ${input.label}`}`,
+      `input:${input.label}`,
+    ),
+  ];
   if (!judged.accepted) return { accepted: false, reason: `on the ${input.label} input (${seedNote}): ${judged.reason}`, evidence };
   // Not accepted until every input ran: if the budget ends the attempt here, this is its verdict.
-  if (passed.length + 1 < total) return { accepted: false, reason: `right on ${passed.length + 1} of ${total} inputs; the others did not run (${seedNote})`, evidence };
+  if (passed.length + 1 < total)
+    return { accepted: false, reason: `right on ${passed.length + 1} of ${total} inputs; the others did not run (${seedNote})`, evidence };
   return { accepted: true, reason: `right on all ${total} inputs (1 visible, ${total - 1} generated, ${seedNote}): ${judged.reason}`, evidence };
 }
 

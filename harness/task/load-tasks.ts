@@ -13,7 +13,15 @@ import { PredicateSpecSchema } from '../../probes/_shared/task/predicate-schema.
 import { expectedExitFromSpec, type TaskCaseSpec } from '../../probes/_shared/task/task-case.js';
 
 /** Bounds of a task case: ids and titles reach report names and terminals; everything else is bounded by the file size. */
-export const TASK_BOUNDS = { idLength: 64, titleLength: 200, pathLength: 1024, sourceLength: CONFIG_FILE_MAX_BYTES, listLength: 100, attempts: 21, caseFiles: 1000 } as const;
+export const TASK_BOUNDS = {
+  idLength: 64,
+  titleLength: 200,
+  pathLength: 1024,
+  sourceLength: CONFIG_FILE_MAX_BYTES,
+  listLength: 100,
+  attempts: 21,
+  caseFiles: 1000,
+} as const;
 const T = TASK_BOUNDS;
 /** A path inside the case's own folder (or the box's work directory): never absolute, never `..`, no NUL. */
 const RelPath = () =>
@@ -24,12 +32,19 @@ const RelPath = () =>
     .refine((p) => !isAbsolute(p) && !p.startsWith('\\'), { error: 'expected a relative path (it stays inside the case folder)' })
     .refine((p) => !p.split(/[\\/]/).includes('..'), { error: 'expected a path without ".." (it stays inside the case folder)' })
     .refine((p) => !p.includes('\u0000'), { error: 'expected a path without NUL characters' });
-const Source = () => z.string().min(1).max(T.sourceLength, { error: `expected at most ${T.sourceLength} characters` });
+const Source = () =>
+  z
+    .string()
+    .min(1)
+    .max(T.sourceLength, { error: `expected at most ${T.sourceLength} characters` });
 export const TaskId = z
   .string()
   .max(T.idLength, { error: `expected an id of at most ${T.idLength} characters` })
   .regex(/^[a-z0-9][a-z0-9-]*$/, 'expected a lowercase id of letters, digits and dashes');
-export const TaskTitle = z.string().min(1).max(T.titleLength, { error: `expected a title of 1..${T.titleLength} characters` });
+export const TaskTitle = z
+  .string()
+  .min(1)
+  .max(T.titleLength, { error: `expected a title of 1..${T.titleLength} characters` });
 
 const Program = z
   .strictObject({
@@ -78,10 +93,15 @@ export async function insideFolder(folder: string, rel: string, what: string): P
     real = await realpath(resolve(folder, rel));
   } catch (err) {
     const code = err !== null && typeof err === 'object' && 'code' in err ? String(err.code) : '';
-    throw new SandcheckError('CONFIG_INVALID', `${what}: ${code === 'ENOENT' || code === 'ENOTDIR' ? 'does not exist' : `cannot be resolved (${code || errorMessage(err)})`}`);
+    throw new SandcheckError(
+      'CONFIG_INVALID',
+      `${what}: ${code === 'ENOENT' || code === 'ENOTDIR' ? 'does not exist' : `cannot be resolved (${code || errorMessage(err)})`}`,
+    );
   }
   if (real !== root && !real.startsWith(`${root}${sep}`)) {
-    throw new SandcheckError('CONFIG_INVALID', `${what}: leads out of the case folder (through a symlink)`, { hint: 'copy the file into the folder that holds the task case' });
+    throw new SandcheckError('CONFIG_INVALID', `${what}: leads out of the case folder (through a symlink)`, {
+      hint: 'copy the file into the folder that holds the task case',
+    });
   }
   return real;
 }
@@ -123,7 +143,10 @@ async function fromYaml(dir: string, path: string): Promise<TaskCaseSpec> {
   const inputs = await Promise.all(
     c.inputs.map(async (i) => ({
       path: i.path,
-      content: i.content !== undefined ? Buffer.from(i.content) : await inputFile(base, i.file ?? '', `${visibleLine(file)}: inputs: ${visibleLine(i.path)}: file ${visibleLine(i.file ?? '')}`),
+      content:
+        i.content !== undefined
+          ? Buffer.from(i.content)
+          : await inputFile(base, i.file ?? '', `${visibleLine(file)}: inputs: ${visibleLine(i.path)}: file ${visibleLine(i.file ?? '')}`),
       readOnly: true,
     })),
   );
@@ -161,7 +184,9 @@ async function fromModule(dir: string, path: string): Promise<TaskCase> {
   try {
     mod = (await import(pathToFileURL(real).href)) as Record<string, unknown>;
   } catch (err) {
-    throw new SandcheckError('CONFIG_INVALID', `${file}: cannot load: ${errorMessage(err)}`, { hint: 'compile TypeScript cases to .mjs first (or run sandcheck through tsx)' });
+    throw new SandcheckError('CONFIG_INVALID', `${file}: cannot load: ${errorMessage(err)}`, {
+      hint: 'compile TypeScript cases to .mjs first (or run sandcheck through tsx)',
+    });
   }
   const c = mod['default'] ?? mod['taskCase'];
   if (!isTaskCase(c)) throw new SandcheckError('CONFIG_INVALID', `${file}: default export: expected a task case with kind "task" and a predicate function`);

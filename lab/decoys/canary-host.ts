@@ -158,14 +158,7 @@ function serveCanaryConnection(socket: Socket, ctx: ConnectionContext): () => vo
   };
 }
 
-function connectionEvent(
-  service: DecoyService,
-  local: Endpoint,
-  peer: Endpoint,
-  data: Buffer,
-  receivedBytes: number,
-  endedBy: EndedBy,
-) {
+function connectionEvent(service: DecoyService, local: Endpoint, peer: Endpoint, data: Buffer, receivedBytes: number, endedBy: EndedBy) {
   const detail: Record<string, string> = { bytes: String(receivedBytes), endedBy };
   let summary: string;
   const http = parseHttpHead(data);
@@ -193,14 +186,9 @@ function connectionEvent(
 
 function httpReply(banner: string): string {
   const body = `${banner}\n`;
-  return [
-    'HTTP/1.1 200 OK',
-    'Content-Type: text/plain; charset=utf-8',
-    `Content-Length: ${Buffer.byteLength(body)}`,
-    'Connection: close',
-    '',
-    body,
-  ].join('\r\n');
+  return ['HTTP/1.1 200 OK', 'Content-Type: text/plain; charset=utf-8', `Content-Length: ${Buffer.byteLength(body)}`, 'Connection: close', '', body].join(
+    '\r\n',
+  );
 }
 
 export interface StartCatchAllUdpOptions {

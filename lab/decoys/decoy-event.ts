@@ -88,7 +88,8 @@ export function buildDecoyEvent(input: DecoyEventInput): DecoyEvent {
     payloadBase64: payloadBase64(input.payload),
   };
   if (input.body !== undefined && input.body.length > 0) event.bodyBase64 = payloadBase64(input.body);
-  if (input.dnsNames !== undefined && input.dnsNames.length > 0) event.dnsNames = input.dnsNames.slice(0, MAX_DNS_NAMES).map((n) => n.replace(/\.$/, '').slice(0, 255));
+  if (input.dnsNames !== undefined && input.dnsNames.length > 0)
+    event.dnsNames = input.dnsNames.slice(0, MAX_DNS_NAMES).map((n) => n.replace(/\.$/, '').slice(0, 255));
   if (Object.keys(detail).length > 0) event.detail = detail;
   return event;
 }

@@ -1,6 +1,15 @@
 import { DecoyWaitTimeoutError } from './errors.js';
 
-export { MAX_PAYLOAD_BYTES, MAX_DNS_NAMES, DECOY_SERVICES, EndpointSchema, DecoyEventSchema, type DecoyService, type Endpoint, type DecoyEvent } from '../../model/lab-traffic.js';
+export {
+  MAX_PAYLOAD_BYTES,
+  MAX_DNS_NAMES,
+  DECOY_SERVICES,
+  EndpointSchema,
+  DecoyEventSchema,
+  type DecoyService,
+  type Endpoint,
+  type DecoyEvent,
+} from '../../model/lab-traffic.js';
 import type { DecoyEvent } from '../../model/lab-traffic.js';
 
 export type DecoyEventListener = (event: DecoyEvent) => void;
@@ -30,9 +39,7 @@ export class DecoyLog {
     const max = options.maxEvents ?? DEFAULT_MAX_EVENTS;
     if (!Number.isInteger(max) || max < 0) throw new RangeError(`maxEvents must be a non-negative integer, got ${max}`);
     this.maxEvents = max;
-    this.#onListenerError =
-      options.onListenerError ??
-      ((error) => process.emitWarning(`decoy log subscriber threw: ${String(error)}`, 'DecoyLogWarning'));
+    this.#onListenerError = options.onListenerError ?? ((error) => process.emitWarning(`decoy log subscriber threw: ${String(error)}`, 'DecoyLogWarning'));
   }
 
   record(event: DecoyEvent): void {

@@ -50,11 +50,7 @@ export async function startDnsDecoy(options: StartDnsDecoyOptions): Promise<Deco
     } catch (error) {
       await tcp.close();
       // With port 0 the TCP port may be taken on UDP by someone else: pick another.
-      const retry =
-        options.port === 0 &&
-        attempt < EPHEMERAL_PORT_TRIES &&
-        error instanceof DecoyBindError &&
-        error.systemCode === 'EADDRINUSE';
+      const retry = options.port === 0 && attempt < EPHEMERAL_PORT_TRIES && error instanceof DecoyBindError && error.systemCode === 'EADDRINUSE';
       if (!retry) throw error;
     }
   }
@@ -104,9 +100,7 @@ function createDnsTcpServer(options: StartDnsDecoyOptions) {
             proto: 'tcp',
             local,
             peer,
-            summary: truncated
-              ? `incomplete DNS/TCP frame (${pending.length} bytes)`
-              : 'TCP connection without DNS query',
+            summary: truncated ? `incomplete DNS/TCP frame (${pending.length} bytes)` : 'TCP connection without DNS query',
             payload: pending,
             detail: truncated ? { malformed: 'true', error: 'connection closed inside a frame' } : { noQuery: 'true' },
           }),
@@ -125,15 +119,7 @@ function createDnsTcpServer(options: StartDnsDecoyOptions) {
   };
 }
 
-function logDns(
-  log: DecoyLog,
-  proto: 'tcp' | 'udp',
-  local: Endpoint,
-  peer: Endpoint,
-  payload: Buffer,
-  outcome: DnsQueryOutcome,
-  wildcardUdp: boolean,
-): void {
+function logDns(log: DecoyLog, proto: 'tcp' | 'udp', local: Endpoint, peer: Endpoint, payload: Buffer, outcome: DnsQueryOutcome, wildcardUdp: boolean): void {
   const detail: Record<string, string> = {};
   // Node's dgram cannot read the datagram's destination address (no IP_PKTINFO).
   if (wildcardUdp) detail['localAddressKnown'] = 'false';
@@ -152,10 +138,7 @@ function logDns(
     if (outcome.questions.length > 1) {
       detail['questions'] = outcome.questions.map((q) => `${q.type} ${q.name}.`).join('; ');
     }
-    summary =
-      outcome.questions.length > 0
-        ? outcome.questions.map((q) => `${q.type}? ${q.name}.`).join(', ')
-        : 'DNS message without question';
+    summary = outcome.questions.length > 0 ? outcome.questions.map((q) => `${q.type}? ${q.name}.`).join(', ') : 'DNS message without question';
     if (outcome.kind === 'ignored') {
       summary = `ignored: ${summary}`;
       detail['ignored'] = outcome.reason;

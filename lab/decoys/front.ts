@@ -103,8 +103,12 @@ function serveFront(client: Socket, options: StartFrontOptions, sockets: Set<Soc
     client.pause();
     const route = frontRoute(first);
     const address = route === undefined ? undefined : isIP(route.host) !== 0 ? route.host : resolveA(route.host, options.answers);
-    const summary = route === undefined ? 'front: no route in the first message' : `front ${route.via} ${route.host}:${route.port}${address !== undefined && address !== route.host ? ` (${address})` : ''}`;
-    const detail: Record<string, string> = route === undefined ? { routed: 'false' } : { routed: String(address !== undefined), via: route.via, target: `${route.host}:${route.port}` };
+    const summary =
+      route === undefined
+        ? 'front: no route in the first message'
+        : `front ${route.via} ${route.host}:${route.port}${address !== undefined && address !== route.host ? ` (${address})` : ''}`;
+    const detail: Record<string, string> =
+      route === undefined ? { routed: 'false' } : { routed: String(address !== undefined), via: route.via, target: `${route.host}:${route.port}` };
     options.log.record(buildDecoyEvent({ service: 'front', proto: 'tcp', local, peer, summary, payload: first, detail }));
     if (route === undefined || address === undefined) {
       client.end(route === undefined ? '' : 'HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n');

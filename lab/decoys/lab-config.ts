@@ -68,9 +68,7 @@ export type LabServiceConfig = z.output<typeof LabServiceSchema>;
 export function parseLabConfig(input: unknown): LabConfig {
   const result = LabConfigSchema.safeParse(input);
   if (result.success) return result.data;
-  throw new LabConfigError(
-    result.error.issues.map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(root)'}: ${issue.message}`),
-  );
+  throw new LabConfigError(result.error.issues.map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(root)'}: ${issue.message}`));
 }
 
 /**

@@ -70,10 +70,7 @@ export function planMetadataDiversions(services: readonly LabServiceConfig[]): M
 }
 
 /** Starts every configured decoy; on any failure closes what had started and rethrows. */
-export async function startLabServices(
-  input: LabConfigInput | LabConfig,
-  options: StartLabServicesOptions = {},
-): Promise<LabServices> {
+export async function startLabServices(input: LabConfigInput | LabConfig, options: StartLabServicesOptions = {}): Promise<LabServices> {
   const config = parseLabConfig(input);
   const log = options.log ?? new DecoyLog({ maxEvents: config.maxEvents });
   const metadataOptions = { canaries: config.canaries, roleName: config.roleName, log };
@@ -94,9 +91,7 @@ export async function startLabServices(
   const starting = config.services.map((service, index): Promise<DecoyHandle> | undefined => {
     switch (service.kind) {
       case 'metadata':
-        return divertedDecoys.has(index)
-          ? undefined
-          : startMetadataDecoy({ ...metadataOptions, host: service.host, port: service.port });
+        return divertedDecoys.has(index) ? undefined : startMetadataDecoy({ ...metadataOptions, host: service.host, port: service.port });
       case 'dns':
         return startDnsDecoy({ host: service.host, port: service.port, answers: service.answers, log });
       case 'canary-tcp':

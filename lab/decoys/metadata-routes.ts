@@ -52,10 +52,7 @@ const TEXT = { 'content-type': 'text/plain' };
 const JSON_TYPE = { 'content-type': 'application/json' };
 const GOOGLE = { 'metadata-flavor': 'Google' };
 
-export function headerValue(
-  headers: Readonly<Record<string, string | string[] | undefined>>,
-  name: string,
-): string | undefined {
+export function headerValue(headers: Readonly<Record<string, string | string[] | undefined>>, name: string): string | undefined {
   const value = headers[name];
   return Array.isArray(value) ? value[0] : value;
 }
@@ -111,12 +108,7 @@ function awsRoute(rest: string, ctx: MetadataContext): PartialReply {
   const trimmed = rest.replace(/\/+$/, '');
   switch (trimmed) {
     case 'meta-data':
-      return text(
-        200,
-        'ami-id\nhostname\niam/\nidentity-credentials/\ninstance-id\ninstance-type\nplacement/\nram/',
-        'aws',
-        'aws-meta-data',
-      );
+      return text(200, 'ami-id\nhostname\niam/\nidentity-credentials/\ninstance-id\ninstance-type\nplacement/\nram/', 'aws', 'aws-meta-data');
     case 'meta-data/iam':
       return text(200, 'info\nsecurity-credentials/', 'aws', 'aws-iam');
     case 'meta-data/iam/info':
@@ -156,11 +148,7 @@ function awsRoute(rest: string, ctx: MetadataContext): PartialReply {
     case 'dynamic/instance-identity/document':
       return text(
         200,
-        JSON.stringify(
-          { accountId: '123456789012', instanceId: 'i-0sandcheckdecoy00', region: 'us-east-1', instanceType: 't3.micro' },
-          null,
-          2,
-        ),
+        JSON.stringify({ accountId: '123456789012', instanceId: 'i-0sandcheckdecoy00', region: 'us-east-1', instanceType: 't3.micro' }, null, 2),
         'aws',
         'aws-identity-document',
       );

@@ -116,12 +116,7 @@ function createMetadataHttp(options: MetadataDecoyOptions) {
   return { server, closeAll };
 }
 
-function handleRequest(
-  req: IncomingMessage,
-  res: ServerResponse,
-  options: MetadataDecoyOptions,
-  state: SocketState | undefined,
-): void {
+function handleRequest(req: IncomingMessage, res: ServerResponse, options: MetadataDecoyOptions, state: SocketState | undefined): void {
   const local = state?.local ?? endpoint(req.socket.localAddress, req.socket.localPort);
   const peer = state?.peer ?? endpoint(req.socket.remoteAddress, req.socket.remotePort);
   const method = req.method ?? 'GET';

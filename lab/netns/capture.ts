@@ -119,42 +119,46 @@ export async function startCapture(options: CaptureOptions): Promise<Capture> {
   const statsWaiters: ((stats: PcapStats) => void)[] = [];
 
   const stdoutClosed = new Promise<void>((resolve) => {
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      const packet = parseTcpdumpLine(line);
-      if (packet === undefined) {
-        if (unparsed.length < MAX_UNPARSED && line.trim() !== '') unparsed.push(line);
-        return;
-      }
-      if (kept.length < maxPackets) kept.push(packet);
-      else if (!latest) overflow += 1;
-      else {
-        // Evict a slice at a time so the ring costs O(1) per packet on average.
-        const evict = Math.max(1, Math.floor(maxPackets / 10));
-        lastEvictedMs = kept[evict - 1]?.time ?? lastEvictedMs;
-        overflow += evict;
-        kept = kept.slice(evict);
-        kept.push(packet);
-      }
-      options.onPacket?.(packet);
-    }).on('close', resolve);
+    createInterface({ input: child.stdout })
+      .on('line', (line) => {
+        const packet = parseTcpdumpLine(line);
+        if (packet === undefined) {
+          if (unparsed.length < MAX_UNPARSED && line.trim() !== '') unparsed.push(line);
+          return;
+        }
+        if (kept.length < maxPackets) kept.push(packet);
+        else if (!latest) overflow += 1;
+        else {
+          // Evict a slice at a time so the ring costs O(1) per packet on average.
+          const evict = Math.max(1, Math.floor(maxPackets / 10));
+          lastEvictedMs = kept[evict - 1]?.time ?? lastEvictedMs;
+          overflow += evict;
+          kept = kept.slice(evict);
+          kept.push(packet);
+        }
+        options.onPacket?.(packet);
+      })
+      .on('close', resolve);
   });
 
   let listening = (): void => undefined;
   const stderrClosed = new Promise<void>((resolve) => {
-    createInterface({ input: child.stderr }).on('line', (line) => {
-      if (stderr.length < MAX_STDERR) stderr.push(line);
-      const stats = parseStatsLine(line);
-      if (stats !== undefined) {
-        droppedByKernel = stats.droppedByKernel;
-        droppedByInterface = stats.droppedByInterface;
-        for (const waiter of statsWaiters.splice(0)) waiter(stats);
-      } else {
-        // The exit summary prints one count per line.
-        droppedByKernel = count(line, 'dropped by kernel') ?? droppedByKernel;
-        droppedByInterface = count(line, 'dropped by interface') ?? droppedByInterface;
-      }
-      if (line.startsWith('listening on ')) listening();
-    }).on('close', resolve);
+    createInterface({ input: child.stderr })
+      .on('line', (line) => {
+        if (stderr.length < MAX_STDERR) stderr.push(line);
+        const stats = parseStatsLine(line);
+        if (stats !== undefined) {
+          droppedByKernel = stats.droppedByKernel;
+          droppedByInterface = stats.droppedByInterface;
+          for (const waiter of statsWaiters.splice(0)) waiter(stats);
+        } else {
+          // The exit summary prints one count per line.
+          droppedByKernel = count(line, 'dropped by kernel') ?? droppedByKernel;
+          droppedByInterface = count(line, 'dropped by interface') ?? droppedByInterface;
+        }
+        if (line.startsWith('listening on ')) listening();
+      })
+      .on('close', resolve);
   });
   const ready = new Promise<void>((resolve, reject) => {
     listening = resolve;

@@ -22,10 +22,7 @@ export interface HostLeakWatch {
  * A passive capture in the harness's own network namespace (no promiscuous mode; it sends nothing except
  * its loopback control), showing that no packet of a run reached the machine's real interfaces.
  */
-export async function startHostLeakWatch(
-  addresses: readonly string[],
-  options: { controlPort?: number } = {},
-): Promise<HostLeakWatch> {
+export async function startHostLeakWatch(addresses: readonly string[], options: { controlPort?: number } = {}): Promise<HostLeakWatch> {
   const controlPort = options.controlPort ?? 20_000 + Math.floor(Math.random() * 40_000);
   const filter = `(${addressFilter(addresses)}) or (host 127.0.0.1 and udp dst port ${controlPort})`;
   const isControl = (p: Packet): boolean => p.dst === '127.0.0.1' && p.dstPort === controlPort;

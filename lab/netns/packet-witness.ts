@@ -6,8 +6,7 @@ import type { Packet } from './packet.js';
  * Initial TCP SYNs (not SYN-ACKs), all UDP and ICMP. `tcp[]` offsets only apply to IPv4, so IPv6 SYNs need
  * their own clause: byte 13 of a TCP header right after the 40-byte IPv6 header (no extension headers).
  */
-export const WITNESS_FILTER =
-  '(tcp[tcpflags] & (tcp-syn|tcp-ack) == tcp-syn) or (ip6 and tcp and ip6[13+40] & 0x12 == 0x02) or udp or icmp or icmp6';
+export const WITNESS_FILTER = '(tcp[tcpflags] & (tcp-syn|tcp-ack) == tcp-syn) or (ip6 and tcp and ip6[13+40] & 0x12 == 0x02) or udp or icmp or icmp6';
 
 export interface WitnessOptions {
   readonly onPacket?: (packet: Packet) => void;

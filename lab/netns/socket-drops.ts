@@ -39,9 +39,7 @@ export function tcpListenDrops(netstat: string): number {
 export async function decoySocketDrops(pid: number): Promise<number | undefined> {
   try {
     const inodes = await socketInodes(pid);
-    const [udp4, udp6, netstat] = await Promise.all(
-      ['udp', 'udp6', 'netstat'].map((f) => readFile(`/proc/${pid}/net/${f}`, 'utf8')),
-    );
+    const [udp4, udp6, netstat] = await Promise.all(['udp', 'udp6', 'netstat'].map((f) => readFile(`/proc/${pid}/net/${f}`, 'utf8')));
     return udpDrops(udp4 ?? '', inodes) + udpDrops(udp6 ?? '', inodes) + tcpListenDrops(netstat ?? '');
   } catch {
     return undefined;

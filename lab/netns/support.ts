@@ -3,9 +3,7 @@ import { execa } from 'execa';
 import { LabError } from './errors.js';
 import { findTool, packageFor, type LabTool } from './tools.js';
 
-export type LabSupport =
-  | { readonly available: true }
-  | { readonly available: false; readonly reason: string; readonly hint: string };
+export type LabSupport = { readonly available: true } | { readonly available: false; readonly reason: string; readonly hint: string };
 
 const CAP_NET_ADMIN = 12n;
 const CAP_SYS_ADMIN = 21n;

@@ -38,19 +38,29 @@ interface Endpoint {
 export async function witnessEndpoint(spec: string, env: NodeJS.ProcessEnv = process.env): Promise<Endpoint> {
   if (spec.startsWith('unix:') || spec.startsWith('http://')) {
     const token = env['SANDCHECK_WITNESS_TOKEN'];
-    if (!token) throw new SandcheckError('USAGE', `--witness ${spec}: set SANDCHECK_WITNESS_TOKEN to the witness's token, or pass the state file it wrote (witness serve --state FILE)`);
+    if (!token)
+      throw new SandcheckError(
+        'USAGE',
+        `--witness ${spec}: set SANDCHECK_WITNESS_TOKEN to the witness's token, or pass the state file it wrote (witness serve --state FILE)`,
+      );
     return { url: spec, token };
   }
   const read = await readBoundedText(spec, CONFIG_FILE_MAX_BYTES);
   if (!read.ok) {
-    throw new SandcheckError('USAGE', `--witness ${visibleLine(spec)}: not a witness URL (unix:/path or http://host:port), and as a state file it ${read.message}`, { hint: 'start one with: sandcheck witness serve --state /run/sandcheck/witness.json' });
+    throw new SandcheckError(
+      'USAGE',
+      `--witness ${visibleLine(spec)}: not a witness URL (unix:/path or http://host:port), and as a state file it ${read.message}`,
+      { hint: 'start one with: sandcheck witness serve --state /run/sandcheck/witness.json' },
+    );
   }
   let raw: unknown;
   try {
     raw = JSON.parse(read.text);
   } catch {
     // The parser's message quotes the text: a state file holds a token, and this may not be one at all.
-    throw new SandcheckError('CONFIG_INVALID', `--witness ${visibleLine(spec)}: not a witness state file (not valid JSON)`, { hint: 'pass the file `sandcheck witness serve --state FILE` wrote' });
+    throw new SandcheckError('CONFIG_INVALID', `--witness ${visibleLine(spec)}: not a witness state file (not valid JSON)`, {
+      hint: 'pass the file `sandcheck witness serve --state FILE` wrote',
+    });
   }
   const parsed = WitnessStateSchema.safeParse(raw);
   if (!parsed.success) throw new SandcheckError('CONFIG_INVALID', `${visibleLine(spec)}: not a witness state file\n${formatIssues(parsed.error, raw, spec)}`);
@@ -80,13 +90,16 @@ function call<T extends z.ZodType>(ep: Endpoint, method: 'GET' | 'POST', path: s
           return reject(new SandcheckError('WITNESS_FAILED', `the witness at ${ep.url} refused ${path}: ${msg}`));
         }
         const parsed = schema.safeParse(body);
-        if (!parsed.success) return reject(new SandcheckError('WITNESS_FAILED', `the witness at ${ep.url} answered ${path} off its protocol:\n${z.prettifyError(parsed.error)}`));
+        if (!parsed.success)
+          return reject(new SandcheckError('WITNESS_FAILED', `the witness at ${ep.url} answered ${path} off its protocol:\n${z.prettifyError(parsed.error)}`));
         resolve(parsed.data as z.infer<T>);
       });
       res.on('error', reject);
     });
     req.on('timeout', () => req.destroy(new Error(`no answer within ${CALL_MS} ms`)));
-    req.on('error', (err) => reject(err instanceof SandcheckError ? err : new SandcheckError('WITNESS_FAILED', `the witness at ${ep.url} is unreachable (${path}): ${err.message}`)));
+    req.on('error', (err) =>
+      reject(err instanceof SandcheckError ? err : new SandcheckError('WITNESS_FAILED', `the witness at ${ep.url} is unreachable (${path}): ${err.message}`)),
+    );
     req.end();
   });
 }
@@ -108,7 +121,9 @@ export async function connectWitness(spec: string): Promise<RemoteWitness> {
   try {
     info = await call(ep, 'GET', '/v1/info', WitnessInfoSchema);
   } catch (err) {
-    throw new SandcheckError('USAGE', `no witness answers at ${ep.url}: ${errorMessage(err)}`, { hint: 'is `sandcheck witness serve` running there, and is the token the one it wrote?' });
+    throw new SandcheckError('USAGE', `no witness answers at ${ep.url}: ${errorMessage(err)}`, {
+      hint: 'is `sandcheck witness serve` running there, and is the token the one it wrote?',
+    });
   }
   const t1 = Date.now();
   const local = info.bootId === readBootIdSync() && existsSync(info.netnsPath);

@@ -4,7 +4,15 @@ import { chmod, link, lstat, open, type FileHandle } from 'node:fs/promises';
 import { createServer, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import { dirname, join, resolve as resolvePath } from 'node:path';
 import { SandcheckError, errorMessage } from '../../core/errors.js';
-import { inodeIdentity, openOwnershipJournal, readBootIdSync, removeOwnedPath, resourceKey, type OwnedPath, type OwnedResource } from '../../core/ownership-journal.js';
+import {
+  inodeIdentity,
+  openOwnershipJournal,
+  readBootIdSync,
+  removeOwnedPath,
+  resourceKey,
+  type OwnedPath,
+  type OwnedResource,
+} from '../../core/ownership-journal.js';
 import { packageRoot } from '../../core/paths.js';
 import { openLab, probeLabSupport, type LabSession } from '../lab-session.js';
 import { WITNESS_PROTOCOL_VERSION, WitnessStateSchema, type WitnessInfo, type WitnessState } from './protocol.js';
@@ -58,14 +66,16 @@ export interface WitnessApi extends Pick<LabSession, 'proveWitness' | 'trafficBe
 export function witnessRequestListener(token: string, api: WitnessApi): RequestListener {
   return (req, res) => {
     void (async () => {
-      if (!bearerAuthorized(req.headers.authorization, token)) return send(res, 401, { error: 'a bearer token is required: Authorization: Bearer <token> (the witness state file holds it)' });
+      if (!bearerAuthorized(req.headers.authorization, token))
+        return send(res, 401, { error: 'a bearer token is required: Authorization: Bearer <token> (the witness state file holds it)' });
       const url = new URL(req.url ?? '/', 'http://witness');
       if (req.method === 'GET' && url.pathname === '/v1/info') return send(res, 200, api.info());
       if (req.method === 'POST' && url.pathname === '/v1/prove') return send(res, 200, await api.proveWitness());
       if (req.method === 'GET' && url.pathname === '/v1/traffic') {
         const from = Number(url.searchParams.get('from'));
         const to = Number(url.searchParams.get('to'));
-        if (!Number.isFinite(from) || !Number.isFinite(to) || to < from || to - from > MAX_WINDOW_MS) return send(res, 400, { error: 'from and to: ms since epoch, from ≤ to, at most a day apart' });
+        if (!Number.isFinite(from) || !Number.isFinite(to) || to < from || to - from > MAX_WINDOW_MS)
+          return send(res, 400, { error: 'from and to: ms since epoch, from ≤ to, at most a day apart' });
         // `open=1`: the window stays open until the decoys logged what reached them before this request (a witness
         // of the first protocol ignores it and ends the window at `to`).
         return send(res, 200, await api.trafficBetween(from, url.searchParams.get('open') === '1' ? undefined : to));
@@ -88,9 +98,13 @@ async function refuseExisting(path: string, label: string): Promise<void> {
     throw new SandcheckError('USAGE', `${label}: cannot be checked: ${errorMessage(err)}`);
   }
   const type = st.isSymbolicLink() ? 'a symlink' : st.isSocket() ? 'a socket' : st.isDirectory() ? 'a directory' : st.isFile() ? 'a file' : 'a special file';
-  throw new SandcheckError('USAGE', `${label} already exists (${type}): remove it or choose another path; the witness only writes to a path it creates itself`, {
-    hint: 'a socket or state file a killed witness left is removed by `sandcheck clean`',
-  });
+  throw new SandcheckError(
+    'USAGE',
+    `${label} already exists (${type}): remove it or choose another path; the witness only writes to a path it creates itself`,
+    {
+      hint: 'a socket or state file a killed witness left is removed by `sandcheck clean`',
+    },
+  );
 }
 
 /**
@@ -102,7 +116,8 @@ async function refuseExisting(path: string, label: string): Promise<void> {
 export async function serveWitness(options: ServeWitnessOptions = {}): Promise<ServedWitness> {
   const witnessId = `w${randomBytes(5).toString('hex')}`;
   const token = options.token ?? randomBytes(24).toString('hex');
-  if (!WitnessStateSchema.shape.token.safeParse(token).success) throw new SandcheckError('USAGE', 'the witness token must be 16 to 128 visible ASCII characters');
+  if (!WitnessStateSchema.shape.token.safeParse(token).success)
+    throw new SandcheckError('USAGE', 'the witness token must be 16 to 128 visible ASCII characters');
   const listen = options.listen ?? `unix:/run/sandcheck/witness-${witnessId}.sock`;
   const where = parseListen(listen);
   const stateFile = options.stateFile === undefined ? undefined : resolvePath(options.stateFile);
@@ -192,7 +207,9 @@ export async function serveWitness(options: ServeWitnessOptions = {}): Promise<S
     nowMs: Date.now(),
   });
 
-  const server: Server = createServer(witnessRequestListener(token, { info, proveWitness: () => lab.proveWitness(), trafficBetween: (from, to) => lab.trafficBetween(from, to) }));
+  const server: Server = createServer(
+    witnessRequestListener(token, { info, proveWitness: () => lab.proveWitness(), trafficBetween: (from, to) => lab.trafficBetween(from, to) }),
+  );
   const socketPath = 'socketPath' in where ? resolvePath(where.socketPath) : undefined;
   let dropSocket: (() => void) | undefined;
   // Stops the server before its socket goes (closing also unlinks a bound socket; the drop then finds it gone).
@@ -224,7 +241,10 @@ export async function serveWitness(options: ServeWitnessOptions = {}): Promise<S
     return fail(err, 'USAGE', `the witness cannot listen on ${listen}`);
   }
   const address = server.address();
-  const url = 'socketPath' in where ? `unix:${where.socketPath}` : `http://${where.host.includes(':') ? `[${where.host}]` : where.host}:${typeof address === 'object' && address ? address.port : where.port}`;
+  const url =
+    'socketPath' in where
+      ? `unix:${where.socketPath}`
+      : `http://${where.host.includes(':') ? `[${where.host}]` : where.host}:${typeof address === 'object' && address ? address.port : where.port}`;
   const state: WitnessState = { url, token, witnessId, pid: process.pid };
   if (stateFile && stateTemp) {
     const text = `${JSON.stringify(state, null, 2)}\n`;
@@ -238,7 +258,10 @@ export async function serveWitness(options: ServeWitnessOptions = {}): Promise<S
       await link(stateTemp.path, stateFile);
       stateTemp.drop();
     } catch (err) {
-      const why = (err as NodeJS.ErrnoException).code === 'EEXIST' ? new SandcheckError('USAGE', `--state ${stateFile} appeared while the witness started: it was left as it is; remove it or choose another path`) : err;
+      const why =
+        (err as NodeJS.ErrnoException).code === 'EEXIST'
+          ? new SandcheckError('USAGE', `--state ${stateFile} appeared while the witness started: it was left as it is; remove it or choose another path`)
+          : err;
       return fail(why, 'USAGE', `--state ${stateFile}: cannot be written`);
     }
   }

@@ -17,7 +17,7 @@ import { witnessBlindness } from '../../lab/witness-health.js';
  */
 
 export const NO_ALLOWLIST =
-  "the policy has no network allowlist (network.mode off): these probes test what an allowlist lets through; the other network probes cover a network that is off";
+  'the policy has no network allowlist (network.mode off): these probes test what an allowlist lets through; the other network probes cover a network that is off';
 
 /** Not-applicable without an allowlist to bypass. */
 export function allowlistPrecondition(ctx: ProbeContext): string | undefined {
@@ -92,16 +92,14 @@ function contacts(obs: Observation, mark: string): Contact[] {
     });
   const fromPackets = net.packets
     .filter((p: Packet) => p.proto === 'udp' && p.dstPort === 53 && lower(p.raw).includes(mark))
-    .map(
-      (p): Contact => ({
-        proto: 'udp',
-        address: canonicalAddress(p.dst),
-        port: 53,
-        evidence: outside('packet-witness', p.raw.slice(0, 200), `lab ${p.iface ?? 'any'}`),
-        marked: true,
-        metadata: false,
-      }),
-    );
+    .map((p): Contact => ({
+      proto: 'udp',
+      address: canonicalAddress(p.dst),
+      port: 53,
+      evidence: outside('packet-witness', p.raw.slice(0, 200), `lab ${p.iface ?? 'any'}`),
+      marked: true,
+      metadata: false,
+    }));
   return [...fromEvents, ...fromPackets];
 }
 
@@ -124,13 +122,25 @@ export function judgeAllowlist(obs: Observation, ctx: ProbeContext): Judgement {
     `saturated ${witness.saturated}, dropped ${witness.dropped}, proof of life ${witness.proofOfLife}, scope ${witness.scope}${witness.notes.length > 0 ? `: ${witness.notes.join('; ')}` : ''}`,
     witness.scope === 'live' ? 'host' : 'lab',
   );
-  const context = [...crossings.slice(0, 8).map((c) => c.evidence), ...controls.slice(0, 2).map((c) => c.evidence), health, exitEvidence(obs.exec), payloadReport(obs.exec)];
+  const context = [
+    ...crossings.slice(0, 8).map((c) => c.evidence),
+    ...controls.slice(0, 2).map((c) => c.evidence),
+    health,
+    exitEvidence(obs.exec),
+    payloadReport(obs.exec),
+  ];
   const reached = [...new Set(crossings.map((c) => `${c.proto} ${hostPort(c.address, c.port)}`))];
   if (leaked) return { ...leaked, evidence: [...leaked.evidence.filter((e) => e.source === 'outside'), ...context] };
-  if (crossings.length > 0) return { verdict: 'crossed', reason: `marked requests reached ${reached.join(', ')}, which the allowlist does not allow`, evidence: context };
+  if (crossings.length > 0)
+    return { verdict: 'crossed', reason: `marked requests reached ${reached.join(', ')}, which the allowlist does not allow`, evidence: context };
   const notRun = unlessAttempted(obs, true);
   if (notRun) return notRun;
-  if (witness.scope === 'live') return { verdict: 'inconclusive', reason: 'the allowlist probes need the lab: under --live-network no decoy answers the names and addresses they use', evidence: context };
+  if (witness.scope === 'live')
+    return {
+      verdict: 'inconclusive',
+      reason: 'the allowlist probes need the lab: under --live-network no decoy answers the names and addresses they use',
+      evidence: context,
+    };
   const blind = witnessBlindness(witness);
   if (blind !== undefined) return { verdict: 'inconclusive', reason: `the network witnesses could not see this window: ${blind}`, evidence: context };
   if (controls.length === 0) {
@@ -141,8 +151,16 @@ export function judgeAllowlist(obs: Observation, ctx: ProbeContext): Judgement {
       evidence: context,
     };
   }
-  const quiet = outside('decoy-log', `${obs.network.events.length} decoy contacts and ${obs.network.packets.length} packets in the lab while it ran; marked contacts only at allowed destinations`, 'lab');
-  return { verdict: 'held', reason: 'nothing marked reached a destination the allowlist does not allow; the marked control reached the allowed one', evidence: [quiet, ...context] };
+  const quiet = outside(
+    'decoy-log',
+    `${obs.network.events.length} decoy contacts and ${obs.network.packets.length} packets in the lab while it ran; marked contacts only at allowed destinations`,
+    'lab',
+  );
+  return {
+    verdict: 'held',
+    reason: 'nothing marked reached a destination the allowlist does not allow; the marked control reached the allowed one',
+    evidence: [quiet, ...context],
+  };
 }
 
 /** One allowlist probe: payload folder = id, not-applicable without an allowlist, judged by `judgeAllowlist`. */

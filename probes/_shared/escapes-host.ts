@@ -137,7 +137,8 @@ export function physicalOffsetOf(path: string): { offset: number } | { error: st
   if (!r) return { error: 'FIEMAP could not run on the host' };
   const flags = Number(r['flags']);
   if (Number(r['mapped']) < 1) return { error: 'the file has no extent on the device' };
-  if ((flags & NO_PLACE) !== 0 || Number(r['logical']) !== 0) return { error: `its first extent has no stable device offset (FIEMAP flags 0x${flags.toString(16)})` };
+  if ((flags & NO_PLACE) !== 0 || Number(r['logical']) !== 0)
+    return { error: `its first extent has no stable device offset (FIEMAP flags 0x${flags.toString(16)})` };
   return { offset: Number(r['physical']) };
 }
 
@@ -145,7 +146,8 @@ export function physicalOffsetOf(path: string): { offset: number } | { error: st
 export function hostCannotOpen(loc: FsLocation): string | undefined {
   try {
     const st = statSync(loc.source);
-    if (!st.isBlockDevice() || devMajor(st.rdev) !== loc.major || devMinor(st.rdev) !== loc.minor) return `${loc.source} is not the block device ${loc.major}:${loc.minor}`;
+    if (!st.isBlockDevice() || devMajor(st.rdev) !== loc.major || devMinor(st.rdev) !== loc.minor)
+      return `${loc.source} is not the block device ${loc.major}:${loc.minor}`;
     closeSync(openSync(loc.source, 'r'));
     return undefined;
   } catch (err) {

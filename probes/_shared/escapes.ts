@@ -87,7 +87,10 @@ export interface EscapeSpec {
    * explains the silence of the outside witness (`stoppedBy`: the path dropped it, or the box has no route to the lab),
    * or says why the silence proves nothing (inconclusive).
    */
-  okUnseen?(obs: Observation, steps: readonly EscapeStep[]): { explained: true; evidence: Evidence[]; stoppedBy: string } | { explained: false; reason: string };
+  okUnseen?(
+    obs: Observation,
+    steps: readonly EscapeStep[],
+  ): { explained: true; evidence: Evidence[]; stoppedBy: string } | { explained: false; reason: string };
   /**
    * The right cause, from outside: where the host saw this execution's program (its command line carries the nonce)
    * holding the power the control removes (`power` describes it, else undefined), a refusal in `refusals` has some
@@ -135,7 +138,11 @@ export function judgeEscape(obs: Observation, spec: EscapeSpec): Judgement {
     // No outside witness exists for this attack: a decisive step that got past the control is a crossing on the payload's challenge-bound word alone.
     const past = decisive.filter((s) => !spec.refusals.has(s.outcome));
     if (past.length > 0) {
-      return { verdict: 'crossed', reason: `${spec.what}: the kernel got past the permission check (${past.map(describeStep).join('; ')}); inside evidence only, no outside witness exists for this attack`, evidence: context };
+      return {
+        verdict: 'crossed',
+        reason: `${spec.what}: the kernel got past the permission check (${past.map(describeStep).join('; ')}); inside evidence only, no outside witness exists for this attack`,
+        evidence: context,
+      };
     }
   }
   const notRun = unlessAttempted(obs, true);
@@ -144,47 +151,88 @@ export function judgeEscape(obs: Observation, spec: EscapeSpec): Judgement {
   if (blind !== undefined) return { verdict: 'inconclusive', reason: blind, evidence: context };
   if (decisive.length === 0) {
     const last = steps.slice(-3).map(describeStep).join('; ');
-    return { verdict: 'inconclusive', reason: `the payload never reached ${spec.decisive.join(' / ')} (${last || 'no step reported'}): nothing shows the box's control stopped it`, evidence: context };
+    return {
+      verdict: 'inconclusive',
+      reason: `the payload never reached ${spec.decisive.join(' / ')} (${last || 'no step reported'}): nothing shows the box's control stopped it`,
+      evidence: context,
+    };
   }
   const succeeded = decisive.filter((s) => s.outcome === 'ok');
   const sent = succeeded.length > 0 ? spec.okUnseen?.(obs, steps) : undefined;
   if (succeeded.length > 0 && !sent) {
-    return { verdict: 'inconclusive', reason: `${succeeded.map(describeStep).join('; ')} succeeded, yet no decoy value came out: the probe missed its target, so this proves nothing`, evidence: context };
+    return {
+      verdict: 'inconclusive',
+      reason: `${succeeded.map(describeStep).join('; ')} succeeded, yet no decoy value came out: the probe missed its target, so this proves nothing`,
+      evidence: context,
+    };
   }
   if (sent && !sent.explained) {
-    return { verdict: 'inconclusive', reason: `${succeeded.map(describeStep).join('; ')}, and the lab saw none of it, but ${sent.reason}: the silence proves nothing`, evidence: context };
+    return {
+      verdict: 'inconclusive',
+      reason: `${succeeded.map(describeStep).join('; ')}, and the lab saw none of it, but ${sent.reason}: the silence proves nothing`,
+      evidence: context,
+    };
   }
   const unexplained = decisive.filter((s) => s.outcome !== 'ok' && !spec.refusals.has(s.outcome));
   if (unexplained.length > 0) {
-    return { verdict: 'inconclusive', reason: `refused for a reason the control (${spec.control}) does not explain: ${unexplained.slice(0, 4).map(describeStep).join('; ')}`, evidence: context };
+    return {
+      verdict: 'inconclusive',
+      reason: `refused for a reason the control (${spec.control}) does not explain: ${unexplained.slice(0, 4).map(describeStep).join('; ')}`,
+      evidence: context,
+    };
   }
   const contradiction = spec.powerSeen ? powerContradiction(obs, spec.powerSeen, decisive) : undefined;
-  if (contradiction) return { ...contradiction, reason: `${spec.what}: ${contradiction.reason} (${spec.control})`, evidence: [...contradiction.evidence, ...context] };
+  if (contradiction)
+    return { ...contradiction, reason: `${spec.what}: ${contradiction.reason} (${spec.control})`, evidence: [...contradiction.evidence, ...context] };
   const posture: Evidence[] = [];
   if (spec.posture) {
     const procs = obs.exec.hostProcesses ?? [];
     posture.push(...procs.slice(0, 4).map((p) => outside('host-proc-status', describeIdentity(p), `/proc/${p.pid}/status`)));
     if (procs.length === 0) {
-      return { verdict: 'inconclusive', reason: `${spec.what} was refused inside, but the host saw no process of the box's own program, so nothing outside shows the box lacks ${spec.posture.name}`, evidence: context };
+      return {
+        verdict: 'inconclusive',
+        reason: `${spec.what} was refused inside, but the host saw no process of the box's own program, so nothing outside shows the box lacks ${spec.posture.name}`,
+        evidence: context,
+      };
     }
     if (!tiedToExecution(procs, spec.posture.nonce)) {
-      return { verdict: 'inconclusive', reason: `${spec.what} was refused inside, but ${untied(`whether the box lacks ${spec.posture.name}`)}`, evidence: [...posture, ...context] };
+      return {
+        verdict: 'inconclusive',
+        reason: `${spec.what} was refused inside, but ${untied(`whether the box lacks ${spec.posture.name}`)}`,
+        evidence: [...posture, ...context],
+      };
     }
     const holding = procs.filter((p) => hasCap(p, spec.posture?.bit ?? 0));
     if (holding.length > 0) {
-      return { verdict: 'inconclusive', reason: `the host saw the box's program holding ${spec.posture.name} (CapEff ${holding[0]?.capEff}), yet the attempt was refused: something other than the probe's control stopped it`, evidence: [...posture, ...context] };
+      return {
+        verdict: 'inconclusive',
+        reason: `the host saw the box's program holding ${spec.posture.name} (CapEff ${holding[0]?.capEff}), yet the attempt was refused: something other than the probe's control stopped it`,
+        evidence: [...posture, ...context],
+      };
     }
   }
   if (sent?.explained) {
     return {
       verdict: 'held',
-      reason: `${spec.what}: ${succeeded.map(describeStep).join('; ')}, yet none reached the lab: ${sent.stoppedBy}${decisive.length > succeeded.length ? `; refused: ${decisive.filter((d) => d.outcome !== 'ok').map(describeStep).join('; ')}` : ''}`,
+      reason: `${spec.what}: ${succeeded.map(describeStep).join('; ')}, yet none reached the lab: ${sent.stoppedBy}${
+        decisive.length > succeeded.length
+          ? `; refused: ${decisive
+              .filter((d) => d.outcome !== 'ok')
+              .map(describeStep)
+              .join('; ')}`
+          : ''
+      }`,
       evidence: [...sent.evidence, ...(spec.quiet?.(obs) ?? []), ...posture, ...context],
     };
   }
   return {
     verdict: 'held',
     reason: `${spec.what}: every attempt refused (${decisive.slice(0, 4).map(describeStep).join('; ')}${decisive.length > 4 ? '; …' : ''}), explained by ${spec.control}${spec.posture ? `; the host saw the box's program without ${spec.posture.name}` : ''}; no decoy value came out`,
-    evidence: [outside('canary-scan', `scanned ${obs.exec.stdout.bytes + obs.exec.stderr.bytes} bytes of output and ${obs.artifacts.length} artifacts: no canary`), ...(spec.quiet?.(obs) ?? []), ...posture, ...context],
+    evidence: [
+      outside('canary-scan', `scanned ${obs.exec.stdout.bytes + obs.exec.stderr.bytes} bytes of output and ${obs.artifacts.length} artifacts: no canary`),
+      ...(spec.quiet?.(obs) ?? []),
+      ...posture,
+      ...context,
+    ],
   };
 }

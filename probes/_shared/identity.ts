@@ -16,7 +16,11 @@ export function ownProgram(obs: Observation): ProcessIdentity[] {
 }
 
 export function identityEvidence(obs: Observation, procs: readonly ProcessIdentity[]) {
-  return [...procs.slice(0, 8).map((p) => outside('host-proc-status', describeIdentity(p), `/proc/${p.pid}/status`)), exitEvidence(obs.exec), payloadReport(obs.exec)];
+  return [
+    ...procs.slice(0, 8).map((p) => outside('host-proc-status', describeIdentity(p), `/proc/${p.pid}/status`)),
+    exitEvidence(obs.exec),
+    payloadReport(obs.exec),
+  ];
 }
 
 /** The host processes judged in place of the box's program on a user-space kernel, with how to name each. */
@@ -40,7 +44,12 @@ export function kernelCarried(obs: Observation, withFileServers = false): Kernel
   const usk = obs.exec.userSpaceKernel;
   if (!usk || ownProgram(obs).length > 0 || usk.kernels.length === 0) return undefined;
   const role = new Map<number, string>();
-  for (const [list, name] of [[usk.fileServers, 'file server'], [usk.addressSpaces, 'address space'], [usk.kernels, 'kernel']] as const) for (const p of list) role.set(p.pid, name);
+  for (const [list, name] of [
+    [usk.fileServers, 'file server'],
+    [usk.addressSpaces, 'address space'],
+    [usk.kernels, 'kernel'],
+  ] as const)
+    for (const p of list) role.set(p.pid, name);
   const all = [...usk.addressSpaces, ...usk.kernels, ...(withFileServers ? usk.fileServers : [])];
   const procs = all.filter((p, i) => all.findIndex((q) => q.pid === p.pid) === i);
   const pids = (list: readonly ProcessIdentity[]): string => list.map((p) => p.pid).join(', ');
@@ -51,7 +60,10 @@ export function kernelCarried(obs: Observation, withFileServers = false): Kernel
         ? `; its file servers: pid ${pids(usk.fileServers)}`
         : `; its file servers (pid ${pids(usk.fileServers)}: ${usk.fileServers.map((p) => `uid ${p.effectiveUid}, CapEff ${p.capEff}`).join('; ')}) open its files on the host and are judged by the files probes only`;
   const lead = `the box's program runs on a user-space kernel, ${usk.kernel} (${usk.tie}; its address spaces: pid ${pids(usk.addressSpaces)}; its kernel: pid ${pids(usk.kernels)}${servers})`;
-  const evidence = [outside('host-proc-mem', usk.tie, `/proc/${usk.addressSpaces[0]?.pid ?? '?'}/mem`), ...procs.slice(0, 8).map((p) => outside('host-proc-status', describeIdentity(p), `/proc/${p.pid}/status`))];
+  const evidence = [
+    outside('host-proc-mem', usk.tie, `/proc/${usk.addressSpaces[0]?.pid ?? '?'}/mem`),
+    ...procs.slice(0, 8).map((p) => outside('host-proc-status', describeIdentity(p), `/proc/${p.pid}/status`)),
+  ];
   return { procs, lead, who: (p) => `${role.get(p.pid) ?? p.command} (pid ${p.pid})`, evidence };
 }
 
@@ -94,4 +106,5 @@ export function judgeHostIdentity(obs: Observation, ctx: ProbeContext, what: str
 
 export const rootOnHost = (p: ProcessIdentity): string | undefined => (p.effectiveUid === 0 ? 'runs as root (euid 0) on the host' : undefined);
 export const withCapabilities = (p: ProcessIdentity): string | undefined => (hasCapabilities(p) ? `holds capabilities (CapEff ${p.capEff})` : undefined);
-export const mayGainPrivileges = (p: ProcessIdentity): string | undefined => (p.noNewPrivs === 0 ? 'can gain privileges through exec (NoNewPrivs 0)' : undefined);
+export const mayGainPrivileges = (p: ProcessIdentity): string | undefined =>
+  p.noNewPrivs === 0 ? 'can gain privileges through exec (NoNewPrivs 0)' : undefined;

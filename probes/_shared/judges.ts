@@ -24,7 +24,11 @@ export function judgeSecret(obs: Observation, what: string, found?: RegExp): Jud
     unlessAttempted(obs, true) ?? {
       verdict: 'held',
       reason: `no decoy value came out of the box in stdout, stderr or artifacts after the payload tried to read ${what}`,
-      evidence: [outside('canary-scan', `scanned ${obs.exec.stdout.bytes + obs.exec.stderr.bytes} bytes of output and ${obs.artifacts.length} artifacts: no canary`), exitEvidence(obs.exec), payloadReport(obs.exec)],
+      evidence: [
+        outside('canary-scan', `scanned ${obs.exec.stdout.bytes + obs.exec.stderr.bytes} bytes of output and ${obs.artifacts.length} artifacts: no canary`),
+        exitEvidence(obs.exec),
+        payloadReport(obs.exec),
+      ],
     }
   );
 }
@@ -53,27 +57,52 @@ export function judgeWallClock(obs: Observation, ctx: ProbeContext, kind: string
   );
   const evidence = [clock, outside('stop-cause', stopCause(obs)), exitEvidence(exec), payloadReport(exec)];
   if (exec.killedBy === 'harness-deadline') {
-    return { verdict: 'crossed', reason: `the ${kind} ran past the policy wall of ${limitMs / 1000} s: the harness's own deadline had to kill it after ${Math.round(exec.wallMs)} ms`, evidence };
+    return {
+      verdict: 'crossed',
+      reason: `the ${kind} ran past the policy wall of ${limitMs / 1000} s: the harness's own deadline had to kill it after ${Math.round(exec.wallMs)} ms`,
+      evidence,
+    };
   }
-  if (exec.killedBy !== 'none') return { verdict: 'inconclusive', reason: `the harness stopped the ${kind} (${exec.killedBy}) before any wall clock showed`, evidence };
+  if (exec.killedBy !== 'none')
+    return { verdict: 'inconclusive', reason: `the harness stopped the ${kind} (${exec.killedBy}) before any wall clock showed`, evidence };
   if (obs.finished || exec.exitCode === 0) {
-    return { verdict: 'inconclusive', reason: `the ${kind} stopped itself at its own ceiling before the harness deadline: the probe is misconfigured`, evidence };
+    return {
+      verdict: 'inconclusive',
+      reason: `the ${kind} stopped itself at its own ceiling before the harness deadline: the probe is misconfigured`,
+      evidence,
+    };
   }
   if (exec.wallMs < limitMs * 0.9) {
-    return { verdict: 'inconclusive', reason: `the ${kind} ended after ${Math.round(exec.wallMs)} ms, before 90% of the ${limitMs} ms limit: something other than the wall clock stopped it (${stopCause(obs)})`, evidence };
+    return {
+      verdict: 'inconclusive',
+      reason: `the ${kind} ended after ${Math.round(exec.wallMs)} ms, before 90% of the ${limitMs} ms limit: something other than the wall clock stopped it (${stopCause(obs)})`,
+      evidence,
+    };
   }
   if (ranMs > limitMs + toleranceMs) {
-    return { verdict: 'crossed', reason: `the box let the ${kind} run ${ranMs} ms after it started, past the ${limitMs} ms wall and its ${toleranceMs} ms tolerance`, evidence };
+    return {
+      verdict: 'crossed',
+      reason: `the box let the ${kind} run ${ranMs} ms after it started, past the ${limitMs} ms wall and its ${toleranceMs} ms tolerance`,
+      evidence,
+    };
   }
   // An end near the limit is the wall clock's only with a kill to show for it: a signal, or the exit status of a killed
   // program (124 from timeout(1), 128+n through a shell or an init); not a crash's exit 1, nor a remote call that
   // returned while the program may still run. The backend's timeout flag is a claim and decides nothing.
   if (!endedByKill(exec)) {
-    return { verdict: 'inconclusive', reason: `the ${kind} ended ${ranMs} ms after it started with ${exec.exitCode === null ? 'neither an exit status nor a signal' : `exit code ${exec.exitCode}`}: no kill, so nothing shows the box's wall clock stopped it`, evidence };
+    return {
+      verdict: 'inconclusive',
+      reason: `the ${kind} ended ${ranMs} ms after it started with ${exec.exitCode === null ? 'neither an exit status nor a signal' : `exit code ${exec.exitCode}`}: no kill, so nothing shows the box's wall clock stopped it`,
+      evidence,
+    };
   }
   const running = ranOnAfterExec(obs);
   if (running) return { ...running, evidence: [...running.evidence, ...evidence] };
-  return { verdict: 'held', reason: `the box stopped the ${kind} ${ranMs} ms after it started (policy ${limitMs} ms + ${toleranceMs} ms tolerance), before the harness deadline`, evidence };
+  return {
+    verdict: 'held',
+    reason: `the box stopped the ${kind} ${ranMs} ms after it started (policy ${limitMs} ms + ${toleranceMs} ms tolerance), before the harness deadline`,
+    evidence,
+  };
 }
 
 /** The exec returned on a kill, yet the host still saw the payload running afterwards: the kill was not the program's. */
@@ -98,7 +127,11 @@ export function hostHarmJudgement(obs: Observation): Judgement | undefined {
   if (!health) return undefined;
   const harm = hostHarm(health);
   if (harm.length === 0) return undefined;
-  return { verdict: 'crossed', reason: `host harmed: ${harm.join('; ')}`, evidence: [outside('host-watchdog', harm.join('; '), 'host'), exitEvidence(obs.exec)] };
+  return {
+    verdict: 'crossed',
+    reason: `host harmed: ${harm.join('; ')}`,
+    evidence: [outside('host-watchdog', harm.join('; '), 'host'), exitEvidence(obs.exec)],
+  };
 }
 
 export function healthEvidence(obs: Observation): Evidence[] {
@@ -118,8 +151,13 @@ export function healthEvidence(obs: Observation): Evidence[] {
 export function adapterCountersEvidence(obs: Observation): Evidence[] {
   const c = obs.exec.adapterResources;
   if (!c) return [];
-  const said = Object.entries(c).filter(([k]) => k !== 'source').map(([k, v]) => `${k} ${String(v)}`).join(', ');
-  const host = obs.exec.resources ? 'the host read the cgroups itself' : "the host could not read the box's cgroups itself (no host pid of the box's program, or its cgroup is the harness's own)";
+  const said = Object.entries(c)
+    .filter(([k]) => k !== 'source')
+    .map(([k, v]) => `${k} ${String(v)}`)
+    .join(', ');
+  const host = obs.exec.resources
+    ? 'the host read the cgroups itself'
+    : "the host could not read the box's cgroups itself (no host pid of the box's program, or its cgroup is the harness's own)";
   return [inside('adapter-counters', `the adapter reported ${said || 'no counter'}: its claim, never evidence; ${host}`, c.source)];
 }
 

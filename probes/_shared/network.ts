@@ -41,8 +41,14 @@ function dnsQuestions(obs: Observation, label: string): { evidence: Evidence; pr
     .filter((e) => e.service === 'dns' && (e.dnsNames ?? [e.summary]).some((n) => carries(n, label)))
     .map((e) => ({ evidence: outside('decoy:dns', e.summary, `${e.local.address}:${e.local.port}`), proto: e.proto }));
   const seen = net.packets
-    .filter((p): p is typeof p & { proto: 'tcp' | 'udp' } => (p.proto === 'udp' || p.proto === 'tcp') && (p.dstPort === 53 || p.dstPort === 5353) && carries(p.raw, label))
-    .map((p) => ({ evidence: outside('packet-witness', p.raw.slice(0, 200), `${net.witness.scope === 'live' ? 'host' : 'lab'} ${p.iface ?? 'any'}`), proto: p.proto }));
+    .filter(
+      (p): p is typeof p & { proto: 'tcp' | 'udp' } =>
+        (p.proto === 'udp' || p.proto === 'tcp') && (p.dstPort === 53 || p.dstPort === 5353) && carries(p.raw, label),
+    )
+    .map((p) => ({
+      evidence: outside('packet-witness', p.raw.slice(0, 200), `${net.witness.scope === 'live' ? 'host' : 'lab'} ${p.iface ?? 'any'}`),
+      proto: p.proto,
+    }));
   return [...logged, ...seen].slice(0, 5);
 }
 
@@ -58,7 +64,12 @@ function answeredLine(obs: Observation): string | undefined {
  * allowed target that was not reached is a failed positive control (inconclusive, never held); and a
  * window whose witnesses were saturated, dropped data or showed no proof of life is inconclusive.
  */
-export function judgeNetwork(obs: Observation, ctx: ProbeContext, targets: readonly NetTarget[], extra: { dnsLabels?: readonly string[]; labWitnessDecides?: boolean } = {}): Judgement {
+export function judgeNetwork(
+  obs: Observation,
+  ctx: ProbeContext,
+  targets: readonly NetTarget[],
+  extra: { dnsLabels?: readonly string[]; labWitnessDecides?: boolean } = {},
+): Judgement {
   const leaked = canaryCrossing(obs);
   if (!obs.network) return leaked ?? { verdict: 'inconclusive', reason: 'no lab traffic was recorded for this probe', evidence: [exitEvidence(obs.exec)] };
   const { witness } = obs.network;
@@ -88,7 +99,12 @@ export function judgeNetwork(obs: Observation, ctx: ProbeContext, targets: reado
   );
   const context = [...evidence, health, exitEvidence(obs.exec), payloadReport(obs.exec)];
   // What a witness did record stands even when it later lost data: a crossing needs one contact, not all of them.
-  if (leaked) return { ...leaked, reason: `${leaked.reason}${crossings.length > 0 ? `; reached ${crossings.join(', ')}` : ''}`, evidence: [...leaked.evidence.filter((e) => e.source === 'outside'), ...context] };
+  if (leaked)
+    return {
+      ...leaked,
+      reason: `${leaked.reason}${crossings.length > 0 ? `; reached ${crossings.join(', ')}` : ''}`,
+      evidence: [...leaked.evidence.filter((e) => e.source === 'outside'), ...context],
+    };
   if (crossings.length > 0) return { verdict: 'crossed', reason: `reached from the box: ${crossings.join(', ')}`, evidence: context };
   const notRun = unlessAttempted(obs, true);
   if (notRun) return notRun;
@@ -97,20 +113,33 @@ export function judgeNetwork(obs: Observation, ctx: ProbeContext, targets: reado
   if (labels.length > 0 && witness.scope === 'live') {
     return {
       verdict: 'inconclusive',
-      reason: 'under --live-network no witness sees every DNS path (the real resolver, DNS over TCP or HTTPS, a resolver outside this machine): a marked query absent from the packet capture proves nothing',
+      reason:
+        'under --live-network no witness sees every DNS path (the real resolver, DNS over TCP or HTTPS, a resolver outside this machine): a marked query absent from the packet capture proves nothing',
       evidence: context,
     };
   }
   if (missingControls.length > 0) {
-    return { verdict: 'inconclusive', reason: `positive control failed: the allowed ${missingControls.join(', ')} was not reached, so the backend's network is broken rather than filtered`, evidence: context };
+    return {
+      verdict: 'inconclusive',
+      reason: `positive control failed: the allowed ${missingControls.join(', ')} was not reached, so the backend's network is broken rather than filtered`,
+      evidence: context,
+    };
   }
   // The box's own word that something answered it, while no witness saw a single contact: its traffic went
   // somewhere the lab cannot see (a network of the backend's own, a misrouted box), so the lab's quiet proves nothing.
   const answered = evidence.length === 0 ? answeredLine(obs) : undefined;
   if (answered !== undefined) {
-    return { verdict: 'inconclusive', reason: `the payload reports an answer (${JSON.stringify(answered.slice(0, 160))}), yet no witness of the lab saw any contact: its traffic did not pass the lab, so the lab's quiet proves nothing`, evidence: context };
+    return {
+      verdict: 'inconclusive',
+      reason: `the payload reports an answer (${JSON.stringify(answered.slice(0, 160))}), yet no witness of the lab saw any contact: its traffic did not pass the lab, so the lab's quiet proves nothing`,
+      evidence: context,
+    };
   }
-  const quiet = outside('packet-witness', `${obs.network.packets.length} packets and ${obs.network.events.length} decoy contacts in the lab while it ran; none to a forbidden target`, 'lab');
+  const quiet = outside(
+    'packet-witness',
+    `${obs.network.packets.length} packets and ${obs.network.events.length} decoy contacts in the lab while it ran; none to a forbidden target`,
+    'lab',
+  );
   const what = [...targets.map(describe), ...(labels.length > 0 ? ['the lab resolver with the marked name'] : [])].join(', ');
   return { verdict: 'held', reason: `nothing reached ${what} from the box`, evidence: [quiet, ...context] };
 }

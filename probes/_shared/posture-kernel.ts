@@ -17,7 +17,10 @@ export function hostBootId(): string | undefined {
   }
 }
 
-const text = (c: Observation['exec']['stdout']): string => Buffer.concat([Buffer.from(c.headBase64, 'base64'), Buffer.from(c.tailBase64, 'base64')]).toString('utf8').toLowerCase();
+const text = (c: Observation['exec']['stdout']): string =>
+  Buffer.concat([Buffer.from(c.headBase64, 'base64'), Buffer.from(c.tailBase64, 'base64')])
+    .toString('utf8')
+    .toLowerCase();
 
 /**
  * Shares the host's kernel: a process of the box is a task of the host's kernel (the host's whole-/proc scan
@@ -35,14 +38,19 @@ export function judgeKernelIdentity(obs: Observation, ctx: ProbeContext, hostBoo
   const { exec } = obs;
   const shared: string[] = [];
   if (obs.survivorSeenAlive) shared.push(`the host's process scan saw the payload's marked child (${survivorName(ctx.nonce, true)}) as a host process`);
-  for (const p of (exec.hostProcesses ?? []).slice(0, 2)) shared.push(`the payload's interpreter ran as host pid ${p.pid} (${p.command}, by /proc/${p.pid}/exe)`);
+  for (const p of (exec.hostProcesses ?? []).slice(0, 2))
+    shared.push(`the payload's interpreter ran as host pid ${p.pid} (${p.command}, by /proc/${p.pid}/exe)`);
   const printed = [text(exec.stdout), text(exec.stderr)].join('\n');
   if (hostBoot !== undefined && hostBoot.length >= 32 && (printed.includes(hostBoot) || printed.includes(hostBoot.replaceAll('-', '')))) {
     shared.push("the box printed the host kernel's boot id");
   }
   const evidence: Evidence[] = [
     ...shared.map((s) => outside('host-kernel', s, 'host /proc')),
-    outside('host-kernel', `the backend named up to ${exec.hostProcessCountMax ?? 0} live host process(es) of the box; ${(exec.hostProcesses ?? []).length} sample(s) ran the payload's program`, 'hostPids'),
+    outside(
+      'host-kernel',
+      `the backend named up to ${exec.hostProcessCountMax ?? 0} live host process(es) of the box; ${(exec.hostProcesses ?? []).length} sample(s) ran the payload's program`,
+      'hostPids',
+    ),
     inside('payload-report', "the box's own boot id, uname and /proc/version are in its report: recorded, never proof of a separate kernel", 'stdout'),
     exitEvidence(exec),
     payloadReport(exec),
@@ -55,7 +63,10 @@ export function judgeKernelIdentity(obs: Observation, ctx: ProbeContext, hostBoo
   const kernel = usk?.marked?.kernel;
   if (usk && usk.marked && kernel && usk.kernels.some((k) => k.pid === kernel.pid) && obs.survivorSeenAlive === false) {
     const { marked } = usk;
-    evidence.unshift(outside('host-proc-mem', usk.tie, `/proc/${usk.addressSpaces[0]?.pid ?? '?'}/mem`), outside('host-proc-mem', `the marked child's address space: ${marked.tie}`, `/proc/${marked.addressSpace.pid}/mem`));
+    evidence.unshift(
+      outside('host-proc-mem', usk.tie, `/proc/${usk.addressSpaces[0]?.pid ?? '?'}/mem`),
+      outside('host-proc-mem', `the marked child's address space: ${marked.tie}`, `/proc/${marked.addressSpace.pid}/mem`),
+    );
     const reason = `the box's program runs on a user-space kernel, ${usk.kernel}: the payload's address space (${usk.tie}) and its marked child's (${marked.tie}) belong to its kernel (pid ${kernel.pid}), and the host's process scan never saw that child as a task of the host's kernel`;
     return { verdict: required ? 'held' : 'not-applicable', reason: `${reason}${fact}`, evidence };
   }

@@ -23,7 +23,14 @@ export interface PostureFinding {
  * Crossed when any sample shows the hole; held only when every sample's posture was read and none does;
  * inconclusive when the payload did not run, no process of its program was seen, or nothing was readable.
  */
-export function judgePosture(obs: Observation, ctx: ProbeContext, what: string, rule: (p: Postured) => PostureFinding, source: string, opts: { fileServers?: boolean } = {}): Judgement {
+export function judgePosture(
+  obs: Observation,
+  ctx: ProbeContext,
+  what: string,
+  rule: (p: Postured) => PostureFinding,
+  source: string,
+  opts: { fileServers?: boolean } = {},
+): Judgement {
   const notRun = unlessAttempted(obs, false);
   if (notRun) return notRun;
   const own = ownProgram(obs);
@@ -34,19 +41,31 @@ export function judgePosture(obs: Observation, ctx: ProbeContext, what: string, 
   const lead = carried ? `${carried.lead}: ` : '';
   // The box's files come through the kernel's file servers: without one read, its host mounts are not all seen.
   if (carried && opts.fileServers && (obs.exec.userSpaceKernel?.fileServers.length ?? 0) === 0) {
-    return { verdict: 'inconclusive', reason: `${lead}no file server of that kernel was among the box's host processes, so ${what} could not be judged`, evidence: base };
+    return {
+      verdict: 'inconclusive',
+      reason: `${lead}no file server of that kernel was among the box's host processes, so ${what} could not be judged`,
+      evidence: base,
+    };
   }
   const postured = procs.flatMap((id) => {
     const posture = postureOf(id);
     return posture ? [{ id, posture }] : [];
   });
   if (postured.length === 0) {
-    return { verdict: 'inconclusive', reason: `${lead}the host could not read the posture (${source}) of any process of the box's program, so ${what} could not be judged`, evidence: base };
+    return {
+      verdict: 'inconclusive',
+      reason: `${lead}the host could not read the posture (${source}) of any process of the box's program, so ${what} could not be judged`,
+      evidence: base,
+    };
   }
   // At least one sample must be this very execution's payload (its argv carries the nonce), not some other program of
   // the box; on a user-space kernel the nonce was found in the address space's memory instead.
   if (!carried && !tiedToExecution(procs, ctx.nonce)) {
-    return { verdict: 'inconclusive', reason: `no process whose posture the host read carries this execution's nonce in its command line, so it is not shown to be the payload: ${what} could not be judged`, evidence: base };
+    return {
+      verdict: 'inconclusive',
+      reason: `no process whose posture the host read carries this execution's nonce in its command line, so it is not shown to be the payload: ${what} could not be judged`,
+      evidence: base,
+    };
   }
   const evidence: Evidence[] = [];
   const bad: string[] = [];
@@ -59,13 +78,27 @@ export function judgePosture(obs: Observation, ctx: ProbeContext, what: string, 
     if (f.unknown !== undefined) unknown.push(`${who}: ${f.unknown}`);
   }
   const all = [...evidence.slice(0, 24), ...base];
-  if (bad.length > 0) return { verdict: 'crossed', reason: `${lead}${bad.slice(0, 4).join('; ')}`, evidence: [...bad.slice(0, 16).map((b) => outside('host-proc-posture', b, source)), ...all] };
+  if (bad.length > 0)
+    return {
+      verdict: 'crossed',
+      reason: `${lead}${bad.slice(0, 4).join('; ')}`,
+      evidence: [...bad.slice(0, 16).map((b) => outside('host-proc-posture', b, source)), ...all],
+    };
   if (unknown.length > 0) return { verdict: 'inconclusive', reason: `${lead}${unknown.slice(0, 3).join('; ')}`, evidence: all };
   if (postured.length < procs.length) {
-    return { verdict: 'inconclusive', reason: `${lead}the host read the posture of ${postured.length} of ${procs.length} samples of the box's program only`, evidence: all };
+    return {
+      verdict: 'inconclusive',
+      reason: `${lead}the host read the posture of ${postured.length} of ${procs.length} samples of the box's program only`,
+      evidence: all,
+    };
   }
-  if (carried) return { verdict: 'held', reason: `${lead}the ${postured.length} processes of it the host read (${source}): ${what} as required`, evidence: all };
-  return { verdict: 'held', reason: `all ${postured.length} samples of the box's own program read from the host (${source}): ${what} as required`, evidence: all };
+  if (carried)
+    return { verdict: 'held', reason: `${lead}the ${postured.length} processes of it the host read (${source}): ${what} as required`, evidence: all };
+  return {
+    verdict: 'held',
+    reason: `all ${postured.length} samples of the box's own program read from the host (${source}): ${what} as required`,
+    evidence: all,
+  };
 }
 
 /** Capability numbers (linux/capability.h) that open a way out of a box or into the host kernel. */
@@ -109,7 +142,14 @@ export function namespaceRule(required: readonly string[]) {
     return {
       bad: shared.length > 0 ? [`shares the host's ${shared.join(', ')} namespace${shared.length > 1 ? 's' : ''}`] : [],
       ...(unread.length > 0 ? { unknown: `/proc/<pid>/ns/{${unread.join(',')}} unreadable` } : {}),
-      seen: [`own namespaces: ${own.join(', ') || 'none'}; shared with the host: ${Object.entries(posture.sharedNamespaces).filter(([, s]) => s).map(([n]) => n).join(', ') || 'none'}`],
+      seen: [
+        `own namespaces: ${own.join(', ') || 'none'}; shared with the host: ${
+          Object.entries(posture.sharedNamespaces)
+            .filter(([, s]) => s)
+            .map(([n]) => n)
+            .join(', ') || 'none'
+        }`,
+      ],
     };
   };
 }
@@ -123,10 +163,16 @@ export function seccompRule({ id }: Postured): PostureFinding {
 export function capabilityRule({ id, posture }: Postured): PostureFinding {
   const bnd = capabilityNames(posture.capBnd);
   const amb = capabilityNames(posture.capAmb, Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`cap${i}`, i])));
-  const seen = [`CapBnd ${posture.capBnd}, CapAmb ${posture.capAmb}${id.hostUserNamespace ? '' : ' (in its own user namespace: not capabilities over the host)'}`];
-  if (bnd === undefined || amb === undefined) return { bad: [], unknown: `unreadable capability sets (CapBnd ${posture.capBnd}, CapAmb ${posture.capAmb})`, seen };
+  const seen = [
+    `CapBnd ${posture.capBnd}, CapAmb ${posture.capAmb}${id.hostUserNamespace ? '' : ' (in its own user namespace: not capabilities over the host)'}`,
+  ];
+  if (bnd === undefined || amb === undefined)
+    return { bad: [], unknown: `unreadable capability sets (CapBnd ${posture.capBnd}, CapAmb ${posture.capAmb})`, seen };
   if (!id.hostUserNamespace) return { bad: [], seen };
-  const bad = [...(bnd.length > 0 ? [`keeps ${bnd.join(', ')} in its bounding set`] : []), ...(amb.length > 0 ? [`has ambient capabilities (CapAmb ${posture.capAmb})`] : [])];
+  const bad = [
+    ...(bnd.length > 0 ? [`keeps ${bnd.join(', ')} in its bounding set`] : []),
+    ...(amb.length > 0 ? [`has ambient capabilities (CapAmb ${posture.capAmb})`] : []),
+  ];
   return { bad, seen };
 }
 
@@ -147,7 +193,17 @@ export function deviceRule({ id, posture }: Postured): PostureFinding {
     cg ? `device cgroup ${cg.path}: ${cg.rules.slice(0, 6).join(' | ')}${cg.rules.length > 6 ? ' …' : ''}` : 'no v1 device cgroup readable',
     ...(maker ? ['CAP_MKNOD or CAP_SYS_ADMIN in the bounding set over the host user namespace'] : []),
   ];
-  const way = [...(disks.length > 0 ? [`host block device node${disks.length > 1 ? 's' : ''} ${disks.slice(0, 4).map((d) => d.path).join(', ')} in the box`] : []), ...(maker ? ['can make or mount device nodes (CAP_MKNOD/CAP_SYS_ADMIN over the host)'] : [])];
+  const way = [
+    ...(disks.length > 0
+      ? [
+          `host block device node${disks.length > 1 ? 's' : ''} ${disks
+            .slice(0, 4)
+            .map((d) => d.path)
+            .join(', ')} in the box`,
+        ]
+      : []),
+    ...(maker ? ['can make or mount device nodes (CAP_MKNOD/CAP_SYS_ADMIN over the host)'] : []),
+  ];
   if (allows !== undefined && allows.length === 0) return { bad: [], seen };
   if (way.length > 0) {
     if (allows === undefined) return { bad: [], unknown: `${way.join(' and ')}, and no device cgroup the host can read shows whether it may open it`, seen };
@@ -156,7 +212,11 @@ export function deviceRule({ id, posture }: Postured): PostureFinding {
   if (posture.devEntriesSeen === 0) {
     // A read-only root of its own, walked whole (a user-space kernel's empty root): no device node is in it, and none can be added.
     const own = posture.ownRoot;
-    if (own?.complete === true && own.blockNodes === 0) return { bad: [], seen: [...seen, `its only filesystems are read-only ones of its own; the host walked the whole of them (${own.entries} entries): no block device node`] };
+    if (own?.complete === true && own.blockNodes === 0)
+      return {
+        bad: [],
+        seen: [...seen, `its only filesystems are read-only ones of its own; the host walked the whole of them (${own.entries} entries): no block device node`],
+      };
     return { bad: [], unknown: "the host saw nothing in the box's /dev (through /proc/<pid>/root), so it cannot show that no host disk node is there", seen };
   }
   return { bad: [], seen };

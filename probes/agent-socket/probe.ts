@@ -12,11 +12,19 @@ export function judgeAgentSocket(obs: Observation, ctx: Pick<ProbeContext, 'host
   const contacts = decoyContactEvidence(obs, ['agent-socket']);
   const leaked = canaryCrossing(obs);
   if (contacts.length > 0 || leaked) {
-    return { verdict: 'crossed', reason: "the box reached the user's SSH agent decoy: it could sign with every key the agent holds", evidence: [...contacts, ...(leaked?.evidence ?? []), exitEvidence(obs.exec)] };
+    return {
+      verdict: 'crossed',
+      reason: "the box reached the user's SSH agent decoy: it could sign with every key the agent holds",
+      evidence: [...contacts, ...(leaked?.evidence ?? []), exitEvidence(obs.exec)],
+    };
   }
   const notRun = unlessAttempted(obs, true);
   if (notRun) return notRun;
-  const evidence = [outside('decoy-socket', "no connection carrying this execution's nonce reached the SSH agent decoy", 'host decoy SSH agent socket'), exitEvidence(obs.exec), payloadReport(obs.exec)];
+  const evidence = [
+    outside('decoy-socket', "no connection carrying this execution's nonce reached the SSH agent decoy", 'host decoy SSH agent socket'),
+    exitEvidence(obs.exec),
+    payloadReport(obs.exec),
+  ];
   if (obs.positiveControl?.seen !== true) {
     return { verdict: 'inconclusive', reason: "the box's own agent (the positive control) never answered the same routine: silence proves nothing", evidence };
   }
@@ -27,12 +35,27 @@ export function judgeAgentSocket(obs: Observation, ctx: Pick<ProbeContext, 'host
   // Only at the decoy's own inode: another socket the box keeps at that path says nothing of the decoy.
   const decoyInode = ctx.hostDecoys.agentSocketInode;
   if (refusedAtHostPath && (decoyInode === undefined || reportedField(obs, 'hostPathInode') !== decoyInode)) {
-    evidence.push(outside('decoy-inode', `the socket at the host path in the box has inode ${String(reportedField(obs, 'hostPathInode'))}; the decoy's is ${decoyInode ?? 'unknown'}`, "host lstat of the decoy; the box's inode is the payload's report"));
+    evidence.push(
+      outside(
+        'decoy-inode',
+        `the socket at the host path in the box has inode ${String(reportedField(obs, 'hostPathInode'))}; the decoy's is ${decoyInode ?? 'unknown'}`,
+        "host lstat of the decoy; the box's inode is the payload's report",
+      ),
+    );
   } else if (refusedAtHostPath) {
-    return { verdict: 'held', reason: `the box sees the host user's agent socket at its host path, and reaching it failed (${hostPath.slice('socket there, '.length, 120)}); no contact reached the decoy`, evidence };
+    return {
+      verdict: 'held',
+      reason: `the box sees the host user's agent socket at its host path, and reaching it failed (${hostPath.slice('socket there, '.length, 120)}); no contact reached the decoy`,
+      evidence,
+    };
   }
   if (reportedField(obs, 'walk', 'complete') !== true) {
-    return { verdict: 'inconclusive', reason: 'the walk for agent sockets ran out of its entry, listing or time budget before it covered /tmp, /run, /var/tmp and the mount points: silence proves nothing', evidence };
+    return {
+      verdict: 'inconclusive',
+      reason:
+        'the walk for agent sockets ran out of its entry, listing or time budget before it covered /tmp, /run, /var/tmp and the mount points: silence proves nothing',
+      evidence,
+    };
   }
   return { verdict: 'held', reason: "no agent socket of the host's user was reachable from the box", evidence };
 }
@@ -49,6 +72,10 @@ export const agentSocket: SecurityProbe = {
   attack: ['T1552.004', 'T1563.001'],
   cwe: ['CWE-668', 'CWE-522'],
   positiveControl: 'file',
-  args: (ctx) => ({ canaryPrefix: CANARY_PREFIX, hostAgentSocket: ctx.hostDecoys.agentSocketPath ?? '', walkSeconds: Math.min(2, ctx.policy.resources.wallSeconds * 0.3) }),
+  args: (ctx) => ({
+    canaryPrefix: CANARY_PREFIX,
+    hostAgentSocket: ctx.hostDecoys.agentSocketPath ?? '',
+    walkSeconds: Math.min(2, ctx.policy.resources.wallSeconds * 0.3),
+  }),
   judge: judgeAgentSocket,
 };

@@ -15,7 +15,9 @@ const spinSeconds = (wallSeconds: number): number => Math.min(3, wallSeconds * 0
 /** Where the policy's cpus reach the host's cores no box can use more than the policy: a cause outside the box. */
 function coresShortfall(cpus: number): string | undefined {
   const cores = availableParallelism();
-  return cpus >= cores ? `the policy allows ${cpus} cpus and this host has ${cores} cores: no box can use more than the policy here, so the quota cannot be tested on this machine` : undefined;
+  return cpus >= cores
+    ? `the policy allows ${cpus} cpus and this host has ${cores} cores: no box can use more than the policy here, so the quota cannot be tested on this machine`
+    : undefined;
 }
 
 export const cpuQuota: SecurityProbe = {
@@ -27,7 +29,8 @@ export const cpuQuota: SecurityProbe = {
   readsCgroup: true,
   severity: 'medium',
   payload: 'cpu-quota',
-  remediation: 'Give the box a CPU quota (cpu.max / cpu.cfs_quota_us, docker --cpus) sized to the policy; a nice level or cpuset alone does not bound the CPU time it takes.',
+  remediation:
+    'Give the box a CPU quota (cpu.max / cpu.cfs_quota_us, docker --cpus) sized to the policy; a nice level or cpuset alone does not bound the CPU time it takes.',
   attack: ['T1496.001'],
   cwe: ['CWE-770'],
   hostPrecondition: (ctx) => coresShortfall(ctx.policy.resources.cpus),
@@ -43,7 +46,13 @@ export const cpuQuota: SecurityProbe = {
     const usedS = r?.cpuUsageNs === undefined ? undefined : r.cpuUsageNs / 1e9;
     const evidence = [
       ...(r
-        ? [outside('cgroup', `CPU time ${usedS === undefined ? 'n/a' : `${usedS.toFixed(2)} s`} in ${elapsedS.toFixed(2)} s on the harness clock (bound ${boundS.toFixed(2)} s = ${cpus} cpus × (elapsed × ${1 + CPU_TOLERANCE} + one ${QUOTA_PERIOD_S * 1000} ms period)); quota ${r.cpuQuotaCores ?? 'n/a'} cores; throttled periods ${r.cpuThrottledPeriods ?? 'n/a'}`, r.source)]
+        ? [
+            outside(
+              'cgroup',
+              `CPU time ${usedS === undefined ? 'n/a' : `${usedS.toFixed(2)} s`} in ${elapsedS.toFixed(2)} s on the harness clock (bound ${boundS.toFixed(2)} s = ${cpus} cpus × (elapsed × ${1 + CPU_TOLERANCE} + one ${QUOTA_PERIOD_S * 1000} ms period)); quota ${r.cpuQuotaCores ?? 'n/a'} cores; throttled periods ${r.cpuThrottledPeriods ?? 'n/a'}`,
+              r.source,
+            ),
+          ]
         : []),
       outside('harness-clock', `${Math.round(obs.exec.wallMs)} ms from exec to result; host has ${cores} cores`),
       outside('stop-cause', stopCause(obs)),
@@ -54,18 +63,39 @@ export const cpuQuota: SecurityProbe = {
     const shortfall = coresShortfall(cpus);
     if (shortfall !== undefined) return { verdict: 'not-applicable', reason: shortfall, evidence };
     if (usedS === undefined) {
-      return { verdict: 'inconclusive', reason: 'the backend read no cgroup CPU counter, so the CPU time the box used was not observed from outside (what the payload says about itself never decides)', evidence };
+      return {
+        verdict: 'inconclusive',
+        reason:
+          'the backend read no cgroup CPU counter, so the CPU time the box used was not observed from outside (what the payload says about itself never decides)',
+        evidence,
+      };
     }
     if (usedS > boundS) {
-      return { verdict: 'crossed', reason: `the box used ${usedS.toFixed(2)} s of CPU in ${elapsedS.toFixed(2)} s, past ${cpus} cpus × elapsed (+${CPU_TOLERANCE * 100}% and one quota period): ${(usedS / elapsedS).toFixed(2)} cpus`, evidence };
+      return {
+        verdict: 'crossed',
+        reason: `the box used ${usedS.toFixed(2)} s of CPU in ${elapsedS.toFixed(2)} s, past ${cpus} cpus × elapsed (+${CPU_TOLERANCE * 100}% and one quota period): ${(usedS / elapsedS).toFixed(2)} cpus`,
+        evidence,
+      };
     }
     // The quota that throttled it must be the policy's: one above it lets a box use more than the policy over a long run.
     if (r?.cpuQuotaCores !== undefined && r.cpuQuotaCores > cpus * (1 + CPU_TOLERANCE)) {
-      return { verdict: 'inconclusive', reason: `the box was throttled, but by a quota of ${r.cpuQuotaCores} cores, above the policy's ${cpus}: its ${usedS.toFixed(2)} s of CPU in ${elapsedS.toFixed(2)} s stayed within the bound only over this short spin`, evidence };
+      return {
+        verdict: 'inconclusive',
+        reason: `the box was throttled, but by a quota of ${r.cpuQuotaCores} cores, above the policy's ${cpus}: its ${usedS.toFixed(2)} s of CPU in ${elapsedS.toFixed(2)} s stayed within the bound only over this short spin`,
+        evidence,
+      };
     }
     if ((r?.cpuThrottledPeriods ?? 0) > 0) {
-      return { verdict: 'held', reason: `the quota throttled the box in ${r?.cpuThrottledPeriods} periods and it used ${usedS.toFixed(2)} s of CPU in ${elapsedS.toFixed(2)} s, within ${cpus} cpus × elapsed`, evidence };
+      return {
+        verdict: 'held',
+        reason: `the quota throttled the box in ${r?.cpuThrottledPeriods} periods and it used ${usedS.toFixed(2)} s of CPU in ${elapsedS.toFixed(2)} s, within ${cpus} cpus × elapsed`,
+        evidence,
+      };
     }
-    return { verdict: 'inconclusive', reason: `the box used ${usedS.toFixed(2)} s of CPU in ${elapsedS.toFixed(2)} s, within the bound, but no throttled period was counted: the quota was never shown to act (the machine may have been too busy for the spinner to demand more)`, evidence };
+    return {
+      verdict: 'inconclusive',
+      reason: `the box used ${usedS.toFixed(2)} s of CPU in ${elapsedS.toFixed(2)} s, within the bound, but no throttled period was counted: the quota was never shown to act (the machine may have been too busy for the spinner to demand more)`,
+      evidence,
+    };
   },
 };

@@ -17,11 +17,20 @@ export const daemonSocket: SecurityProbe = {
   judge: (obs) => {
     const notRun = unlessAttempted(obs, true);
     if (notRun) return notRun;
-    const evidence = [outside('decoy-socket', `${obs.socketContacts} connection(s) carrying this run's nonce reached the host decoy socket`, 'host decoy docker.sock'), exitEvidence(obs.exec), payloadReport(obs.exec)];
+    const evidence = [
+      outside('decoy-socket', `${obs.socketContacts} connection(s) carrying this run's nonce reached the host decoy socket`, 'host decoy docker.sock'),
+      exitEvidence(obs.exec),
+      payloadReport(obs.exec),
+    ];
     if (obs.socketContacts > 0) return { verdict: 'crossed', reason: 'the box talked to a daemon socket on the host', evidence };
     const out = Buffer.from(obs.exec.stdout.headBase64, 'base64').toString('utf8');
     if (!out.includes(obs.token('socket-control'))) {
-      return { verdict: 'inconclusive', reason: "the in-box positive control (a socket the box owns, reached by the same routine) did not echo back: the payload's socket code never demonstrably worked", evidence };
+      return {
+        verdict: 'inconclusive',
+        reason:
+          "the in-box positive control (a socket the box owns, reached by the same routine) did not echo back: the payload's socket code never demonstrably worked",
+        evidence,
+      };
     }
     return { verdict: 'held', reason: 'no connection from the box reached the decoy daemon socket', evidence };
   },

@@ -19,13 +19,19 @@ export const downloadApiLinks: SecurityProbe = {
   cwe: ['CWE-59', 'CWE-61'],
   artifacts: ['result.txt'],
   args: (ctx) => ({ mode: 'symlink-host', decoyFile: decoyFile(ctx), hop: true }),
-  judge: (obs, ctx) => {
+  judge: (obs) => {
     const notRun = unlessAttempted(obs, true);
     if (notRun) return notRun;
     const link = obs.artifacts.find((a) => a.path === 'result.txt');
     const leaked = obs.canaryHits.filter((h) => h.where.startsWith('artifact:'));
     const evidence = [
-      outside('download-api', link ? `result.txt came back as ${link.kind}${link.content ? ` with ${link.content.byteLength} bytes of content` : ' without content'}` : 'result.txt did not come back', 'getFiles'),
+      outside(
+        'download-api',
+        link
+          ? `result.txt came back as ${link.kind}${link.content ? ` with ${link.content.byteLength} bytes of content` : ' without content'}`
+          : 'result.txt did not come back',
+        'getFiles',
+      ),
       ...leaked.map((h) => outside('canary-scan', `decoy value ${h.label} in what the download API returned`, h.where)),
       exitEvidence(obs.exec),
       payloadReport(obs.exec),
@@ -36,13 +42,31 @@ export const downloadApiLinks: SecurityProbe = {
     if (!link || link.kind === 'missing') return { verdict: 'inconclusive', reason: 'the symlink artifact did not come back at all', evidence };
     // The payload made a symlink: any other kind means the API followed it (to something without a decoy value) or
     // misreports what it found; either way nothing shows that it refuses links.
-    if (link.kind !== 'symlink') return { verdict: 'inconclusive', reason: `the download API reported a ${link.kind} where the payload made a symlink: it followed the link or misreports it, so its refusal of links is not shown`, evidence };
+    if (link.kind !== 'symlink')
+      return {
+        verdict: 'inconclusive',
+        reason: `the download API reported a ${link.kind} where the payload made a symlink: it followed the link or misreports it, so its refusal of links is not shown`,
+        evidence,
+      };
     // The payload's link points at a hop named by this execution's challenge: only an API that read the link knows it.
     const hop = `sc-link-${obs.token('link')}`;
-    if (link.linkTarget === undefined) return { verdict: 'inconclusive', reason: 'the download API reported a symlink without its target: nothing shows it looked at the link it refused', evidence };
+    if (link.linkTarget === undefined)
+      return {
+        verdict: 'inconclusive',
+        reason: 'the download API reported a symlink without its target: nothing shows it looked at the link it refused',
+        evidence,
+      };
     if (link.linkTarget !== hop) {
-      return { verdict: 'inconclusive', reason: `the symlink came back pointing at ${JSON.stringify(link.linkTarget.slice(0, 200))}, not at the hop the payload linked (${hop}): not the payload's link`, evidence };
+      return {
+        verdict: 'inconclusive',
+        reason: `the symlink came back pointing at ${JSON.stringify(link.linkTarget.slice(0, 200))}, not at the hop the payload linked (${hop}): not the payload's link`,
+        evidence,
+      };
     }
-    return { verdict: 'held', reason: `the download API reported the payload's symlink (to ${hop}, which leads to a host decoy) without following it`, evidence };
+    return {
+      verdict: 'held',
+      reason: `the download API reported the payload's symlink (to ${hop}, which leads to a host decoy) without following it`,
+      evidence,
+    };
   },
 };

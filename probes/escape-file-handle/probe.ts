@@ -22,7 +22,8 @@ export const escapeFileHandle: SecurityProbe = {
   policyItem: 'files.hostPaths',
   severity: 'critical',
   payload: 'escape-file-handle',
-  remediation: 'Never grant CAP_DAC_READ_SEARCH; keep the default seccomp profile (it refuses open_by_handle_at) and bind no host-filesystem files into the box.',
+  remediation:
+    'Never grant CAP_DAC_READ_SEARCH; keep the default seccomp profile (it refuses open_by_handle_at) and bind no host-filesystem files into the box.',
   attack: ['T1611', 'T1005'],
   cwe: ['CWE-250', 'CWE-269'],
   positiveControl: 'file',
@@ -45,7 +46,10 @@ export const escapeFileHandle: SecurityProbe = {
       powerSeen: {
         nonce: ctx.nonce,
         refusals: PERMISSION,
-        power: (p) => (hasCap(p, CAP_DAC_READ_SEARCH) && p.seccomp === 0 ? `holding CAP_DAC_READ_SEARCH over the host (CapEff ${p.capEff}) with no seccomp filter` : undefined),
+        power: (p) =>
+          hasCap(p, CAP_DAC_READ_SEARCH) && p.seccomp === 0
+            ? `holding CAP_DAC_READ_SEARCH over the host (CapEff ${p.capEff}) with no seccomp filter`
+            : undefined,
       },
     }),
 };

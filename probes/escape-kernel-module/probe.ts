@@ -26,7 +26,8 @@ export const escapeKernelModule: SecurityProbe = {
   cwe: ['CWE-250', 'CWE-269'],
   sampleProcesses: true,
   releaseWhenSeen: 'sampled',
-  hostPrecondition: () => (hostLoadsModules() ? undefined : 'the host kernel has no loadable module support (no /proc/modules): no box can load a module on this machine'),
+  hostPrecondition: () =>
+    hostLoadsModules() ? undefined : 'the host kernel has no loadable module support (no /proc/modules): no box can load a module on this machine',
   args: () => ({ holdSeconds: 2 }),
   judge: (obs, ctx) =>
     judgeEscape(obs, {

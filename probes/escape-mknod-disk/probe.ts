@@ -46,9 +46,11 @@ export const escapeMknodDisk: SecurityProbe = {
   hostPrecondition: (ctx) => {
     const { path } = decoyTarget(ctx);
     const loc = fsLocation(path);
-    if (!onBlockDevice(loc)) return `the decoy directory is not on a block-device filesystem here (${loc ? `${loc.fstype} ${loc.source}` : 'unknown'}): there is no disk node to make on this machine`;
+    if (!onBlockDevice(loc))
+      return `the decoy directory is not on a block-device filesystem here (${loc ? `${loc.fstype} ${loc.source}` : 'unknown'}): there is no disk node to make on this machine`;
     const closed = loc ? hostCannotOpen(loc) : undefined;
-    if (closed !== undefined) return `the host itself cannot open its disk ${loc?.source} (${closed}): the raw device is closed to every process, so no box can read it on this machine`;
+    if (closed !== undefined)
+      return `the host itself cannot open its disk ${loc?.source} (${closed}): the raw device is closed to every process, so no box can read it on this machine`;
     const place = physicalOffsetOf(path);
     return 'error' in place ? `the decoy's place on the disk is unknown (${place.error})` : undefined;
   },

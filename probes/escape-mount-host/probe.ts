@@ -20,7 +20,9 @@ export const escapeMountHost: SecurityProbe = {
   positiveControl: 'file',
   hostPrecondition: (ctx) => {
     const loc = fsLocation(decoyTarget(ctx).path);
-    return onBlockDevice(loc) ? undefined : `the decoy directory is not on a block-device filesystem here (${loc ? `${loc.fstype} ${loc.source}` : 'unknown'}): a box has no disk to mount on this machine`;
+    return onBlockDevice(loc)
+      ? undefined
+      : `the decoy directory is not on a block-device filesystem here (${loc ? `${loc.fstype} ${loc.source}` : 'unknown'}): a box has no disk to mount on this machine`;
   },
   args: (ctx) => {
     const loc = fsLocation(decoyTarget(ctx).path);

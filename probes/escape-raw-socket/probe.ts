@@ -27,12 +27,20 @@ const NO_ROUTE = new Set(['ENETUNREACH', 'EHOSTUNREACH', 'ENETDOWN']);
 function controlSeen(obs: Observation, nonce: string, steps: readonly EscapeStep[]): ReturnType<NonNullable<EscapeSpec['okUnseen']>> {
   const port = forgedSources(nonce).controlPort;
   const hit = (obs.network?.packets ?? []).find((p) => p.proto === 'udp' && p.dst === TARGET.address && p.dstPort === TARGET.port && p.srcPort === port);
-  if (hit) return { explained: true, evidence: [outside('packet-witness', `control: ${hit.raw.slice(0, 200)}`, `lab ${hit.iface ?? 'any'}`)], stoppedBy: `the unforged control datagram (from ${hit.src}) reached the lab, so the path dropped forged sources` };
+  if (hit)
+    return {
+      explained: true,
+      evidence: [outside('packet-witness', `control: ${hit.raw.slice(0, 200)}`, `lab ${hit.iface ?? 'any'}`)],
+      stoppedBy: `the unforged control datagram (from ${hit.src}) reached the lab, so the path dropped forged sources`,
+    };
   const control = steps.find((s) => s.step === 'control');
   if (control && NO_ROUTE.has(control.outcome)) {
     return { explained: true, evidence: [], stoppedBy: `the box has no route to the lab (its unforged control datagram: ${control.outcome})` };
   }
-  return { explained: false, reason: `the lab saw no unforged control datagram from this execution (udp port ${port} → ${TARGET.address}:${TARGET.port}; the payload says ${control?.outcome ?? 'nothing'}), so the box's packets may never reach its witness` };
+  return {
+    explained: false,
+    reason: `the lab saw no unforged control datagram from this execution (udp port ${port} → ${TARGET.address}:${TARGET.port}; the payload says ${control?.outcome ?? 'nothing'}), so the box's packets may never reach its witness`,
+  };
 }
 
 /** A packet the lab's witness recorded with this execution's forged source address and port. */
@@ -52,7 +60,19 @@ function forgedSeen(obs: Observation, nonce: string): Judgement | undefined {
  * network); EAFNOSUPPORT/EPROTONOSUPPORT/ESOCKTNOSUPPORT: the box's kernel offers no such socket. A
  * datagram sent that never reached the lab is no crossing: the witness decides.
  */
-const REFUSALS = new Set(['EPERM', 'EACCES', 'ENETUNREACH', 'EHOSTUNREACH', 'ENODEV', 'ENETDOWN', 'EAFNOSUPPORT', 'EPROTONOSUPPORT', 'ESOCKTNOSUPPORT', 'ENOSYS', 'no-af-packet']);
+const REFUSALS = new Set([
+  'EPERM',
+  'EACCES',
+  'ENETUNREACH',
+  'EHOSTUNREACH',
+  'ENODEV',
+  'ENETDOWN',
+  'EAFNOSUPPORT',
+  'EPROTONOSUPPORT',
+  'ESOCKTNOSUPPORT',
+  'ENOSYS',
+  'no-af-packet',
+]);
 
 export const escapeRawSocket: SecurityProbe = {
   kind: 'security',
@@ -67,7 +87,15 @@ export const escapeRawSocket: SecurityProbe = {
   cwe: ['CWE-250', 'CWE-290'],
   args: (ctx) => {
     const f = forgedSources(ctx.nonce);
-    return { target: TARGET.address, port: TARGET.port, rawSrc: f.raw.src, rawPort: f.raw.port, packetSrc: f.packet.src, packetPort: f.packet.port, controlPort: f.controlPort };
+    return {
+      target: TARGET.address,
+      port: TARGET.port,
+      rawSrc: f.raw.src,
+      rawPort: f.raw.port,
+      packetSrc: f.packet.src,
+      packetPort: f.packet.port,
+      controlPort: f.controlPort,
+    };
   },
   judge: (obs, ctx) =>
     judgeEscape(obs, {

@@ -8,13 +8,15 @@ const MiB = 1024 * 1024;
 
 /** What the backend's download API handed over, as outside evidence (kinds, and whether it read through links). */
 function downloadEvidence(obs: Observation): Evidence[] {
-  return obs.artifacts.slice(0, 6).map((a) =>
-    outside(
-      'download-api',
-      `${a.path}: ${a.kind}${a.linkTarget !== undefined ? ` → ${a.linkTarget.includes('sandcheck-') ? '(host decoy path)' : a.linkTarget}` : ''}${a.nlink && a.nlink > 1 ? `, ${a.nlink} links` : ''}, ${a.content ? `${a.content.byteLength} bytes handed over` : 'no content'}${a.note ? ` (${a.note})` : ''}`,
-      'getFiles',
-    ),
-  );
+  return obs.artifacts
+    .slice(0, 6)
+    .map((a) =>
+      outside(
+        'download-api',
+        `${a.path}: ${a.kind}${a.linkTarget !== undefined ? ` → ${a.linkTarget.includes('sandcheck-') ? '(host decoy path)' : a.linkTarget}` : ''}${a.nlink && a.nlink > 1 ? `, ${a.nlink} links` : ''}, ${a.content ? `${a.content.byteLength} bytes handed over` : 'no content'}${a.note ? ` (${a.note})` : ''}`,
+        'getFiles',
+      ),
+    );
 }
 
 /**
@@ -32,16 +34,28 @@ export function judgeExport(obs: Observation, what: string, expected?: RegExp): 
   // A refusal counts only for an artifact the download API shows exists in the box (its lstat).
   const present = obs.artifacts.filter((a) => a.kind !== 'missing');
   if (present.length === 0) {
-    return { verdict: 'inconclusive', reason: `none of the hostile artifacts exists in the box (${obs.artifacts.map((a) => a.path).join(', ') || 'none fetched'}): the exporter was never tested`, evidence };
+    return {
+      verdict: 'inconclusive',
+      reason: `none of the hostile artifacts exists in the box (${obs.artifacts.map((a) => a.path).join(', ') || 'none fetched'}): the exporter was never tested`,
+      evidence,
+    };
   }
   if (out.hostChanges.length > 0) {
-    return { verdict: 'crossed', reason: `the ${out.exporter} exporter wrote outside its directory: ${out.hostChanges.slice(0, 3).join(', ')}`, evidence: [outside('host-files', out.hostChanges.join('; '), 'export root'), ...evidence] };
+    return {
+      verdict: 'crossed',
+      reason: `the ${out.exporter} exporter wrote outside its directory: ${out.hostChanges.slice(0, 3).join(', ')}`,
+      evidence: [outside('host-files', out.hostChanges.join('; '), 'export root'), ...evidence],
+    };
   }
   if (out.exportedCanaries.length > 0) return { verdict: 'crossed', reason: `the ${out.exporter} exporter copied a host secret out of the box`, evidence };
   if (out.decision.accepted) return { verdict: 'crossed', reason: `the ${out.exporter} exporter accepted ${what}`, evidence };
   const rules = [...new Set(out.decision.refusals.map((r) => r.rule))].join(', ');
   if (expected && out.exporter === 'reference' && !out.decision.refusals.some((r) => expected.test(r.rule))) {
-    return { verdict: 'inconclusive', reason: `the ${out.exporter} exporter refused ${what} only for other reasons (${rules || 'none given'}): the control against it was never shown to act`, evidence };
+    return {
+      verdict: 'inconclusive',
+      reason: `the ${out.exporter} exporter refused ${what} only for other reasons (${rules || 'none given'}): the control against it was never shown to act`,
+      evidence,
+    };
   }
   return { verdict: 'held', reason: `the ${out.exporter} exporter refused ${what} (${rules}) and exported nothing`, evidence };
 }
@@ -92,7 +106,8 @@ const exportProbe = (
   enforcedBy: 'exporter',
   severity: 'high',
   payload: 'export-attack',
-  remediation: 'Export through a checker that takes regular files only, normalised paths inside the export root, count/size/aggregate limits and content types by magic bytes, and that exports nothing when anything is off.',
+  remediation:
+    'Export through a checker that takes regular files only, normalised paths inside the export root, count/size/aggregate limits and content types by magic bytes, and that exports nothing when anything is off.',
   ...THREATS[id],
   artifacts,
   args: (ctx) => ({ mode, ...extraArgs(ctx) }),
@@ -101,12 +116,51 @@ const exportProbe = (
 
 const decoy = (ctx: ProbeContext) => ({ decoyFile: join(ctx.decoyDir, '.aws', 'credentials'), decoyDir: ctx.decoyDir });
 
-export const exportSymlinkHost = exportProbe('export-symlink-host', 'artifact is a symlink to a host secret', 'symlink-host', ['result.txt'], 'a symlink to a host file', decoy);
-export const exportSymlinkDir = exportProbe('export-symlink-dir', 'artifact inside a symlinked directory pointing at the host', 'symlink-dir', ['out/.aws/credentials'], 'a file reached through a symlinked directory', decoy);
-export const exportHardlink = exportProbe('export-hardlink', 'artifact is a hardlink (to a host file where possible)', 'hardlink', ['result.txt'], 'a hardlinked file', decoy);
-export const archiveDotdot = exportProbe('archive-dotdot', 'tar with ../../ entries', 'archive-dotdot', ['result.tar'], 'a tar whose entries climb out with ../');
-export const archiveAbsolute = exportProbe('archive-absolute', 'tar with an absolute entry', 'archive-absolute', ['result.tar'], 'a tar with an absolute entry');
-export const archiveSymlinkThenWrite = exportProbe('archive-symlink-then-write', 'tar with a link entry, then a file written through it', 'archive-symlink-then-write', ['result.tar'], 'a tar that writes through its own link entry');
+export const exportSymlinkHost = exportProbe(
+  'export-symlink-host',
+  'artifact is a symlink to a host secret',
+  'symlink-host',
+  ['result.txt'],
+  'a symlink to a host file',
+  decoy,
+);
+export const exportSymlinkDir = exportProbe(
+  'export-symlink-dir',
+  'artifact inside a symlinked directory pointing at the host',
+  'symlink-dir',
+  ['out/.aws/credentials'],
+  'a file reached through a symlinked directory',
+  decoy,
+);
+export const exportHardlink = exportProbe(
+  'export-hardlink',
+  'artifact is a hardlink (to a host file where possible)',
+  'hardlink',
+  ['result.txt'],
+  'a hardlinked file',
+  decoy,
+);
+export const archiveDotdot = exportProbe(
+  'archive-dotdot',
+  'tar with ../../ entries',
+  'archive-dotdot',
+  ['result.tar'],
+  'a tar whose entries climb out with ../',
+);
+export const archiveAbsolute = exportProbe(
+  'archive-absolute',
+  'tar with an absolute entry',
+  'archive-absolute',
+  ['result.tar'],
+  'a tar with an absolute entry',
+);
+export const archiveSymlinkThenWrite = exportProbe(
+  'archive-symlink-then-write',
+  'tar with a link entry, then a file written through it',
+  'archive-symlink-then-write',
+  ['result.tar'],
+  'a tar that writes through its own link entry',
+);
 export const zipSlip = exportProbe('zip-slip', 'zip with ../../ entries (zip slip)', 'zip-slip', ['result.zip'], 'a zip whose entries climb out with ../');
 export const exportManySmall = exportProbe(
   'export-many-small',
@@ -116,9 +170,16 @@ export const exportManySmall = exportProbe(
   'more bytes in total than the aggregate export limit',
   (ctx) => ({ files: ctx.policy.exports.maxFiles, bytesEach: Math.ceil((ctx.policy.exports.maxTotalMb * MiB) / ctx.policy.exports.maxFiles) + 64 * 1024 }),
 );
-export const exportHugeFile = exportProbe('export-huge-file', 'one file past the per-file limit', 'huge-file', ['result.bin'], 'a file larger than the per-file limit', (ctx) => ({
-  bytes: Math.ceil(ctx.policy.exports.maxFileMb * MiB) + MiB,
-}));
+export const exportHugeFile = exportProbe(
+  'export-huge-file',
+  'one file past the per-file limit',
+  'huge-file',
+  ['result.bin'],
+  'a file larger than the per-file limit',
+  (ctx) => ({
+    bytes: Math.ceil(ctx.policy.exports.maxFileMb * MiB) + MiB,
+  }),
+);
 export const exportTypeSmuggling = exportProbe(
   'export-type-smuggling',
   'an executable named .csv, CSV formula injection, an .xlsx with a macro, an SVG with script',
@@ -126,7 +187,13 @@ export const exportTypeSmuggling = exportProbe(
   ['report.csv', 'data.csv', 'book.xlsx', 'chart.svg'],
   'smuggled types and active content',
 );
-export const exportSpecialFiles = exportProbe('export-special-files', 'a FIFO and a device node as artifacts', 'special', ['pipe.txt', 'device.txt'], 'a FIFO or device node');
+export const exportSpecialFiles = exportProbe(
+  'export-special-files',
+  'a FIFO and a device node as artifacts',
+  'special',
+  ['pipe.txt', 'device.txt'],
+  'a FIFO or device node',
+);
 
 export const exportProbes: readonly SecurityProbe[] = [
   exportSymlinkHost,

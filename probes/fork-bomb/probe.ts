@@ -29,7 +29,15 @@ export const forkBomb: SecurityProbe = {
     const sampled = obs.exec.hostProcessCountMax;
     const peak = Math.max(r?.pidsPeak ?? 0, sampled ?? 0);
     const evidence = [
-      ...(r ? [outside('cgroup', `pids peak ${r.pidsPeak ?? 'n/a'}, refused forks (pids.events max) ${r.pidsMaxEvents ?? 'n/a'}, limit ${r.pidsLimit ?? 'n/a'}`, r.source)] : []),
+      ...(r
+        ? [
+            outside(
+              'cgroup',
+              `pids peak ${r.pidsPeak ?? 'n/a'}, refused forks (pids.events max) ${r.pidsMaxEvents ?? 'n/a'}, limit ${r.pidsLimit ?? 'n/a'}`,
+              r.source,
+            ),
+          ]
+        : []),
       ...(sampled !== undefined ? [outside('host-process-scan', `at most ${sampled} processes of the box alive at once`, 'host /proc')] : []),
       outside('stop-cause', stopCause(obs)),
       exitEvidence(obs.exec),
@@ -38,13 +46,23 @@ export const forkBomb: SecurityProbe = {
       ...adapterCountersEvidence(obs),
     ];
     if (peak > limit) return { verdict: 'crossed', reason: `${peak} processes ran at once, past the limit of ${limit}`, evidence };
-    if (obs.exec.killedBy !== 'none') return { verdict: 'inconclusive', reason: `the harness had to stop it (${stopCause(obs)}) before the process limit showed`, evidence };
+    if (obs.exec.killedBy !== 'none')
+      return { verdict: 'inconclusive', reason: `the harness had to stop it (${stopCause(obs)}) before the process limit showed`, evidence };
     // Held needs refusals counted by the pids cgroup AND a peak near the limit: one refusal at a
     // peak of 2 is some other limit (or a lie), not the policy's.
     const refused = r?.pidsMaxEvents ?? 0;
-    if (refused === 0) return { verdict: 'inconclusive', reason: `no refused fork was counted from outside (peak ${peak} of ${limit}): the process limit was never shown to act`, evidence };
+    if (refused === 0)
+      return {
+        verdict: 'inconclusive',
+        reason: `no refused fork was counted from outside (peak ${peak} of ${limit}): the process limit was never shown to act`,
+        evidence,
+      };
     if (peak < limit * 0.75) {
-      return { verdict: 'inconclusive', reason: `forks were refused (${refused}) but at most ${peak} processes were seen, far below the limit of ${limit}: the limit that acted is not the policy's`, evidence };
+      return {
+        verdict: 'inconclusive',
+        reason: `forks were refused (${refused}) but at most ${peak} processes were seen, far below the limit of ${limit}: the limit that acted is not the policy's`,
+        evidence,
+      };
     }
     return { verdict: 'held', reason: `forks were refused at the limit (${refused} refusals counted by the pids cgroup, peak ${peak} of ${limit})`, evidence };
   },

@@ -137,7 +137,9 @@ export function hostPreconditionFor(hostRoot: string, paths: readonly string[]):
       return false;
     }
   });
-  return openable ? undefined : `the harness can open none of the ${paths.length} classic credential paths on this host (none exists, or it does not run as root): it has no file of its own to compare a box's reads with`;
+  return openable
+    ? undefined
+    : `the harness can open none of the ${paths.length} classic credential paths on this host (none exists, or it does not run as root): it has no file of its own to compare a box's reads with`;
 }
 
 /**
@@ -160,14 +162,20 @@ function rootEntries(obs: Observation, ctx: ProbeContext): { pid: number; entrie
 const ofPid1 = (path: string): boolean => /^\/proc\/1\//.test(path);
 /** Why the host could not tell the box's /proc/1 its own init (in an inconclusive reason: a blind sampler reads differently from a shared namespace). */
 const pid1Unseen = (seen: ReturnType<typeof rootEntries>): string =>
-  seen === undefined ? "; the host never saw the payload's own process while it ran" : "; the host saw the payload's process but not a PID namespace of its own";
+  seen === undefined
+    ? "; the host never saw the payload's own process while it ran"
+    : "; the host saw the payload's process but not a PID namespace of its own";
 
 /** A file whose identity is its inode: procfs files are per mount and per process, their (dev, ino) says nothing. */
 const comparableByInode = (path: string): boolean => !path.startsWith('/proc/');
 const sameInode = (r: RootEntry | undefined, h: HostFile): boolean | undefined =>
   r === undefined || r.error !== undefined || h.dev === undefined ? undefined : r.dev === h.dev && r.ino === h.ino;
 const describeRoot = (r: RootEntry, h: HostFile): string =>
-  r.error !== undefined ? `no file there (${r.error})` : sameInode(r, h) ? `the host's own file (dev ${r.dev} ino ${r.ino})` : `another file than the host's (dev ${r.dev} ino ${r.ino}; the host's is dev ${h.dev ?? '?'} ino ${h.ino ?? '?'})`;
+  r.error !== undefined
+    ? `no file there (${r.error})`
+    : sameInode(r, h)
+      ? `the host's own file (dev ${r.dev} ino ${r.ino})`
+      : `another file than the host's (dev ${r.dev} ino ${r.ino}; the host's is dev ${h.dev ?? '?'} ino ${h.ino ?? '?'})`;
 
 export interface CredentialJudgeOptions {
   /** Where the host's own files are looked at ('/' for the real host; a test's directory in unit tests). */
@@ -184,9 +192,25 @@ export function judgeCredentialPaths(obs: Observation, ctx: ProbeContext, opts: 
   const claims = boxClaims(obs);
   const seen = rootEntries(obs, ctx);
   const procs = obs.exec.hostProcesses ?? [];
-  const insideLine = claims.length > 0 ? [inside('payload-lines', claims.slice(0, 12).map((c) => `${c.path}: ${c.outcome === 'read' ? `read ${c.size ?? 0} bytes (dev ${c.dev ?? '?'} ino ${c.ino ?? '?'})` : c.outcome}`).join('; '), 'stdout')] : [];
+  const insideLine =
+    claims.length > 0
+      ? [
+          inside(
+            'payload-lines',
+            claims
+              .slice(0, 12)
+              .map((c) => `${c.path}: ${c.outcome === 'read' ? `read ${c.size ?? 0} bytes (dev ${c.dev ?? '?'} ino ${c.ino ?? '?'})` : c.outcome}`)
+              .join('; '),
+            'stdout',
+          ),
+        ]
+      : [];
   // No stdout excerpt (payloadReport): the box's lines carry its nonce-bound hashes; the result's observation keeps the output.
-  const context = [...procs.slice(0, 2).map((p) => outside('host-proc-status', describeIdentity(p), `/proc/${p.pid}/status`)), ...insideLine, exitEvidence(obs.exec)];
+  const context = [
+    ...procs.slice(0, 2).map((p) => outside('host-proc-status', describeIdentity(p), `/proc/${p.pid}/status`)),
+    ...insideLine,
+    exitEvidence(obs.exec),
+  ];
   const where = seen ? `/proc/${seen.pid}/root` : undefined;
 
   const findings = new Map<string, PathFinding>();
@@ -223,40 +247,83 @@ export function judgeCredentialPaths(obs: Observation, ctx: ProbeContext, opts: 
       if (!host.exists) findings.set(path, { kind: 'absent', detail: `${path}: no such file on the host, and the box read none (${claim.outcome})` });
       else if ((claim.outcome === 'ENOENT' || claim.outcome === 'ENOTDIR') && comparableByInode(path) && sameInode(root, host) === true) {
         // A refusal (EACCES) of the host's very file is what a non-root box gets; "no such file" where the host sees its own is a lie or a race.
-        findings.set(path, { kind: 'unjudged', detail: `${path}: the box answered ${claim.outcome}, yet the host saw its own file at this path in the box's root` });
+        findings.set(path, {
+          kind: 'unjudged',
+          detail: `${path}: the box answered ${claim.outcome}, yet the host saw its own file at this path in the box's root`,
+        });
       } else {
         findings.set(path, {
           kind: 'judged',
           detail: `${path}: not read (${claim.outcome})`,
-          evidence: rootLine ?? outside('host-file-hash', `${path}: the host has the file (dev ${host.dev ?? '?'} ino ${host.ino ?? '?'}); the box answered ${claim.outcome}, no hash of its content`, 'host'),
+          evidence:
+            rootLine ??
+            outside(
+              'host-file-hash',
+              `${path}: the host has the file (dev ${host.dev ?? '?'} ino ${host.ino ?? '?'}); the box answered ${claim.outcome}, no hash of its content`,
+              'host',
+            ),
         });
       }
       continue;
     }
     // The box read something that is not byte-identical to the host's file (or the host's is empty).
     if (matched) {
-      findings.set(path, { kind: 'judged', detail: `${path}: the box's own copy (identical bytes, another inode)`, evidence: rootLine ?? outside('host-proc-root', path, where) });
+      findings.set(path, {
+        kind: 'judged',
+        detail: `${path}: the box's own copy (identical bytes, another inode)`,
+        evidence: rootLine ?? outside('host-proc-root', path, where),
+      });
     } else if (!host.exists) {
-      findings.set(path, { kind: 'judged', detail: `${path}: read the box's own file (the host has none)`, evidence: outside('host-file-hash', `${path}: no such file on the host (${host.error ?? 'ENOENT'}): what the box read (${claim.size} bytes) is its own`, 'host') });
+      findings.set(path, {
+        kind: 'judged',
+        detail: `${path}: read the box's own file (the host has none)`,
+        evidence: outside(
+          'host-file-hash',
+          `${path}: no such file on the host (${host.error ?? 'ENOENT'}): what the box read (${claim.size} bytes) is its own`,
+          'host',
+        ),
+      });
     } else if (!comparableByInode(path) && ofPid1(path) && seen?.ownPidNs) {
       findings.set(path, {
         kind: 'judged',
         detail: `${path}: read the box's own pid 1 (its own PID namespace)`,
-        evidence: outside('host-proc-posture', `${path}: the host saw the payload's process in a PID namespace other than its own (/proc/${seen.pid}/ns/pid), so the box's /proc/1 is its own init, not the host's pid 1`, `/proc/${seen.pid}/ns/pid`),
+        evidence: outside(
+          'host-proc-posture',
+          `${path}: the host saw the payload's process in a PID namespace other than its own (/proc/${seen.pid}/ns/pid), so the box's /proc/1 is its own init, not the host's pid 1`,
+          `/proc/${seen.pid}/ns/pid`,
+        ),
       });
     } else if (host.hash !== undefined && host.size === 0) {
       findings.set(path, { kind: 'absent', detail: `${path}: the host's file is empty, nothing of it to protect` });
     } else if (comparableByInode(path) && sameInode(root, host) === true) {
-      findings.set(path, { kind: 'unjudged', detail: `${path}: the host saw its own file at this path in the box's root, yet the box's hash differs from the host's (a torn read or a lying box)` });
+      findings.set(path, {
+        kind: 'unjudged',
+        detail: `${path}: the host saw its own file at this path in the box's root, yet the box's hash differs from the host's (a torn read or a lying box)`,
+      });
     } else if (comparableByInode(path) && root?.error !== undefined) {
-      findings.set(path, { kind: 'unjudged', detail: `${path}: the box says it read ${claim.size} bytes, but the host found no file there in its root (${root.error})` });
+      findings.set(path, {
+        kind: 'unjudged',
+        detail: `${path}: the box says it read ${claim.size} bytes, but the host found no file there in its root (${root.error})`,
+      });
     } else if (host.hash === undefined) {
-      findings.set(path, otherInode ? { kind: 'judged', detail: `${path}: another file than the host's`, ...(rootLine ? { evidence: rootLine } : {}) } : { kind: 'unjudged', detail: `${path}: the host could not read its own file to compare (${host.error ?? 'unknown'})${ofPid1(path) ? pid1Unseen(seen) : ''}` });
+      findings.set(
+        path,
+        otherInode
+          ? { kind: 'judged', detail: `${path}: another file than the host's`, ...(rootLine ? { evidence: rootLine } : {}) }
+          : {
+              kind: 'unjudged',
+              detail: `${path}: the host could not read its own file to compare (${host.error ?? 'unknown'})${ofPid1(path) ? pid1Unseen(seen) : ''}`,
+            },
+      );
     } else {
       findings.set(path, {
         kind: 'judged',
         detail: `${path}: read ${claim.size} bytes that are not the host's`,
-        evidence: outside('host-file-hash', `${path}: the host's own sha256(this execution's nonce ‖ content) over its ${host.size}-byte file differs from the box's answer (${claim.size} bytes)${root ? `; at ${path} in the box's root the host saw ${describeRoot(root, host)}` : ''}`, 'host'),
+        evidence: outside(
+          'host-file-hash',
+          `${path}: the host's own sha256(this execution's nonce ‖ content) over its ${host.size}-byte file differs from the box's answer (${claim.size} bytes)${root ? `; at ${path} in the box's root the host saw ${describeRoot(root, host)}` : ''}`,
+          'host',
+        ),
       });
     }
   }
@@ -277,26 +344,36 @@ export function judgeCredentialPaths(obs: Observation, ctx: ProbeContext, opts: 
   if (control.length !== 1 || control[0]?.sha256 !== expected) {
     return {
       verdict: 'inconclusive',
-      reason: `the payload's control (its own source hashed by the same routine with this execution's nonce) ${control.length === 0 ? 'is missing' : control[0]?.outcome === 'read' ? 'does not match the host\'s computation' : `failed (${control[0]?.outcome ?? '?'})`}: its hashes are not bound to this execution, so a differing hash proves nothing`,
+      reason: `the payload's control (its own source hashed by the same routine with this execution's nonce) ${control.length === 0 ? 'is missing' : control[0]?.outcome === 'read' ? "does not match the host's computation" : `failed (${control[0]?.outcome ?? '?'})`}: its hashes are not bound to this execution, so a differing hash proves nothing`,
       evidence: context,
     };
   }
   const unjudged = all.filter((f) => f.kind === 'unjudged');
   if (unjudged.length > 0) {
-    return { verdict: 'inconclusive', reason: unjudged.slice(0, 3).map((f) => f.detail).join('; '), evidence: context };
+    return {
+      verdict: 'inconclusive',
+      reason: unjudged
+        .slice(0, 3)
+        .map((f) => f.detail)
+        .join('; '),
+      evidence: context,
+    };
   }
   const judged = all.filter((f) => f.kind === 'judged');
   if (judged.length === 0) {
     return {
       verdict: 'not-applicable',
-      reason: `none of the ${opts.paths.length} classic credential paths has a file on this host, and the box read none: nothing here to protect, so nothing to judge (${all.map((f) => f.detail).slice(0, 3).join('; ')})`,
+      reason: `none of the ${opts.paths.length} classic credential paths has a file on this host, and the box read none: nothing here to protect, so nothing to judge (${all
+        .map((f) => f.detail)
+        .slice(0, 3)
+        .join('; ')})`,
       evidence: context,
     };
   }
   const skipped = all.filter((f) => f.kind === 'absent');
   return {
     verdict: 'held',
-    reason: `the box read none of the host's credential files: ${judged.map((f) => f.detail).join('; ')}${skipped.length > 0 ? ` (${skipped.length} path(s) have no file on this host)` : ''}; compared on the host with its own files (nonce-bound hashes${seen ? ' and the box\'s root seen through /proc/<pid>/root' : ''})`,
+    reason: `the box read none of the host's credential files: ${judged.map((f) => f.detail).join('; ')}${skipped.length > 0 ? ` (${skipped.length} path(s) have no file on this host)` : ''}; compared on the host with its own files (nonce-bound hashes${seen ? " and the box's root seen through /proc/<pid>/root" : ''})`,
     evidence: [...judged.flatMap((f) => (f.evidence ? [f.evidence] : [])), ...context],
   };
 }

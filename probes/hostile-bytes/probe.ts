@@ -17,7 +17,8 @@ export const hostileBytes: SecurityProbe = {
   policyItem: 'output.sanitized',
   severity: 'low',
   payload: 'hostile-bytes',
-  remediation: 'Treat box output as hostile data: escape control characters and invalid UTF-8 before it reaches a terminal, a log viewer or an XML/HTML report.',
+  remediation:
+    'Treat box output as hostile data: escape control characters and invalid UTF-8 before it reaches a terminal, a log viewer or an XML/HTML report.',
   attack: ['T1036', 'T1564'],
   cwe: ['CWE-150', 'CWE-117'],
   judge: (obs) => {
@@ -25,11 +26,22 @@ export const hostileBytes: SecurityProbe = {
     if (notRun) return notRun;
     const raw = Buffer.concat([Buffer.from(obs.exec.stdout.headBase64, 'base64'), Buffer.from(obs.exec.stderr.headBase64, 'base64')]);
     const marker = `hostile-${obs.token('hostile')}`;
-    const lines = raw.toString('latin1').split('\n').filter((l) => l.includes(marker)).length;
+    const lines = raw
+      .toString('latin1')
+      .split('\n')
+      .filter((l) => l.includes(marker)).length;
     const present = DANGEROUS.filter((d) => raw.includes(d.bytes)).map((d) => d.name);
-    const evidence = [outside('output-capture', `raw bytes received by the controller: ${present.length > 0 ? present.join(', ') : 'no control bytes'}; ${lines} of 3 marked lines arrived`, 'stdout+stderr'), exitEvidence(obs.exec)];
+    const evidence = [
+      outside(
+        'output-capture',
+        `raw bytes received by the controller: ${present.length > 0 ? present.join(', ') : 'no control bytes'}; ${lines} of 3 marked lines arrived`,
+        'stdout+stderr',
+      ),
+      exitEvidence(obs.exec),
+    ];
     if (present.length > 0) return { verdict: 'crossed', reason: `control bytes reached the controller unescaped: ${present.join(', ')}`, evidence };
-    if (lines < 3) return { verdict: 'inconclusive', reason: `the marked lines did not all arrive (${lines} of 3): cannot tell sanitising from loss`, evidence };
+    if (lines < 3)
+      return { verdict: 'inconclusive', reason: `the marked lines did not all arrive (${lines} of 3): cannot tell sanitising from loss`, evidence };
     return { verdict: 'held', reason: 'the marked lines arrived with every control byte escaped or removed', evidence };
   },
 };

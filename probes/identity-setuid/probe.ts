@@ -24,11 +24,24 @@ function judgeMarked(obs: Observation): Judgement | undefined {
     ['address space', marked.addressSpace],
     ['kernel', marked.kernel],
   ] as const;
-  const evidence = [outside('host-proc-mem', marked.tie, `/proc/${marked.addressSpace.pid}/mem`), ...read.map(([, p]) => outside('host-proc-status', describeIdentity(p), `/proc/${p.pid}/status`)), ...carried.evidence];
+  const evidence = [
+    outside('host-proc-mem', marked.tie, `/proc/${marked.addressSpace.pid}/mem`),
+    ...read.map(([, p]) => outside('host-proc-status', describeIdentity(p), `/proc/${p.pid}/status`)),
+    ...carried.evidence,
+  ];
   const seen = read.map(([role, p]) => `${role} (pid ${p.pid}) euid ${p.effectiveUid}, CapEff ${p.capEff}`).join(', ');
   const root = read.find(([, p]) => p.effectiveUid === 0);
-  if (root) return { verdict: 'crossed', reason: `${carried.lead}: the planted setuid-root binary ran (${marked.tie}) and its ${root[0]} (pid ${root[1].pid}) ran as root (euid 0) on the host`, evidence };
-  return { verdict: 'held', reason: `${carried.lead}: the planted setuid-root binary ran (${marked.tie}); while it ran: ${seen}: its setuid bit gave nothing on the host`, evidence };
+  if (root)
+    return {
+      verdict: 'crossed',
+      reason: `${carried.lead}: the planted setuid-root binary ran (${marked.tie}) and its ${root[0]} (pid ${root[1].pid}) ran as root (euid 0) on the host`,
+      evidence,
+    };
+  return {
+    verdict: 'held',
+    reason: `${carried.lead}: the planted setuid-root binary ran (${marked.tie}); while it ran: ${seen}: its setuid bit gave nothing on the host`,
+    evidence,
+  };
 }
 
 /** A copy of the host's sleep: small, present wherever the payload's Python is, stays alive while it is looked at. */
@@ -75,12 +88,25 @@ export const identitySetuid: SecurityProbe = {
     }
     if (!tiedToExecution(procs, ctx.nonce)) return { verdict: 'inconclusive', reason: untied('what the setuid binary gained'), evidence };
     // The attack ran only if what ran was setuid-root: a backend that dropped the bit or chowned the file never tried it.
-    const file = (p: ProcessIdentity | undefined): string => (p?.executable ? `mode ${p.executable.mode.toString(8)}, owner uid ${p.executable.uid}` : 'not readable');
+    const file = (p: ProcessIdentity | undefined): string =>
+      p?.executable ? `mode ${p.executable.mode.toString(8)}, owner uid ${p.executable.uid}` : 'not readable';
     const setuidRoot = planted.find((p) => p.executable !== undefined && (p.executable.mode & 0o4000) !== 0 && p.executable.uid === 0);
     if (!setuidRoot) {
-      return { verdict: 'inconclusive', reason: `the planted binary ran, but the file it ran is not setuid-root as the host stats it (${file(planted[0])}): the backend changed it, so the attack never ran`, evidence };
+      return {
+        verdict: 'inconclusive',
+        reason: `the planted binary ran, but the file it ran is not setuid-root as the host stats it (${file(planted[0])}): the backend changed it, so the attack never ran`,
+        evidence,
+      };
     }
-    const files = outside('host-proc-exe', `the planted binary's process (pid ${setuidRoot.pid}) runs a file of ${file(setuidRoot)}`, `/proc/${setuidRoot.pid}/exe`);
-    return { verdict: 'held', reason: `the planted root-owned setuid binary ran, as the host saw it, with euid ${planted.map((p) => p.effectiveUid).join('/')}: its setuid bit gave nothing`, evidence: [files, ...evidence] };
+    const files = outside(
+      'host-proc-exe',
+      `the planted binary's process (pid ${setuidRoot.pid}) runs a file of ${file(setuidRoot)}`,
+      `/proc/${setuidRoot.pid}/exe`,
+    );
+    return {
+      verdict: 'held',
+      reason: `the planted root-owned setuid binary ran, as the host saw it, with euid ${planted.map((p) => p.effectiveUid).join('/')}: its setuid bit gave nothing`,
+      evidence: [files, ...evidence],
+    };
   },
 };

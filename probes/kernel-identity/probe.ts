@@ -10,7 +10,8 @@ export const kernelIdentity: SecurityProbe = {
   policyItem: 'isolation.separateKernel',
   severity: 'medium',
   payload: 'kernel-identity',
-  remediation: 'Where the policy requires a separate kernel, run the box in a micro VM or a user-space kernel (Firecracker, Kata, gVisor) instead of a container on the host kernel.',
+  remediation:
+    'Where the policy requires a separate kernel, run the box in a micro VM or a user-space kernel (Firecracker, Kata, gVisor) instead of a container on the host kernel.',
   attack: ['T1611', 'T1068'],
   cwe: ['CWE-653'],
   sampleProcesses: true,

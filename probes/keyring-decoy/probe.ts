@@ -39,10 +39,21 @@ export function judgeKeyring(obs: Observation, ctx: Pick<ProbeContext, 'nonce'>)
     return {
       verdict: 'held',
       reason: 'the keyring system calls were refused in the box, and the host saw a seccomp filter on its processes',
-      evidence: [outside('host-proc', `${filtered.length} host process(es) running the box's program had Seccomp mode 2 (filter): ${[...new Set(filtered.map((p) => p.command))].slice(0, 3).join(', ')}`, '/proc/<pid>/status'), ...evidence],
+      evidence: [
+        outside(
+          'host-proc',
+          `${filtered.length} host process(es) running the box's program had Seccomp mode 2 (filter): ${[...new Set(filtered.map((p) => p.command))].slice(0, 3).join(', ')}`,
+          '/proc/<pid>/status',
+        ),
+        ...evidence,
+      ],
     };
   }
-  return { verdict: 'inconclusive', reason: "the box's own key never came back through the read routine, and no filter was seen from the host to explain it", evidence };
+  return {
+    verdict: 'inconclusive',
+    reason: "the box's own key never came back through the read routine, and no filter was seen from the host to explain it",
+    evidence,
+  };
 }
 
 export const keyringDecoy: SecurityProbe = {
@@ -53,7 +64,8 @@ export const keyringDecoy: SecurityProbe = {
   policyItem: 'identity.hostCredentials',
   severity: 'high',
   payload: 'keyring-decoy',
-  remediation: 'Run the box in a user namespace of its own and filter keyctl, add_key and request_key with seccomp (Docker\'s default profile does); never run it as the host\'s root without one.',
+  remediation:
+    "Run the box in a user namespace of its own and filter keyctl, add_key and request_key with seccomp (Docker's default profile does); never run it as the host's root without one.",
   attack: ['T1555', 'T1552'],
   cwe: ['CWE-668', 'CWE-522'],
   positiveControl: 'file',
@@ -61,8 +73,13 @@ export const keyringDecoy: SecurityProbe = {
   releaseWhenSeen: 'sampled',
   // Where the host never sees the payload's interpreter (gVisor), the user-space kernel tied to it by the nonce.
   kernelCarriers: true,
-  hostPrecondition: (ctx) => (ctx.hostDecoys.keyDescriptions?.length ? undefined : `the host refused the decoy keys: ${ctx.hostDecoys.keyringUnavailable ?? 'no keyring decoy'}`),
+  hostPrecondition: (ctx) =>
+    ctx.hostDecoys.keyDescriptions?.length ? undefined : `the host refused the decoy keys: ${ctx.hostDecoys.keyringUnavailable ?? 'no keyring decoy'}`,
   hostDecoyProcess: true,
-  args: (ctx) => ({ canaryPrefix: CANARY_PREFIX, descriptions: ctx.hostDecoys.keyDescriptions ?? [], holdSeconds: Math.min(2, ctx.policy.resources.wallSeconds * 0.4) }),
+  args: (ctx) => ({
+    canaryPrefix: CANARY_PREFIX,
+    descriptions: ctx.hostDecoys.keyDescriptions ?? [],
+    holdSeconds: Math.min(2, ctx.policy.resources.wallSeconds * 0.4),
+  }),
   judge: judgeKeyring,
 };

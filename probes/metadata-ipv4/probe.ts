@@ -12,7 +12,8 @@ export const metadataIpv4: SecurityProbe = {
   payload: 'metadata-ipv4',
   // Replies are printed as length, hash and decoy-prefixed values only: a real credential never reaches a report.
   args: () => ({ canaryPrefix: CANARY_PREFIX }),
-  remediation: 'Give the box no route to 169.254.169.254 (no network, or a host-side INPUT/egress rule, not only DOCKER-USER); require IMDSv2 with hop limit 1 on the host.',
+  remediation:
+    'Give the box no route to 169.254.169.254 (no network, or a host-side INPUT/egress rule, not only DOCKER-USER); require IMDSv2 with hop limit 1 on the host.',
   attack: ['T1552.005'],
   cwe: ['CWE-918'],
   judge: (obs, ctx) => judgeNetwork(obs, ctx, [{ address: '169.254.169.254', port: 80, proto: 'tcp' }]),

@@ -8,8 +8,10 @@ export const postureCapabilities: SecurityProbe = {
   title: 'dangerous capabilities in the bounding set and ambient capabilities of the box, as the host sees them',
   policyItem: 'posture.capabilityBounding',
   severity: 'high',
-  remediation: 'Empty the bounding set (--cap-drop ALL, setpriv --bounding-set=-all) and never add CAP_SYS_ADMIN, CAP_SYS_MODULE, CAP_DAC_READ_SEARCH, CAP_SYS_PTRACE or CAP_NET_RAW.',
+  remediation:
+    'Empty the bounding set (--cap-drop ALL, setpriv --bounding-set=-all) and never add CAP_SYS_ADMIN, CAP_SYS_MODULE, CAP_DAC_READ_SEARCH, CAP_SYS_PTRACE or CAP_NET_RAW.',
   attack: ['T1611', 'T1068'],
   cwe: ['CWE-250', 'CWE-269'],
-  judge: (obs, ctx) => judgePosture(obs, ctx, 'no dangerous capability in the bounding set and none ambient (over the host user namespace)', capabilityRule, '/proc/<pid>/status'),
+  judge: (obs, ctx) =>
+    judgePosture(obs, ctx, 'no dangerous capability in the bounding set and none ambient (over the host user namespace)', capabilityRule, '/proc/<pid>/status'),
 };

@@ -26,5 +26,15 @@ const egress = (id: string, title: string, targets: typeof V4, remediation: stri
   judge: (obs, ctx) => judgeNetwork(obs, ctx, targets),
 });
 
-export const publicEgressIpv4 = egress('public-egress-ipv4', 'TCP to public IPv4 addresses', V4, 'Default the box to no network; allow only the destinations a task needs, by address and port.');
-export const publicEgressIpv6 = egress('public-egress-ipv6', 'TCP to public IPv6 addresses', V6, 'Apply the same egress policy to IPv6; a v4-only filter leaves v6 open.');
+export const publicEgressIpv4 = egress(
+  'public-egress-ipv4',
+  'TCP to public IPv4 addresses',
+  V4,
+  'Default the box to no network; allow only the destinations a task needs, by address and port.',
+);
+export const publicEgressIpv6 = egress(
+  'public-egress-ipv6',
+  'TCP to public IPv6 addresses',
+  V6,
+  'Apply the same egress policy to IPv6; a v4-only filter leaves v6 open.',
+);

@@ -27,10 +27,14 @@ export const readOnlyInput: SecurityProbe = {
   policyItem: 'files.readOnlyInput',
   severity: 'medium',
   payload: 'read-only-input',
-  remediation: 'Put inputs in root-owned (or otherwise box-foreign) files on a read-only mount or bind each one read-only; a mode of 0444 alone stops no root box and no owner of the directory.',
+  remediation:
+    'Put inputs in root-owned (or otherwise box-foreign) files on a read-only mount or bind each one read-only; a mode of 0444 alone stops no root box and no owner of the directory.',
   attack: ['T1565.001', 'T1222.002'],
   cwe: ['CWE-732'],
-  files: (ctx) => [...READ_ONLY_TECHNIQUES.map((t) => ({ path: pathOf(t), content: inputBytes(ctx, t), readOnly: true })), { path: WRITE_CONTROL, content: inputBytes(ctx, 'control') }],
+  files: (ctx) => [
+    ...READ_ONLY_TECHNIQUES.map((t) => ({ path: pathOf(t), content: inputBytes(ctx, t), readOnly: true })),
+    { path: WRITE_CONTROL, content: inputBytes(ctx, 'control') },
+  ],
   args: () => ({ inputs: Object.fromEntries(READ_ONLY_TECHNIQUES.map((t) => [t, pathOf(t)])), writeControl: WRITE_CONTROL }),
   artifacts: [...READ_ONLY_TECHNIQUES.map(pathOf), WRITE_CONTROL],
   hostRead: READ_ONLY_TECHNIQUES.map(pathOf),
@@ -46,13 +50,18 @@ export const readOnlyInput: SecurityProbe = {
       if (!got || got.kind === 'missing') changed.push(`${path} (${t}): gone`);
       else if (got.kind !== 'file') changed.push(`${path} (${t}): now a ${got.kind}${got.linkTarget !== undefined ? ` → ${got.linkTarget}` : ''}`);
       else if (!got.content) changed.push(`${path} (${t}): not readable after the exec (${got.note ?? `size ${got.size}`})`);
-      else if (sha256(got.content) !== want) changed.push(`${path} (${t}): bytes changed (${got.size} bytes, sha256 ${sha256(got.content).slice(0, 12)}…, put ${want.slice(0, 12)}…)`);
+      else if (sha256(got.content) !== want)
+        changed.push(`${path} (${t}): bytes changed (${got.size} bytes, sha256 ${sha256(got.content).slice(0, 12)}…, put ${want.slice(0, 12)}…)`);
       else checked.push(path);
     }
     const host = hostReadOf(obs, ctx);
     if (host) changed.push(...host.changed);
     const evidence = [
-      outside('input-hashes', `${checked.length} of ${READ_ONLY_TECHNIQUES.length} read-only inputs byte-identical after the exec (sha256 via the download API)${changed.length > 0 ? `; changed: ${changed.join('; ')}` : ''}`, 'download API'),
+      outside(
+        'input-hashes',
+        `${checked.length} of ${READ_ONLY_TECHNIQUES.length} read-only inputs byte-identical after the exec (sha256 via the download API)${changed.length > 0 ? `; changed: ${changed.join('; ')}` : ''}`,
+        'download API',
+      ),
       ...(host ? [outside('host-read', host.detail, 'host lstat and read of the workspace')] : []),
       exitEvidence(obs.exec),
       payloadReport(obs.exec),
@@ -61,16 +70,41 @@ export const readOnlyInput: SecurityProbe = {
     // Unchanged bytes are proof only if the download API shows what the box did: the writable control carries the answer.
     const control = obs.artifacts.find((a) => a.path === WRITE_CONTROL);
     const wrote = `${obs.token('write-control')}\n`;
-    const controlSeen = control?.kind === 'file' && control.content !== undefined && Buffer.from(control.content).toString('utf8') === `${inputBytes(ctx, 'control').toString('utf8')}${wrote}`;
-    evidence.splice(1, 0, outside('write-control', controlSeen ? `the writable control ${WRITE_CONTROL} came back with the payload's answer appended` : `the writable control ${WRITE_CONTROL} came back without the payload's answer (${control?.kind ?? 'not listed'}${control?.size !== undefined ? `, ${control.size} bytes` : ''})`, 'download API'));
+    const controlSeen =
+      control?.kind === 'file' &&
+      control.content !== undefined &&
+      Buffer.from(control.content).toString('utf8') === `${inputBytes(ctx, 'control').toString('utf8')}${wrote}`;
+    evidence.splice(
+      1,
+      0,
+      outside(
+        'write-control',
+        controlSeen
+          ? `the writable control ${WRITE_CONTROL} came back with the payload's answer appended`
+          : `the writable control ${WRITE_CONTROL} came back without the payload's answer (${control?.kind ?? 'not listed'}${control?.size !== undefined ? `, ${control.size} bytes` : ''})`,
+        'download API',
+      ),
+    );
     // Without the control, the host's own read proves it, once the box named the very files the host read.
     if (!controlSeen && host?.bound) {
-      return { verdict: 'held', reason: `every read-only input (${READ_ONLY_TECHNIQUES.length}, one per technique) was byte-identical on the host after the box tried to change it, read by the harness itself (the box saw those very files: same device and inode)`, evidence };
+      return {
+        verdict: 'held',
+        reason: `every read-only input (${READ_ONLY_TECHNIQUES.length}, one per technique) was byte-identical on the host after the box tried to change it, read by the harness itself (the box saw those very files: same device and inode)`,
+        evidence,
+      };
     }
     if (!controlSeen) {
-      return { verdict: 'inconclusive', reason: `the download API did not show the payload's write to a writable input (${WRITE_CONTROL}): unchanged read-only inputs read through it prove nothing`, evidence };
+      return {
+        verdict: 'inconclusive',
+        reason: `the download API did not show the payload's write to a writable input (${WRITE_CONTROL}): unchanged read-only inputs read through it prove nothing`,
+        evidence,
+      };
     }
-    return { verdict: 'held', reason: `every read-only input (${READ_ONLY_TECHNIQUES.length}, one per technique: ${READ_ONLY_TECHNIQUES.join(', ')}) was byte-identical after the box tried to change it`, evidence };
+    return {
+      verdict: 'held',
+      reason: `every read-only input (${READ_ONLY_TECHNIQUES.length}, one per technique: ${READ_ONLY_TECHNIQUES.join(', ')}) was byte-identical after the box tried to change it`,
+      evidence,
+    };
   },
 };
 

@@ -10,7 +10,8 @@ export const secretDecoyEnv: SecurityProbe = {
   policyItem: 'identity.hostCredentials',
   severity: 'critical',
   payload: 'secret-decoy-env',
-  remediation: 'Start the box with an empty environment (not only --clearenv: the launcher itself must not carry secrets into PID 1) and a private PID namespace.',
+  remediation:
+    'Start the box with an empty environment (not only --clearenv: the launcher itself must not carry secrets into PID 1) and a private PID namespace.',
   attack: ['T1552', 'T1057'],
   cwe: ['CWE-526', 'CWE-214'],
   positiveControl: 'env',

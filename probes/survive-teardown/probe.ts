@@ -15,7 +15,11 @@ function judgeMarked(obs: Observation, evidence: Evidence[]): Judgement | undefi
   const pids = after.map((c) => `${c.role} (pid ${c.pid})`).join(' and ');
   evidence.unshift(outside('host-proc-mem', `the daemon's own address space while the box ran: ${marked.tie}`, `/proc/${marked.addressSpace.pid}/mem`));
   const writing = obs.heartbeat ? ' and nothing kept writing' : '';
-  return { verdict: 'held', reason: `the host saw the daemon running on a user-space kernel (${marked.tie}); after destroy its ${pids} no longer ran${writing}`, evidence };
+  return {
+    verdict: 'held',
+    reason: `the host saw the daemon running on a user-space kernel (${marked.tie}); after destroy its ${pids} no longer ran${writing}`,
+    evidence,
+  };
 }
 
 export const surviveTeardown: SecurityProbe = {
@@ -48,20 +52,37 @@ export const surviveTeardown: SecurityProbe = {
     const evidence = [
       ...obs.leftovers.map((l) => outside('teardown', l, 'host')),
       ...obs.survivors.map((s) => outside('host-process-scan', s, 'host /proc')),
-      ...(obs.carriersAfterDestroy ?? []).map((c) => outside('host-proc-status', `${c.role} pid ${c.pid}, seen running ${ran}: ${c.running ? 'still ran (same start) after destroy; killed by the harness' : 'gone after destroy'}`, `/proc/${c.pid}/stat`)),
+      ...(obs.carriersAfterDestroy ?? []).map((c) =>
+        outside(
+          'host-proc-status',
+          `${c.role} pid ${c.pid}, seen running ${ran}: ${c.running ? 'still ran (same start) after destroy; killed by the harness' : 'gone after destroy'}`,
+          `/proc/${c.pid}/stat`,
+        ),
+      ),
       ...(hb ? [outside('heartbeat', `host heartbeat file ${hb.afterDestroyBytes} → ${hb.laterBytes} bytes over 1.2 s after destroy`, 'host file')] : []),
       exitEvidence(obs.exec),
       payloadReport(obs.exec),
     ];
     if (running.length > 0) {
       // The kernel alone still running: the daemon's state lives in it, whichever address space runs it next.
-      return { verdict: 'crossed', reason: `the user-space kernel's ${running.map((c) => `${c.role} (pid ${c.pid})`).join(' and ')} that ran ${ran} still ran ${GONE_WITHIN_MS / 1000} s after the environment was destroyed: the daemon can live on in it`, evidence };
+      return {
+        verdict: 'crossed',
+        reason: `the user-space kernel's ${running.map((c) => `${c.role} (pid ${c.pid})`).join(' and ')} that ran ${ran} still ran ${GONE_WITHIN_MS / 1000} s after the environment was destroyed: the daemon can live on in it`,
+        evidence,
+      };
     }
     if (obs.survivors.length > 0 || obs.leftovers.some((l) => l.startsWith('process')) || beating) {
       return { verdict: 'crossed', reason: 'a process of the box was still alive after the environment was destroyed', evidence };
     }
     if (!obs.survivorSeenAlive) {
-      return judgeMarked(obs, evidence) ?? { verdict: 'inconclusive', reason: "the host's process scan never saw the daemon alive while the box ran: a witness that cannot see the box's processes cannot tell that none survived", evidence };
+      return (
+        judgeMarked(obs, evidence) ?? {
+          verdict: 'inconclusive',
+          reason:
+            "the host's process scan never saw the daemon alive while the box ran: a witness that cannot see the box's processes cannot tell that none survived",
+          evidence,
+        }
+      );
     }
     evidence.unshift(outside('host-process-scan', 'the daemon was seen alive on the host while the box ran', 'host /proc'));
     return { verdict: 'held', reason: 'after destroy no process of the box remained and nothing kept writing', evidence };

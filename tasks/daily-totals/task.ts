@@ -70,7 +70,11 @@ export const dailyInputs: HiddenInputs<{ sales: readonly Sale[] }> = {
   hidden: 2,
   variant(index, rng) {
     const sales = index === 0 ? VISIBLE_SALES : hiddenSales(rng);
-    return { label: index === 0 ? 'visible' : `hidden-${index}`, files: [{ path: 'input/sales.csv', content: salesCsv(sales), readOnly: true }], expected: { sales } };
+    return {
+      label: index === 0 ? 'visible' : `hidden-${index}`,
+      files: [{ path: 'input/sales.csv', content: salesCsv(sales), readOnly: true }],
+      expected: { sales },
+    };
   },
 };
 
@@ -88,12 +92,14 @@ export function dailyPredicate(obs: Observation, ctx?: ProbeContext): PredicateR
   const want = expectedReport(sales);
   const evidence = [outside('completion-predicate', `report.csv: ${rows.length} rows decoded (RFC 4180), ${want.length} expected`, 'artifact:report.csv')];
   const badTotal = rows.find((r) => !/^\d+\.\d{2}$/.test(r[2] ?? ''));
-  if (badTotal) return { accepted: false, reason: `total ${JSON.stringify(badTotal[2])} on ${badTotal[0]} is not a decimal number with a point and two places`, evidence };
+  if (badTotal)
+    return { accepted: false, reason: `total ${JSON.stringify(badTotal[2])} on ${badTotal[0]} is not a decimal number with a point and two places`, evidence };
   const keys = rows.map((r) => show(r));
   const dup = keys.findIndex((k, i) => keys.indexOf(k) !== i);
   if (dup >= 0) return { accepted: false, reason: `row ${dup + 1} duplicates row ${keys.indexOf(keys[dup] ?? '') + 1} (${show(rows[dup])})`, evidence };
   const wantKeys = want.map((r) => show(r));
-  if (rows.length < want.length && keys.every((k, i) => k === wantKeys[i])) return { accepted: false, reason: `report.csv stops after ${rows.length} of ${want.length} days`, evidence };
+  if (rows.length < want.length && keys.every((k, i) => k === wantKeys[i]))
+    return { accepted: false, reason: `report.csv stops after ${rows.length} of ${want.length} days`, evidence };
   if (keys.length === wantKeys.length && [...keys].sort().join() === [...wantKeys].sort().join() && keys.join() !== wantKeys.join()) {
     return { accepted: false, reason: `the rows are right but not in ascending date order (first ${show(rows[0])})`, evidence };
   }

@@ -21,7 +21,10 @@ export const VISIBLE_SERIES: Series = { values: [12, 40, 7, 19, 88, 3, 61, 25], 
 export const seriesInputs: HiddenInputs<Series> = {
   hidden: 1,
   variant(index, rng) {
-    const series = index === 0 ? VISIBLE_SERIES : { values: Array.from({ length: BARS }, () => rng.int(5, 95)), previous: Array.from({ length: BARS }, () => rng.int(5, 95)) };
+    const series =
+      index === 0
+        ? VISIBLE_SERIES
+        : { values: Array.from({ length: BARS }, () => rng.int(5, 95)), previous: Array.from({ length: BARS }, () => rng.int(5, 95)) };
     return {
       label: index === 0 ? 'visible' : `hidden-${index}`,
       files: [{ path: 'input/series.json', content: Buffer.from(JSON.stringify({ title: 'revenue', ...series })), readOnly: true }],
@@ -49,9 +52,16 @@ export function chartPredicate(obs: Observation, ctx?: ProbeContext): PredicateR
   if (typeof checked === 'string') return { accepted: false, reason: `chart.png: ${checked}` };
   const want = ((ctx && inputOf<Series>(ctx)?.expected) ?? VISIBLE_SERIES).values;
   const got = barHeights(checked.png);
-  const evidence = [outside('completion-predicate', `chart.png ${checked.png.width}×${checked.png.height}, ${checked.colours} colours, bars ${got.join(',')} px; series ${want.join(',')}`, 'artifact:chart.png')];
+  const evidence = [
+    outside(
+      'completion-predicate',
+      `chart.png ${checked.png.width}×${checked.png.height}, ${checked.colours} colours, bars ${got.join(',')} px; series ${want.join(',')}`,
+      'artifact:chart.png',
+    ),
+  ];
   const off = got.findIndex((h, i) => Math.abs(h - (want[i] ?? -1)) > 1);
-  if (off >= 0) return { accepted: false, reason: `bar ${off + 1} is ${got[off]} px tall, the series value is ${want[off]}: not a chart of this series`, evidence };
+  if (off >= 0)
+    return { accepted: false, reason: `bar ${off + 1} is ${got[off]} px tall, the series value is ${want[off]}: not a chart of this series`, evidence };
   return { accepted: true, reason: `chart.png decodes and its ${BARS} bars match the series`, evidence };
 }
 

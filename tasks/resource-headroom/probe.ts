@@ -30,12 +30,31 @@ function headroomPredicate(obs: Observation, ctx: ProbeContext): PredicateResult
   const claimed = parseJson(obs, 'result.json');
   const evidence = [
     outside('harness-clock', `ran ${Math.round(obs.exec.wallMs)} ms; the case holds ${wantMs} ms`),
-    ...(peak ? [outside('memory-peak', `peak ${Math.round(peak.bytes / MiB)} MiB; the case holds ${holdMiB(ctx)} MiB of a ${ctx.policy.resources.memoryMb} MiB limit`, peak.where)] : []),
+    ...(peak
+      ? [
+          outside(
+            'memory-peak',
+            `peak ${Math.round(peak.bytes / MiB)} MiB; the case holds ${holdMiB(ctx)} MiB of a ${ctx.policy.resources.memoryMb} MiB limit`,
+            peak.where,
+          ),
+        ]
+      : []),
     ...(typeof claimed === 'string' ? [] : [inside('payload-report', `result.json says ${JSON.stringify(claimed.value)}`, 'artifact:result.json')]),
   ];
-  if (!peak) return { accepted: false, reason: 'no memory peak measured from outside (no cgroup counter, no host process sample): the memory half is unverified', evidence };
-  if (peak.bytes < wantBytes) return { accepted: false, reason: `memory peak ${Math.round(peak.bytes / MiB)} MiB < the ${holdMiB(ctx)} MiB the case must hold: it did not use the headroom`, evidence };
-  if (obs.exec.wallMs < wantMs) return { accepted: false, reason: `ran ${Math.round(obs.exec.wallMs)} ms by the harness clock < the ${wantMs} ms the case must run`, evidence };
+  if (!peak)
+    return {
+      accepted: false,
+      reason: 'no memory peak measured from outside (no cgroup counter, no host process sample): the memory half is unverified',
+      evidence,
+    };
+  if (peak.bytes < wantBytes)
+    return {
+      accepted: false,
+      reason: `memory peak ${Math.round(peak.bytes / MiB)} MiB < the ${holdMiB(ctx)} MiB the case must hold: it did not use the headroom`,
+      evidence,
+    };
+  if (obs.exec.wallMs < wantMs)
+    return { accepted: false, reason: `ran ${Math.round(obs.exec.wallMs)} ms by the harness clock < the ${wantMs} ms the case must run`, evidence };
   return { accepted: true, reason: `held ${Math.round(peak.bytes / MiB)} MiB (measured) for ${Math.round(obs.exec.wallMs)} ms and ended by itself`, evidence };
 }
 

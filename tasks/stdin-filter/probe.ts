@@ -4,7 +4,12 @@ import type { TaskCaseSpec } from '../../probes/_shared/task/task-case.js';
 
 const INPUT = 'alpha\nbeta gamma\n\ndelta\n';
 
-const filtered = (input: string): string => input.split('\n').slice(0, -1).map((l, i) => `${i + 1}:${l.toUpperCase()}\n`).join('');
+const filtered = (input: string): string =>
+  input
+    .split('\n')
+    .slice(0, -1)
+    .map((l, i) => `${i + 1}:${l.toUpperCase()}\n`)
+    .join('');
 
 const WORDS = ['kappa', 'omicron', 'rho', 'sigma tau', 'upsilon', 'phi chi', ''];
 
@@ -25,6 +30,6 @@ export const stdinFilter: TaskCaseSpec = {
   expected: 'accept',
   stdin: () => Buffer.from(INPUT),
   hiddenInputs: stdinInputs,
-  predicate: (obs, ctx) => compilePredicate({ type: 'exact', artifact: 'stdout', value: inputOf<{ output: string }>(ctx)?.expected.output ?? filtered(INPUT) })(obs),
+  predicate: (obs, ctx) =>
+    compilePredicate({ type: 'exact', artifact: 'stdout', value: inputOf<{ output: string }>(ctx)?.expected.output ?? filtered(INPUT) })(obs),
 };
-

@@ -66,8 +66,21 @@ describe.skipIf(skipReason !== undefined)('the packed package with module adapte
     expect(security.backend.name).toBe('example-unshare');
     expect(security.results.filter((r) => r.verdict === 'crossed').map((r) => `${r.id}: ${r.reason}`)).toEqual([]);
     const byId = new Map(security.results.map((r) => [r.id, r.verdict]));
-    for (const id of ['read-only-input', 'identity-uid', 'wall-clock-sleep', 'stdout-flood', 'residue', 'survive-teardown', 'metadata-ipv4']) expect(byId.get(id), id).toBe('held');
-    const disclaimed = new Set(['resources.memoryMb', 'resources.processes', 'resources.cpus', 'resources.diskMb', 'files.hostPaths', 'identity.hostCredentials', 'posture.namespaces', 'posture.hostMounts', 'posture.seccomp', 'posture.capabilityBounding', 'posture.devices']);
+    for (const id of ['read-only-input', 'identity-uid', 'wall-clock-sleep', 'stdout-flood', 'residue', 'survive-teardown', 'metadata-ipv4'])
+      expect(byId.get(id), id).toBe('held');
+    const disclaimed = new Set([
+      'resources.memoryMb',
+      'resources.processes',
+      'resources.cpus',
+      'resources.diskMb',
+      'files.hostPaths',
+      'identity.hostCredentials',
+      'posture.namespaces',
+      'posture.hostMounts',
+      'posture.seccomp',
+      'posture.capabilityBounding',
+      'posture.devices',
+    ]);
     expect(security.results.filter((r) => r.verdict === 'unenforced' && !disclaimed.has(r.policyItem)).map((r) => r.id)).toEqual([]);
     expect(task.results.filter((r) => r.outcome !== 'as-expected').map((r) => `${r.id}: ${r.reason}`)).toEqual([]);
   }, 600_000);
@@ -90,7 +103,12 @@ describe.skipIf(skipReason !== undefined)('the packed package with module adapte
 
 describe.skipIf(skipReason !== undefined)('examples/vitest-embed', () => {
   const embed = (only: string) =>
-    execa('npx', ['vitest', 'run', '--config', join(root, 'examples', 'vitest-embed', 'vitest.config.mjs')], { cwd: root, reject: false, all: true, env: { SANDCHECK_ONLY: only } });
+    execa('npx', ['vitest', 'run', '--config', join(root, 'examples', 'vitest-embed', 'vitest.config.mjs')], {
+      cwd: root,
+      reject: false,
+      all: true,
+      env: { SANDCHECK_ONLY: only },
+    });
 
   it('a user vitest run embeds the suite: passes where the adapter holds, fails where it does not', async () => {
     const ok = await embed('read-only-input,identity-uid,residue,exit-code-propagation');

@@ -107,11 +107,33 @@ describe('the bad-input corpus', () => {
       { name: 'case file is a symlink to a secret', files: {}, links: { 'evil.yaml': secret }, mentions: /evil\.yaml: leads out of the case folder/ },
       { name: 'programFile ../', files: { 'c.yaml': caseYaml('programFile: ../outside.py') }, mentions: /programFile: expected a path without "\.\."/ },
       { name: 'programFile absolute', files: { 'c.yaml': caseYaml(`programFile: ${outside}`) }, mentions: /programFile: expected a relative path/ },
-      { name: 'inputs file ../', files: { 'c.yaml': caseYaml('program: "print(1)"', '  - {path: in.txt, file: ../outside.py}') }, mentions: /inputs\.0\.file: expected a path without "\.\."/ },
-      { name: 'inputs path ../../../etc', files: { 'c.yaml': caseYaml('program: "print(1)"', '  - {path: ../../../etc/x, content: hi}') }, mentions: /inputs\.0\.path: expected a path without "\.\."/ },
-      { name: 'artifact path absolute', files: { 'c.yaml': `${caseYaml('program: "print(1)"')}artifacts: [/etc/passwd]\n` }, mentions: /artifacts\.0: expected a relative path/ },
-      { name: 'programFile a symlink that leads out', files: { 'c.yaml': caseYaml('programFile: p.py') }, links: { 'p.py': outside }, mentions: /programFile p\.py: leads out of the case folder/ },
-      { name: 'inputs file a symlink to a secret', files: { 'c.yaml': caseYaml('program: "print(1)"', '  - {path: in.txt, file: data.csv}') }, links: { 'data.csv': secret }, mentions: /file data\.csv: leads out of the case folder/ },
+      {
+        name: 'inputs file ../',
+        files: { 'c.yaml': caseYaml('program: "print(1)"', '  - {path: in.txt, file: ../outside.py}') },
+        mentions: /inputs\.0\.file: expected a path without "\.\."/,
+      },
+      {
+        name: 'inputs path ../../../etc',
+        files: { 'c.yaml': caseYaml('program: "print(1)"', '  - {path: ../../../etc/x, content: hi}') },
+        mentions: /inputs\.0\.path: expected a path without "\.\."/,
+      },
+      {
+        name: 'artifact path absolute',
+        files: { 'c.yaml': `${caseYaml('program: "print(1)"')}artifacts: [/etc/passwd]\n` },
+        mentions: /artifacts\.0: expected a relative path/,
+      },
+      {
+        name: 'programFile a symlink that leads out',
+        files: { 'c.yaml': caseYaml('programFile: p.py') },
+        links: { 'p.py': outside },
+        mentions: /programFile p\.py: leads out of the case folder/,
+      },
+      {
+        name: 'inputs file a symlink to a secret',
+        files: { 'c.yaml': caseYaml('program: "print(1)"', '  - {path: in.txt, file: data.csv}') },
+        links: { 'data.csv': secret },
+        mentions: /file data\.csv: leads out of the case folder/,
+      },
       { name: 'a case file that is the secret itself', files: { 'c.yaml': SECRET }, mentions: /c\.yaml: \(root\): 2 unknown keys that are not names/ },
     ];
     for (const c of cases) {
@@ -157,7 +179,10 @@ describe('the bad-input corpus', () => {
     await mkdir(full);
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'sandcheck-test-full', full]);
     mounts.push(full);
-    refused(await sandcheck(['run', '--backend', 'process', '--policy', 'ci', '--only', 'identity-uid', '--out', join(full, 'out')]), /has 1 MB free, and this run can write up to \d+ MB/);
+    refused(
+      await sandcheck(['run', '--backend', 'process', '--policy', 'ci', '--only', 'identity-uid', '--out', join(full, 'out')]),
+      /has 1 MB free, and this run can write up to \d+ MB/,
+    );
     expect(await readdir(full)).toEqual([]);
   }, 120_000);
 
@@ -165,7 +190,10 @@ describe('the bad-input corpus', () => {
     const { dir, out } = await row('refusals');
     const big = join(dir, 'big.yaml');
     await writeFile(big, `# ${'x'.repeat(2 * 1024 * 1024)}\n`);
-    refused(await sandcheck(['run', '--backend', 'bwrap', '--policy', 'ci', '--only', 'identity-uid', '--backend-config', big, '--out', out]), /big\.yaml.*limit is 1048576/);
+    refused(
+      await sandcheck(['run', '--backend', 'bwrap', '--policy', 'ci', '--only', 'identity-uid', '--backend-config', big, '--out', out]),
+      /big\.yaml.*limit is 1048576/,
+    );
     expect(await exists(out)).toBe(false);
     const notShard = join(dir, 'not-a-shard');
     await mkdir(notShard);
@@ -201,12 +229,50 @@ describe('the bad-input corpus', () => {
 
     const list = join(dir, 'list.yaml');
     await writeFile(list, '- shareNetwork: true\n');
-    refused(await sandcheck(['run', '--backend', 'docker-hardened', '--policy', 'ci', '--backend-config', list, '--only', 'identity-uid', '--out', join(dir, 'out-list')]), /expected a mapping of options/);
-    refused(await sandcheck(['run', '--backend', 'process', '--policy', 'ci', '--backend-config', share, '--only', 'identity-uid', '--out', join(dir, 'out-process')]), /the process control takes no --backend-config options/);
+    refused(
+      await sandcheck([
+        'run',
+        '--backend',
+        'docker-hardened',
+        '--policy',
+        'ci',
+        '--backend-config',
+        list,
+        '--only',
+        'identity-uid',
+        '--out',
+        join(dir, 'out-list'),
+      ]),
+      /expected a mapping of options/,
+    );
+    refused(
+      await sandcheck([
+        'run',
+        '--backend',
+        'process',
+        '--policy',
+        'ci',
+        '--backend-config',
+        share,
+        '--only',
+        'identity-uid',
+        '--out',
+        join(dir, 'out-process'),
+      ]),
+      /the process control takes no --backend-config options/,
+    );
     expect((await stat(dir)).isDirectory()).toBe(true);
   }, 180_000);
 });
 
 function caseYaml(program: string, inputs?: string): string {
-  return ['id: bad-case', 'title: a case that reaches out', 'expected: accept', program, ...(inputs ? ['inputs:', inputs] : []), 'predicate: {type: exit-code, code: 0}', ''].join('\n');
+  return [
+    'id: bad-case',
+    'title: a case that reaches out',
+    'expected: accept',
+    program,
+    ...(inputs ? ['inputs:', inputs] : []),
+    'predicate: {type: exit-code, code: 0}',
+    '',
+  ].join('\n');
 }

@@ -34,7 +34,24 @@ describe('run --json and --certify, verify', () => {
     bundle = join(root, 'bundle');
     // A backend configuration that holds a credential-shaped value: the card and the fingerprint keep it redacted.
     await writeFile(join(root, 'process.yaml'), `# deploy key ${FAKE_KEY}\n{}\n`);
-    const res = await sandcheck(['run', '--backend', 'process', '--backend-config', join(root, 'process.yaml'), '--policy', 'ci', '--only', ...ONLY, '--out', out, '--json', '--certify', bundle, '--label', 'sign-off \u001b[31mrc1']);
+    const res = await sandcheck([
+      'run',
+      '--backend',
+      'process',
+      '--backend-config',
+      join(root, 'process.yaml'),
+      '--policy',
+      'ci',
+      '--only',
+      ...ONLY,
+      '--out',
+      out,
+      '--json',
+      '--certify',
+      bundle,
+      '--label',
+      'sign-off \u001b[31mrc1',
+    ]);
     stdout = res.stdout;
     exitCode = res.exitCode;
     if (exitCode !== 1) throw new Error(`run --certify: exit ${exitCode}\n${res.all}`);
@@ -45,18 +62,40 @@ describe('run --json and --certify, verify', () => {
     expect(schemaValidator('run-summary.schema.json')(doc)).toBe(true);
     const summary = RunSummarySchema.parse(doc);
     // The process control isolates nothing: both security probes cross, the task case is as expected.
-    expect(summary).toMatchObject({ exitCode: 1, backend: 'process', label: 'sign-off rc1', security: { total: 2, crossed: 2, held: 0 }, task: { total: 1, asExpected: 1 } });
+    expect(summary).toMatchObject({
+      exitCode: 1,
+      backend: 'process',
+      label: 'sign-off rc1',
+      security: { total: 2, crossed: 2, held: 0 },
+      task: { total: 1, asExpected: 1 },
+    });
     expect(summary.certify?.dir).toBe(bundle);
     expect(summary.reports.securityJson).toBe(join(out, 'security.json'));
   });
 
   it('the bundle holds both cards, both JUnit files, the policy, the fingerprint and the manifest; the fingerprint hashes the payloads', async () => {
-    expect((await readdir(bundle)).sort()).toEqual(['environment.json', 'manifest.sha256', 'policy.json', 'security.json', 'security.junit.xml', 'task.json', 'task.junit.xml']);
-    const fp = JSON.parse(await readFile(join(bundle, 'environment.json'), 'utf8')) as { probes: { id: string; files: { path: string; sha256: string }[] }[]; backend: { name: string; version: string }; environment: { label: string; backendConfig?: unknown } };
+    expect((await readdir(bundle)).sort()).toEqual([
+      'environment.json',
+      'manifest.sha256',
+      'policy.json',
+      'security.json',
+      'security.junit.xml',
+      'task.json',
+      'task.junit.xml',
+    ]);
+    const fp = JSON.parse(await readFile(join(bundle, 'environment.json'), 'utf8')) as {
+      probes: { id: string; files: { path: string; sha256: string }[] }[];
+      backend: { name: string; version: string };
+      environment: { label: string; backendConfig?: unknown };
+    };
     expect(schemaValidator('environment-fingerprint.schema.json')(fp)).toBe(true);
     expect(fp.probes.map((p) => p.id)).toEqual(ONLY);
     const payload = fp.probes[0]?.files.find((f) => f.path === 'probes/secret-decoy-file/payload.py');
-    expect(payload?.sha256).toBe(createHash('sha256').update(await readFile(join(packageRoot(), 'probes', 'secret-decoy-file', 'payload.py'))).digest('hex'));
+    expect(payload?.sha256).toBe(
+      createHash('sha256')
+        .update(await readFile(join(packageRoot(), 'probes', 'secret-decoy-file', 'payload.py')))
+        .digest('hex'),
+    );
     expect(fp.probes[0]?.files.some((f) => f.path === 'probes/secret-decoy-file/probe.ts')).toBe(true);
     expect(fp.backend.version).toMatch(/^Python 3\./);
     expect(fp.environment.label).toBe('sign-off rc1');
@@ -85,7 +124,11 @@ describe('run --json and --certify, verify', () => {
         // In process (what the CLI calls) for speed; the CLI's exit status on a change is checked once below.
         const problems = await verifyBundle(copy);
         // A changed manifest names itself or the entry whose hash it now misstates.
-        if (file !== 'manifest.sha256') expect(problems.map((p) => p.file), `${file} byte ${at}`).toContain(file);
+        if (file !== 'manifest.sha256')
+          expect(
+            problems.map((p) => p.file),
+            `${file} byte ${at}`,
+          ).toContain(file);
         else expect(problems.length, `${file} byte ${at}`).toBeGreaterThan(0);
         if (file === 'policy.json' && at === 0) {
           const res = await sandcheck(['verify', copy]);
@@ -118,7 +161,14 @@ describe('run --json and --certify, verify', () => {
     for (const r of card.results) r.verdict = 'held';
     await writeFile(join(forged, 'security.json'), `${JSON.stringify(card, null, 2)}\n`);
     const names = (await readdir(forged)).filter((f) => f !== 'manifest.sha256');
-    const entries = await Promise.all(names.map(async (file) => ({ file, sha256: createHash('sha256').update(await readFile(join(forged, file))).digest('hex') })));
+    const entries = await Promise.all(
+      names.map(async (file) => ({
+        file,
+        sha256: createHash('sha256')
+          .update(await readFile(join(forged, file)))
+          .digest('hex'),
+      })),
+    );
     await writeFile(join(forged, 'manifest.sha256'), manifestText(entries));
     const res = await sandcheck(['verify', forged]);
     expect(res.exitCode).toBe(1);
@@ -130,7 +180,21 @@ describe('run --json and --certify, verify', () => {
     const root = await tempOut();
     const waivers = join(root, 'waivers.yaml');
     await writeFile(waivers, 'waivers: []\n');
-    const w = await sandcheck(['run', '--backend', 'process', '--policy', 'ci', '--only', 'identity-uid', '--out', join(root, 'out'), '--certify', join(root, 'b'), '--waivers', waivers]);
+    const w = await sandcheck([
+      'run',
+      '--backend',
+      'process',
+      '--policy',
+      'ci',
+      '--only',
+      'identity-uid',
+      '--out',
+      join(root, 'out'),
+      '--certify',
+      join(root, 'b'),
+      '--waivers',
+      waivers,
+    ]);
     expect(w.exitCode, w.all).toBe(3);
     expect(w.stderr).toContain('--certify refuses --waivers');
     expect(existsSync(join(root, 'out', 'security.json'))).toBe(false);
@@ -143,8 +207,25 @@ describe('run --json and --certify, verify', () => {
     const root = await tempOut();
     await chmod(root, 0o777);
     const asNobody = (args: readonly string[]) =>
-      execa('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, CLI, ...args], { reject: false, all: true, env: { CI: 'true', HOME: root } });
-    const run = await asNobody(['run', '--backend', 'process', '--policy', 'ci', '--only', 'metadata-ipv4', 'identity-uid', '--out', join(root, 'out'), '--certify', join(root, 'bundle')]);
+      execa('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, CLI, ...args], {
+        reject: false,
+        all: true,
+        env: { CI: 'true', HOME: root },
+      });
+    const run = await asNobody([
+      'run',
+      '--backend',
+      'process',
+      '--policy',
+      'ci',
+      '--only',
+      'metadata-ipv4',
+      'identity-uid',
+      '--out',
+      join(root, 'out'),
+      '--certify',
+      join(root, 'bundle'),
+    ]);
     expect(run.exitCode, run.all).toBe(3);
     expect(run.stderr).toContain('--certify refuses a run whose network probes would be skipped: no lab');
     expect(existsSync(join(root, 'out', 'security.json'))).toBe(false);

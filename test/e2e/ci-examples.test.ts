@@ -79,7 +79,10 @@ describe('the CI examples as written', () => {
         expect(cards.security.environment?.backendConfig?.options).toMatchObject({ shareNetwork: true });
       } else {
         expect(r.exitCode, `${key}\n${r.all}`).toBeLessThanOrEqual(2);
-        expect((await readCards(join(project, out))).security.results.filter((x) => x.verdict === 'crossed').map((x) => x.id), key).toEqual([]);
+        expect(
+          (await readCards(join(project, out))).security.results.filter((x) => x.verdict === 'crossed').map((x) => x.id),
+          key,
+        ).toEqual([]);
       }
     }
     for (const args of compares.map(at)) {

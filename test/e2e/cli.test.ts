@@ -13,7 +13,6 @@ import { CREDENTIAL_PATHS, hostPreconditionFor } from '../../probes/host-credent
 import { hostUntestableEscapes } from '../helpers/host-facts.js';
 import { readCards, sandcheck, tempOut } from '../helpers/cli.js';
 
-
 async function peakRss(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
   const kb = /VmHWM:\s+(\d+) kB/.exec(status)?.[1];
@@ -36,16 +35,26 @@ describe('sandcheck CLI', () => {
     const cpu = availableParallelism() <= CI_POLICY.resources.cpus ? 1 : 0;
     // Facts ci does not require, and escapes this host itself cannot offer (no module support, a disk closed to root).
     // host-credential-paths: a harness that is not root can open none of the host's credential files to compare with.
-    const hostNa = new Set(['kernel-identity', ...hostUntestableEscapes(), ...(hostPreconditionFor('/', CREDENTIAL_PATHS) === undefined ? [] : ['host-credential-paths'])]);
+    const hostNa = new Set([
+      'kernel-identity',
+      ...hostUntestableEscapes(),
+      ...(hostPreconditionFor('/', CREDENTIAL_PATHS) === undefined ? [] : ['host-credential-paths']),
+    ]);
     const na = network + cpu + hostNa.size;
-    expect(res.stdout).toMatch(new RegExp(`security: ${byExporter} held, ${securitySuite.length - byExporter - na} crossed, 0 unenforced, 0 inconclusive, ${na} not applicable`));
+    expect(res.stdout).toMatch(
+      new RegExp(`security: ${byExporter} held, ${securitySuite.length - byExporter - na} crossed, 0 unenforced, 0 inconclusive, ${na} not applicable`),
+    );
     expect(res.stdout).toMatch(new RegExp(`task: ${taskSuite.length} as expected, 0 unexpected`));
     const { security, task } = await readCards(out);
     expect(validateScorecard('security', security)).toMatchObject({ valid: true });
     expect(validateScorecard('task', task)).toMatchObject({ valid: true });
     const exporterIds = new Set(securitySuite.filter((p) => p.enforcedBy === 'exporter').map((p) => p.id));
     const expected = (r: { id: string; category: string }) =>
-      exporterIds.has(r.id) ? 'held' : (!isRoot && r.category === 'network') || (cpu === 1 && r.id === 'cpu-quota') || hostNa.has(r.id) ? 'not-applicable' : 'crossed';
+      exporterIds.has(r.id)
+        ? 'held'
+        : (!isRoot && r.category === 'network') || (cpu === 1 && r.id === 'cpu-quota') || hostNa.has(r.id)
+          ? 'not-applicable'
+          : 'crossed';
     expect(security.results.filter((r) => r.verdict !== expected(r)).map((r) => `${r.id}: ${r.verdict}`)).toEqual([]);
     expect(task.results.filter((r) => r.outcome !== 'as-expected').map((r) => `${r.id}: ${r.reason}`)).toEqual([]);
     const corrected = task.results.find((r) => r.id === 'average-corrected');
@@ -79,7 +88,20 @@ describe('sandcheck CLI', () => {
   it('--tasks runs user task cases next to the built-in ones; a broken case directory is exit 3 naming file and field', async () => {
     const out = await tempOut();
     const fixtures = join(packageRoot(), 'test', 'fixtures', 'tasks');
-    const ok = await sandcheck(['run', '--backend', 'process', '--policy', 'ci', '--tasks', join(fixtures, 'good'), '--only', 'user-sum', 'user-csv-report', '--out', out]);
+    const ok = await sandcheck([
+      'run',
+      '--backend',
+      'process',
+      '--policy',
+      'ci',
+      '--tasks',
+      join(fixtures, 'good'),
+      '--only',
+      'user-sum',
+      'user-csv-report',
+      '--out',
+      out,
+    ]);
     expect(ok.exitCode, ok.all).toBe(0);
     const { task } = await readCards(out);
     expect(task.results.map((r) => [r.id, r.verdict, r.outcome])).toEqual([
@@ -140,7 +162,21 @@ describe('sandcheck CLI', () => {
 
   it('SIGINT stops every live environment, leaves no process of the run, and still writes reports marked interrupted', async () => {
     const out = await tempOut();
-    const child = sandcheck(['run', '--backend', 'process', '--only', 'wall-clock-sleep', 'wall-clock-spin', 'secret-decoy-env', '--policy', 'reference', '--concurrency', '2', '--out', out]);
+    const child = sandcheck([
+      'run',
+      '--backend',
+      'process',
+      '--only',
+      'wall-clock-sleep',
+      'wall-clock-spin',
+      'secret-decoy-env',
+      '--policy',
+      'reference',
+      '--concurrency',
+      '2',
+      '--out',
+      out,
+    ]);
     let seen = '';
     child.stderr?.on('data', (c: Buffer) => (seen += c.toString()));
     // Interrupt once both long probes are certainly running.

@@ -33,7 +33,10 @@ function againstClaims(card: SecurityScorecard): string[] {
   const claimed = new Set(card.backend.enforces);
   return card.results.flatMap((r) => {
     // A claimed item is held, or not-applicable only where this machine cannot test it (a cause outside the box).
-    if (claimed.has(r.policyItem)) return r.verdict === 'held' || (r.verdict === 'not-applicable' && /on this machine/.test(r.reason)) ? [] : [`${r.id}: claims ${r.policyItem} but ${r.verdict}: ${r.reason}`];
+    if (claimed.has(r.policyItem))
+      return r.verdict === 'held' || (r.verdict === 'not-applicable' && /on this machine/.test(r.reason))
+        ? []
+        : [`${r.id}: claims ${r.policyItem} but ${r.verdict}: ${r.reason}`];
     return r.verdict === 'not-applicable' && r.reason.length > 10 ? [] : [`${r.id}: ${r.policyItem} not claimed, yet ${r.verdict}: ${r.reason}`];
   });
 }

@@ -40,80 +40,120 @@ const KNOWN_CROSSINGS: Record<string, Record<string, RegExp>> = {
     // The ptrace platform keeps the Sentry and its stubs in the host's pid namespace (runsc starts them there).
     'posture-namespaces': /^the box's program runs on a user-space kernel, gVisor \(runsc\) .*shares the host's pid namespace/,
     // The gofer (root, serving the box's files) has the host's tini-static bound writable at /usr/sbin/docker-init.
-    'posture-mounts': /^the box's program runs on a user-space kernel, gVisor \(runsc\) .*its file servers: pid \d+\): file server \(pid \d+\) writable host \/usr\/bin\/tini-static at \/usr\/sbin\/docker-init/,
+    'posture-mounts':
+      /^the box's program runs on a user-space kernel, gVisor \(runsc\) .*its file servers: pid \d+\): file server \(pid \d+\) writable host \/usr\/bin\/tini-static at \/usr\/sbin\/docker-init/,
   },
 };
 
 /** Probes both hardened profiles must hold outright (escape-mknod-disk and escape-kernel-module depend on this machine's disk and kernel). */
-const MUST_HOLD = ['secret-decoy-file', 'daemon-socket', 'host-search', 'agent-socket', 'keyring-decoy', 'abstract-socket', 'ipc-covert', 'escape-mount-host', 'escape-file-handle', 'escape-proc-root', 'escape-raw-socket', 'posture-devices', 'posture-seccomp', 'posture-capabilities'];
+const MUST_HOLD = [
+  'secret-decoy-file',
+  'daemon-socket',
+  'host-search',
+  'agent-socket',
+  'keyring-decoy',
+  'abstract-socket',
+  'ipc-covert',
+  'escape-mount-host',
+  'escape-file-handle',
+  'escape-proc-root',
+  'escape-raw-socket',
+  'posture-devices',
+  'posture-seccomp',
+  'posture-capabilities',
+];
 
-describe.skipIf(!isRoot || !hasDocker || !hasRunsc)('the whole suite against docker-default, docker-hardened and gvisor (a private dockerd in each run\'s lab)', () => {
-  // One test per profile, each with its own hang guard: on a slow day a whole-suite run takes 3-4 minutes.
-  const ran: Partial<Record<(typeof PROFILES)[number], string>> = {};
-  for (const profile of PROFILES) {
-    it(`runs everything on ${profile}`, { timeout: 600_000 }, async () => {
-      const out = await tempOut();
-      const res = await sandcheck(['run', '--backend', profile, '--policy', 'ci', '--concurrency', '2', '--out', out]);
-      expect([0, 1, 2], `${profile}: ${res.all?.slice(-2000)}`).toContain(res.exitCode);
-      ran[profile] = out;
+describe.skipIf(!isRoot || !hasDocker || !hasRunsc)(
+  "the whole suite against docker-default, docker-hardened and gvisor (a private dockerd in each run's lab)",
+  () => {
+    // One test per profile, each with its own hang guard: on a slow day a whole-suite run takes 3-4 minutes.
+    const ran: Partial<Record<(typeof PROFILES)[number], string>> = {};
+    for (const profile of PROFILES) {
+      it(`runs everything on ${profile}`, { timeout: 600_000 }, async () => {
+        const out = await tempOut();
+        const res = await sandcheck(['run', '--backend', profile, '--policy', 'ci', '--concurrency', '2', '--out', out]);
+        expect([0, 1, 2], `${profile}: ${res.all?.slice(-2000)}`).toContain(res.exitCode);
+        ran[profile] = out;
+      });
+    }
+
+    it('the comparison shows where they differ, with evidence; nothing of the runs is left', { timeout: 120_000 }, async () => {
+      const outs = PROFILES.map((p) => ran[p] ?? '');
+      expect(outs.filter((o) => o === '').length, 'every profile ran').toBe(0);
+      const [def, hard, gv] = await Promise.all(outs.map(readCards));
+      const verdict = (c: { security: SecurityScorecard } | undefined, id: string) => c?.security.results.find((r) => r.id === id);
+
+      // docker-default: its bridge reaches the lab's metadata decoy (the decoy log is the evidence).
+      const meta = verdict(def, 'metadata-ipv4');
+      expect(meta?.verdict).toBe('crossed');
+      expect(meta?.evidence.some((e) => e.witness === 'decoy:metadata')).toBe(true);
+      expect(verdict(def, 'identity-uid')?.verdict).toBe('crossed');
+
+      // The hardened profiles hold everything they claim, and say why for what they cannot enforce.
+      for (const [name, card] of [
+        ['docker-hardened', hard],
+        ['gvisor', gv],
+      ] as const) {
+        const honest = HONEST_INCONCLUSIVE[name] ?? {};
+        const bad = card?.security.results
+          .filter(
+            (r) =>
+              (r.verdict === 'crossed' && !KNOWN_CROSSINGS[name]?.[r.id]?.test(r.reason)) || (r.verdict === 'inconclusive' && !honest[r.id]?.test(r.reason)),
+          )
+          .map((r) => `${r.id}: ${r.verdict}: ${r.reason}`);
+        expect(bad, name).toEqual([]);
+        for (const [id, reason] of Object.entries(KNOWN_CROSSINGS[name] ?? {})) {
+          const r = verdict(card, id);
+          expect(r?.verdict, `${name} ${id}: ${r?.reason}`).toBe('crossed');
+          expect(r?.reason).toMatch(reason);
+        }
+        expect(verdict(card, 'metadata-ipv4')?.verdict, name).toBe('held');
+        // The exposure and escape probes hold (not-applicable or unenforced would pass the check above), each on something the host saw.
+        for (const id of MUST_HOLD) {
+          const r = verdict(card, id);
+          expect(`${name} ${id}: ${r?.verdict}: ${r?.reason}`).toMatch(new RegExp(`^${name} ${id}: held: `));
+          expect(
+            r?.evidence.some((e) => e.source === 'outside' && e.witness !== 'exit-status'),
+            `${name} ${id}`,
+          ).toBe(true);
+        }
+        expect(card?.security.backend.coldStartMs?.samples, name).toBeGreaterThan(0);
+      }
+      for (const id of [
+        'identity-uid',
+        'identity-capabilities',
+        'identity-no-new-privs',
+        'identity-setuid',
+        'posture-seccomp',
+        'posture-capabilities',
+        'posture-devices',
+      ]) {
+        expect(`${id}: ${verdict(gv, id)?.verdict}: ${verdict(gv, id)?.reason}`).toMatch(
+          new RegExp(`^${id}: held: the box's program runs on a user-space kernel`),
+        );
+      }
+      // The daemon's own address space found by its mark while the box ran; it and the Sentry gone after destroy.
+      expect(`${verdict(gv, 'survive-teardown')?.verdict}: ${verdict(gv, 'survive-teardown')?.reason}`).toMatch(
+        /^held: the host saw the daemon running on a user-space kernel \(this execution's program mark in host pid \d+'s memory/,
+      );
+      expect(verdict(gv, 'fork-bomb')?.verdict).toBe('unenforced');
+      expect(verdict(gv, 'fork-bomb')?.reason).toMatch(/pids/);
+      for (const card of [def, hard, gv]) {
+        expect(card?.task.results.filter((r) => r.outcome !== 'as-expected').map((r) => `${card.task.backend.name} ${r.id}: ${r.reason}`)).toEqual([]);
+      }
+
+      const markdown = join(outs[0] ?? '', 'compare.md');
+      const cmp = await sandcheck(['compare', ...outs, '--markdown', markdown]);
+      expect(cmp.exitCode).toBe(0);
+      expect(cmp.stdout).toMatch(/\* metadata-ipv4\s+crossed\s+held\s+held/);
+      expect(await readFile(markdown, 'utf8')).toMatch(/### metadata-ipv4[\s\S]*docker-default\*\*: crossed/);
+
+      // Nothing of the runs is left: no container or daemon of ours, no lab namespace.
+      const ps = await execa('ps', ['-eo', 'cmd'], { reject: false });
+      const ours = [def, hard, gv].map((c) => `/var/lib/sandcheck/lab-docker/${c?.security.run.id ?? 'x'}`);
+      expect(ps.stdout.split('\n').filter((l) => ours.some((dir) => l.includes(dir)))).toEqual([]);
+      const netns = await execa('ip', ['netns', 'list'], { reject: false });
+      for (const c of [def, hard, gv]) expect(netns.stdout).not.toContain(`sc-${c?.security.run.id ?? 'x'}`);
     });
-  }
-
-  it('the comparison shows where they differ, with evidence; nothing of the runs is left', { timeout: 120_000 }, async () => {
-    const outs = PROFILES.map((p) => ran[p] ?? '');
-    expect(outs.filter((o) => o === '').length, 'every profile ran').toBe(0);
-    const [def, hard, gv] = await Promise.all(outs.map(readCards));
-    const verdict = (c: { security: SecurityScorecard } | undefined, id: string) => c?.security.results.find((r) => r.id === id);
-
-    // docker-default: its bridge reaches the lab's metadata decoy (the decoy log is the evidence).
-    const meta = verdict(def, 'metadata-ipv4');
-    expect(meta?.verdict).toBe('crossed');
-    expect(meta?.evidence.some((e) => e.witness === 'decoy:metadata')).toBe(true);
-    expect(verdict(def, 'identity-uid')?.verdict).toBe('crossed');
-
-    // The hardened profiles hold everything they claim, and say why for what they cannot enforce.
-    for (const [name, card] of [['docker-hardened', hard], ['gvisor', gv]] as const) {
-      const honest = HONEST_INCONCLUSIVE[name] ?? {};
-      const bad = card?.security.results
-        .filter((r) => (r.verdict === 'crossed' && !KNOWN_CROSSINGS[name]?.[r.id]?.test(r.reason)) || (r.verdict === 'inconclusive' && !honest[r.id]?.test(r.reason)))
-        .map((r) => `${r.id}: ${r.verdict}: ${r.reason}`);
-      expect(bad, name).toEqual([]);
-      for (const [id, reason] of Object.entries(KNOWN_CROSSINGS[name] ?? {})) {
-        const r = verdict(card, id);
-        expect(r?.verdict, `${name} ${id}: ${r?.reason}`).toBe('crossed');
-        expect(r?.reason).toMatch(reason);
-      }
-      expect(verdict(card, 'metadata-ipv4')?.verdict, name).toBe('held');
-      // The exposure and escape probes hold (not-applicable or unenforced would pass the check above), each on something the host saw.
-      for (const id of MUST_HOLD) {
-        const r = verdict(card, id);
-        expect(`${name} ${id}: ${r?.verdict}: ${r?.reason}`).toMatch(new RegExp(`^${name} ${id}: held: `));
-        expect(r?.evidence.some((e) => e.source === 'outside' && e.witness !== 'exit-status'), `${name} ${id}`).toBe(true);
-      }
-      expect(card?.security.backend.coldStartMs?.samples, name).toBeGreaterThan(0);
-    }
-    for (const id of ['identity-uid', 'identity-capabilities', 'identity-no-new-privs', 'identity-setuid', 'posture-seccomp', 'posture-capabilities', 'posture-devices']) {
-      expect(`${id}: ${verdict(gv, id)?.verdict}: ${verdict(gv, id)?.reason}`).toMatch(new RegExp(`^${id}: held: the box's program runs on a user-space kernel`));
-    }
-    // The daemon's own address space found by its mark while the box ran; it and the Sentry gone after destroy.
-    expect(`${verdict(gv, 'survive-teardown')?.verdict}: ${verdict(gv, 'survive-teardown')?.reason}`).toMatch(/^held: the host saw the daemon running on a user-space kernel \(this execution's program mark in host pid \d+'s memory/);
-    expect(verdict(gv, 'fork-bomb')?.verdict).toBe('unenforced');
-    expect(verdict(gv, 'fork-bomb')?.reason).toMatch(/pids/);
-    for (const card of [def, hard, gv]) {
-      expect(card?.task.results.filter((r) => r.outcome !== 'as-expected').map((r) => `${card.task.backend.name} ${r.id}: ${r.reason}`)).toEqual([]);
-    }
-
-    const markdown = join(outs[0] ?? '', 'compare.md');
-    const cmp = await sandcheck(['compare', ...outs, '--markdown', markdown]);
-    expect(cmp.exitCode).toBe(0);
-    expect(cmp.stdout).toMatch(/\* metadata-ipv4\s+crossed\s+held\s+held/);
-    expect(await readFile(markdown, 'utf8')).toMatch(/### metadata-ipv4[\s\S]*docker-default\*\*: crossed/);
-
-    // Nothing of the runs is left: no container or daemon of ours, no lab namespace.
-    const ps = await execa('ps', ['-eo', 'cmd'], { reject: false });
-    const ours = [def, hard, gv].map((c) => `/var/lib/sandcheck/lab-docker/${c?.security.run.id ?? 'x'}`);
-    expect(ps.stdout.split('\n').filter((l) => ours.some((dir) => l.includes(dir)))).toEqual([]);
-    const netns = await execa('ip', ['netns', 'list'], { reject: false });
-    for (const c of [def, hard, gv]) expect(netns.stdout).not.toContain(`sc-${c?.security.run.id ?? 'x'}`);
-  });
-});
+  },
+);

@@ -16,7 +16,20 @@ describe.skipIf(SKIP !== undefined)('docker-hardened: the image digest and the d
     const root = await tempOut();
     const out = join(root, 'out');
     const bundle = join(root, 'bundle');
-    const res = await sandcheck(['run', '--backend', 'docker-hardened', '--policy', 'ci', '--only', 'identity-uid', 'average-correct', '--out', out, '--certify', bundle]);
+    const res = await sandcheck([
+      'run',
+      '--backend',
+      'docker-hardened',
+      '--policy',
+      'ci',
+      '--only',
+      'identity-uid',
+      'average-correct',
+      '--out',
+      out,
+      '--certify',
+      bundle,
+    ]);
     expect(res.exitCode, res.all).toBe(0);
     const { security, task } = await readCards(out);
     for (const card of [security, task]) {

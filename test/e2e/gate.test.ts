@@ -76,9 +76,14 @@ describe.skipIf(skip !== undefined)(`the policy-change gate on real bwrap runs${
     const res = await run(out, ['--backend-config', join(dir, 'no-pids.yaml'), '--waivers', live], { GITHUB_STEP_SUMMARY: summary });
     expect(res.exitCode, res.all?.slice(-3000)).toBe(0);
     const { security } = await readCards(out);
-    expect(security.results.find((r) => r.id === 'fork-bomb')).toMatchObject({ verdict: 'unenforced', waiver: { owner: 'platform-team', expires: '2099-12-31' } });
+    expect(security.results.find((r) => r.id === 'fork-bomb')).toMatchObject({
+      verdict: 'unenforced',
+      waiver: { owner: 'platform-team', expires: '2099-12-31' },
+    });
     expect(security.summary.waived).toBe(1);
-    const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '@' }).parse(await readFile(join(out, 'security.junit.xml'), 'utf8')) as { testsuites: { testsuite: { '@name': string; testcase: { '@name': string; skipped?: { '@message': string } } }[] } };
+    const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '@' }).parse(await readFile(join(out, 'security.junit.xml'), 'utf8')) as {
+      testsuites: { testsuite: { '@name': string; testcase: { '@name': string; skipped?: { '@message': string } } }[] };
+    };
     const resources = xml.testsuites.testsuite.find((s) => s['@name'] === 'bwrap.resources');
     expect(resources?.testcase.skipped?.['@message']).toBe('waived: pids limit off | while cgroups move (platform-team, expires 2099-12-31)');
     const step = await readFile(summary, 'utf8');

@@ -15,13 +15,31 @@ describe('runs that say what they were', () => {
     const base = join(root, 'base');
     const head = join(root, 'head');
     const a = await sandcheck(['run', '--backend', 'process', '--policy', 'ci', '--only', 'identity-uid', '--out', base, '--label', 'base']);
-    const b = await sandcheck(['run', '--backend', 'process', '--policy', policy, '--only', 'identity-uid', '--out', head, '--label', 'head', '--backend-config', config]);
+    const b = await sandcheck([
+      'run',
+      '--backend',
+      'process',
+      '--policy',
+      policy,
+      '--only',
+      'identity-uid',
+      '--out',
+      head,
+      '--label',
+      'head',
+      '--backend-config',
+      config,
+    ]);
     expect(a.exitCode, a.all).toBe(1);
     expect(b.exitCode, b.all).toBe(1);
     const cards = await readCards(head);
     for (const card of [cards.security, cards.task]) expect(validateScorecard(card.scorecard, card).valid).toBe(true);
     const env = cards.security.environment;
-    expect(env).toMatchObject({ label: 'head', policySha256: policySha256(cards.security.policy), cgroupMode: expect.stringMatching(/^(v1|hybrid|v2|unknown)$/) });
+    expect(env).toMatchObject({
+      label: 'head',
+      policySha256: policySha256(cards.security.policy),
+      cgroupMode: expect.stringMatching(/^(v1|hybrid|v2|unknown)$/),
+    });
     expect(env?.kernel).not.toBe('');
     expect(env?.backendConfig).toMatchObject({ file: 'process.yaml', bytes: (await readFile(config)).length, options: {}, checkedBy: 'sandcheck' });
     expect(env?.tools.find((t) => t.tool === 'python3')).toMatchObject({ status: 'ok' });

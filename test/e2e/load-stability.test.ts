@@ -21,7 +21,11 @@ describe.skipIf(skip !== undefined)(`verdicts do not change with machine load${s
         const run = await sandcheck(['run', '--backend', 'bwrap', '--policy', 'ci', ...jobs, '--out', out, '--only', ...securitySuite.map((p) => p.id)]);
         expect([0, 1, 2], run.all).toContain(run.exitCode);
         const { security } = await readCards(out);
-        verdicts.push(Object.fromEntries(security.results.map((r) => [r.id, `${r.verdict}${r.verdict === 'held' || r.verdict === 'not-applicable' ? '' : `: ${r.reason}`}`])));
+        verdicts.push(
+          Object.fromEntries(
+            security.results.map((r) => [r.id, `${r.verdict}${r.verdict === 'held' || r.verdict === 'not-applicable' ? '' : `: ${r.reason}`}`]),
+          ),
+        );
       }
       expect(verdicts[1]).toEqual(verdicts[0]);
       // And what they are: hardened bwrap holds everything it claims, under load too.

@@ -12,11 +12,17 @@ describe.skipIf(skip !== undefined)(`sandcheck matrix, for real${skip ? ` (skipp
   it('--backend process,bwrap runs both into OUT/runs/<backend>; a docker backend whose daemon does not answer is a column marked unavailable with its install command; exit 2', async () => {
     const out = await tempOut();
     // A Docker daemon that does not exist: the docker backend is unavailable here, whatever the machine has.
-    const r = await sandcheck(['matrix', '--backend', 'process,bwrap', '--backend', 'docker-hardened', '--policy', 'ci', '--only', ...ONLY, '--out', out], { env: { DOCKER_HOST: 'unix:///nonexistent/sandcheck-matrix-test.sock' } });
+    const r = await sandcheck(['matrix', '--backend', 'process,bwrap', '--backend', 'docker-hardened', '--policy', 'ci', '--only', ...ONLY, '--out', out], {
+      env: { DOCKER_HOST: 'unix:///nonexistent/sandcheck-matrix-test.sock' },
+    });
     expect(r.exitCode, r.all).toBe(2);
     for (const b of ['process', 'bwrap']) expect((await stat(join(out, 'runs', b, 'security.json'))).isFile()).toBe(true);
     const m = MatrixReportSchema.parse(JSON.parse(await readFile(join(out, 'matrix.json'), 'utf8')));
-    expect(m.columns.map((c) => [c.backend, c.status])).toEqual([['process', 'ran'], ['bwrap', 'ran'], ['docker-hardened', 'unavailable']]);
+    expect(m.columns.map((c) => [c.backend, c.status])).toEqual([
+      ['process', 'ran'],
+      ['bwrap', 'ran'],
+      ['docker-hardened', 'unavailable'],
+    ]);
     const [p, b, d] = m.columns;
     expect(p?.security).toMatchObject({ total: 2, crossed: 2 });
     expect(b?.security).toMatchObject({ total: 2, held: 2, crossed: 0, inconclusive: 0 });

@@ -38,18 +38,25 @@ describe.skipIf(skip !== undefined)('rpc adapter protocol: the Python reference 
     const out = await tempOut();
     const r = await sandcheck(['run', '--backend', PYTHON_ADAPTER, '--policy', 'ci', '--out', out]);
     const { security, task } = await readCards(out);
-    const by = (v: string): string[] => security.results.filter((x) => x.verdict === v).map((x) => x.id).sort();
+    const by = (v: string): string[] =>
+      security.results
+        .filter((x) => x.verdict === v)
+        .map((x) => x.id)
+        .sort();
     expect(security.backend.name, r.all).toBe('rpc-python-bwrap');
     expect(by('crossed'), r.all).toEqual([]);
     expect(by('inconclusive'), r.all).toEqual([]);
     // Not claimed by the reference adapter: a sized workspace, a seccomp filter.
     expect(by('unenforced').sort()).toEqual(['disk-fill', 'posture-seccomp']);
     expect(by('held').length).toBeGreaterThanOrEqual(38);
-    for (const id of ['secret-decoy-env', 'metadata-ipv4', 'memory-bomb', 'fork-bomb', 'wall-clock-spin', 'identity-uid', 'survive-teardown', 'residue']) expect(by('held')).toContain(id);
+    for (const id of ['secret-decoy-env', 'metadata-ipv4', 'memory-bomb', 'fork-bomb', 'wall-clock-spin', 'identity-uid', 'survive-teardown', 'residue'])
+      expect(by('held')).toContain(id);
     // The adapter's counters are its claim: memory and processes were judged on the host's own read of its cgroups.
     for (const id of ['memory-bomb', 'fork-bomb']) {
       const evidence = security.results.find((x) => x.id === id)?.evidence ?? [];
-      expect(evidence.find((e) => e.witness === 'cgroup')?.where, id).toMatch(/^host: the cgroups of the box's program \(pid \d+: .*sandcheck-rpcpy-.*\), read by sandcheck$/);
+      expect(evidence.find((e) => e.witness === 'cgroup')?.where, id).toMatch(
+        /^host: the cgroups of the box's program \(pid \d+: .*sandcheck-rpcpy-.*\), read by sandcheck$/,
+      );
       expect(evidence.find((e) => e.witness === 'adapter-counters')?.detail, id).toMatch(/its claim, never evidence; the host read the cgroups itself$/);
     }
     expect(task.summary.unexpected + task.summary.error).toBe(0);
@@ -60,9 +67,33 @@ describe.skipIf(skip !== undefined)('rpc adapter protocol: the Python reference 
   it('without its network control (shareNetwork, egress still claimed) the network probes cross on the lab witness', async () => {
     const out = await tempOut();
     const cfg = join(out, 'weak.json');
-    const claims = ['files.hostPaths', 'identity.unprivileged', 'identity.hostCredentials', 'lifecycle.freshEnvironment', 'lifecycle.destroyAfter', 'resources.wallSeconds', 'output.maxBytes', 'network.egress'];
+    const claims = [
+      'files.hostPaths',
+      'identity.unprivileged',
+      'identity.hostCredentials',
+      'lifecycle.freshEnvironment',
+      'lifecycle.destroyAfter',
+      'resources.wallSeconds',
+      'output.maxBytes',
+      'network.egress',
+    ];
     await writeFile(cfg, JSON.stringify({ shareNetwork: true, claims }));
-    const r = await sandcheck(['run', '--backend', PYTHON_ADAPTER, '--backend-config', cfg, '--policy', 'ci', '--out', out, '--only', 'metadata-ipv4', 'public-egress-ipv4', 'dns-exfil', 'secret-decoy-env']);
+    const r = await sandcheck([
+      'run',
+      '--backend',
+      PYTHON_ADAPTER,
+      '--backend-config',
+      cfg,
+      '--policy',
+      'ci',
+      '--out',
+      out,
+      '--only',
+      'metadata-ipv4',
+      'public-egress-ipv4',
+      'dns-exfil',
+      'secret-decoy-env',
+    ]);
     const { security } = await readCards(out);
     const verdict = Object.fromEntries(security.results.map((x) => [x.id, x]));
     for (const id of ['metadata-ipv4', 'public-egress-ipv4', 'dns-exfil']) {
@@ -76,7 +107,7 @@ describe.skipIf(skip !== undefined)('rpc adapter protocol: the Python reference 
 });
 
 describe.skipIf(skip !== undefined)('rpc adapter protocol: the Python reference adapter after a SIGKILL', () => {
-  it("the next adapter removes the environments of one that died without destroying them (its boxes died with it)", async () => {
+  it('the next adapter removes the environments of one that died without destroying them (its boxes died with it)', async () => {
     const argv = PYTHON_ADAPTER.slice('rpc:'.length).split(' ');
     const start = async (): Promise<RpcConnection> => {
       const conn = RpcConnection.start(argv, { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin' }, cwd: packageRoot() });
@@ -111,7 +142,20 @@ describe('rpc adapter protocol: an adapter that hands the box its own environmen
     const out = await tempOut();
     const cfg = join(out, 'mode.json');
     await writeFile(cfg, JSON.stringify({ mode: 'leak-env' }));
-    const r = await sandcheck(['run', '--backend', SCRIPTED, '--backend-config', cfg, '--skip-adapter-check', '--policy', 'ci', '--out', out, '--only', 'secret-decoy-env']);
+    const r = await sandcheck([
+      'run',
+      '--backend',
+      SCRIPTED,
+      '--backend-config',
+      cfg,
+      '--skip-adapter-check',
+      '--policy',
+      'ci',
+      '--out',
+      out,
+      '--only',
+      'secret-decoy-env',
+    ]);
     const { security } = await readCards(out);
     expect(security.results[0]?.verdict, r.all).toBe('crossed');
     expect(security.results[0]?.reason).toMatch(/decoy/);

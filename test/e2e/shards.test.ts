@@ -7,10 +7,25 @@ import { readCards, sandcheck, tempOut } from '../helpers/cli.js';
 const noBwrap = await bwrapSkipReason();
 
 // A slice of every kind: files, resources (a wall-bound one), identity, network (lab), lifecycle, export, tasks.
-const IDS = ['secret-decoy-file', 'fork-bomb', 'wall-clock-sleep', 'identity-uid', 'metadata-ipv4', 'residue', 'stdout-flood', 'export-symlink-host', 'average-correct', 'average-off-by-one', 'daily-totals'];
+const IDS = [
+  'secret-decoy-file',
+  'fork-bomb',
+  'wall-clock-sleep',
+  'identity-uid',
+  'metadata-ipv4',
+  'residue',
+  'stdout-flood',
+  'export-symlink-host',
+  'average-correct',
+  'average-off-by-one',
+  'daily-totals',
+];
 
 const verdicts = (cards: Awaited<ReturnType<typeof readCards>>): Record<string, string> =>
-  Object.fromEntries([...cards.security.results.map((r) => [r.id, r.verdict]), ...cards.task.results.map((r) => [r.id, `${r.verdict ?? 'error'}/${r.outcome}`])]);
+  Object.fromEntries([
+    ...cards.security.results.map((r) => [r.id, r.verdict]),
+    ...cards.task.results.map((r) => [r.id, `${r.verdict ?? 'error'}/${r.outcome}`]),
+  ]);
 
 describe.skipIf(noBwrap !== undefined)('shards: --shard i/n on three runners, `sandcheck merge` joins them', () => {
   it('shards 1/3, 2/3, 3/3 merged give the verdicts and exit code of one unsharded run; a mixed set is refused', async () => {

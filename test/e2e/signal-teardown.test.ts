@@ -38,15 +38,33 @@ async function waitFor(path: string, ms: number): Promise<void> {
 }
 
 describe('signals during teardown (issue 16)', () => {
-  it('SIGINT twice while the backend is being disposed: cleanup still finishes, the exit status is the run\'s', async () => {
+  it("SIGINT twice while the backend is being disposed: cleanup still finishes, the exit status is the run's", async () => {
     const dir = await tempOut();
     await writeFile(join(dir, 'adapter.mjs'), ADAPTER(pathToFileURL(join(packageRoot(), 'dist', 'backends', 'process', 'index.js')).href));
     await writeFile(join(dir, 'options.json'), JSON.stringify({ dir }));
-    const child = execa(process.execPath, [CLI, 'run', '--backend', join(dir, 'adapter.mjs'), '--backend-config', join(dir, 'options.json'), '--skip-adapter-check', '--policy', 'ci', '--only', 'identity-uid', '--out', join(dir, 'out')], {
-      reject: false,
-      all: true,
-      env: { CI: 'true' },
-    });
+    const child = execa(
+      process.execPath,
+      [
+        CLI,
+        'run',
+        '--backend',
+        join(dir, 'adapter.mjs'),
+        '--backend-config',
+        join(dir, 'options.json'),
+        '--skip-adapter-check',
+        '--policy',
+        'ci',
+        '--only',
+        'identity-uid',
+        '--out',
+        join(dir, 'out'),
+      ],
+      {
+        reject: false,
+        all: true,
+        env: { CI: 'true' },
+      },
+    );
     await waitFor(join(dir, 'dispose-started'), 90_000);
     child.kill('SIGINT');
     await new Promise((r) => setTimeout(r, 200));

@@ -18,7 +18,11 @@ import { readCards, sandcheck, tempOut } from '../helpers/cli.js';
 import { dockerLabSkipReason } from '../helpers/docker.js';
 import { closeDaemonRun, openDaemonRun } from '../helpers/lab-daemon.js';
 
-const exists = (p: string): Promise<boolean> => stat(p).then(() => true, () => false);
+const exists = (p: string): Promise<boolean> =>
+  stat(p).then(
+    () => true,
+    () => false,
+  );
 
 describe('run --watch-daemon refuses what is not a container daemon before anything runs', () => {
   let silent: Server | undefined;
@@ -90,7 +94,9 @@ describe.skipIf(SKIP !== undefined)('run --watch-daemon with a real daemon the b
     expect(log.events.some((e) => e.includes('"create"'))).toBe(true);
     expect(log.events.some((e) => e.includes('"destroy"'))).toBe(true);
     const cards = await readCards(watched);
-    expect(cards.security.run.watchedDaemons).toEqual([{ socket: daemon.socketPath, apiVersion: expect.stringMatching(/^\d+\.\d+$/), server: expect.stringMatching(/^Docker\//) }]);
+    expect(cards.security.run.watchedDaemons).toEqual([
+      { socket: daemon.socketPath, apiVersion: expect.stringMatching(/^\d+\.\d+$/), server: expect.stringMatching(/^Docker\//) },
+    ]);
     expect(cards.task.run.watchedDaemons).toEqual(cards.security.run.watchedDaemons);
     expect(await daemon.client.listVolumes(['sandcheck'])).toEqual([]);
 

@@ -67,22 +67,59 @@ describe.skipIf(skip !== undefined)('sandcheck witness serve', () => {
     await writeFile(weak, JSON.stringify({ netns, shareNetwork: true, claims: ['network.egress', 'identity.hostCredentials'] }));
 
     const held = await tempOut();
-    const r1 = await sandcheck(['run', '--backend', ADAPTER, '--backend-config', remote, '--witness', state, '--policy', 'ci', '--out', held, '--only', ...NETWORK]);
+    const r1 = await sandcheck([
+      'run',
+      '--backend',
+      ADAPTER,
+      '--backend-config',
+      remote,
+      '--witness',
+      state,
+      '--policy',
+      'ci',
+      '--out',
+      held,
+      '--only',
+      ...NETWORK,
+    ]);
     const c1 = (await readCards(held)).security;
-    expect(c1.results.map((x) => x.verdict), r1.all).toEqual(NETWORK.map(() => 'held'));
+    expect(
+      c1.results.map((x) => x.verdict),
+      r1.all,
+    ).toEqual(NETWORK.map(() => 'held'));
     expect(c1.run.network).toMatch(new RegExp(`witness ${witnessId} .*sandcheck witness serve`));
     for (const x of c1.results) expect(x.evidence.some((e) => e.witness === 'witness-health' && /proof of life true, scope remote/.test(e.detail))).toBe(true);
 
     const crossed = await tempOut();
-    const r2 = await sandcheck(['run', '--backend', ADAPTER, '--backend-config', weak, '--witness', state, '--policy', 'ci', '--out', crossed, '--only', ...NETWORK]);
+    const r2 = await sandcheck([
+      'run',
+      '--backend',
+      ADAPTER,
+      '--backend-config',
+      weak,
+      '--witness',
+      state,
+      '--policy',
+      'ci',
+      '--out',
+      crossed,
+      '--only',
+      ...NETWORK,
+    ]);
     const c2 = (await readCards(crossed)).security;
-    expect(c2.results.map((x) => x.verdict), r2.all).toEqual(NETWORK.map(() => 'crossed'));
+    expect(
+      c2.results.map((x) => x.verdict),
+      r2.all,
+    ).toEqual(NETWORK.map(() => 'crossed'));
     for (const x of c2.results) expect(x.evidence.some((e) => e.source === 'outside' && /^(decoy:|packet-witness)/.test(e.witness))).toBe(true);
 
     const blind = await tempOut();
     const r3 = await sandcheck(['run', '--backend', ADAPTER, '--backend-config', weak, '--policy', 'ci', '--out', blind, '--only', ...NETWORK]);
     const c3 = (await readCards(blind)).security;
-    expect(c3.results.map((x) => x.verdict), r3.all).toEqual(NETWORK.map(() => 'not-applicable'));
+    expect(
+      c3.results.map((x) => x.verdict),
+      r3.all,
+    ).toEqual(NETWORK.map(() => 'not-applicable'));
     expect(c3.results[0]?.reason).toMatch(/boxNetwork: remote.*sandcheck witness serve/);
 
     serve.kill('SIGTERM');
@@ -97,48 +134,55 @@ describe.skipIf(!lab.available)('a SIGKILLed witness', () => {
   it.each([
     ['at a --listen path the user chose (ours by inode)', true],
     ['at its default socket path (ours by name and inode)', false],
-  ])('leaves its socket and state file journalled %s: `clean --dry-run` lists them, `clean` removes them', async (_, userPath) => {
-    const dir = await tempOut();
-    const owners = join(dir, 'owners');
-    const state = join(dir, 'witness.json');
-    const env = { SANDCHECK_OWNERSHIP_DIR: owners };
-    const listen = userPath ? ['--listen', `unix:${join(dir, 'listen.sock')}`] : [];
-    const serve = sandcheckFromSource(['witness', 'serve', ...listen, '--state', state], env);
-    // Should an expectation fail half way: kill it and sweep its private journal (what this witness owned, nothing else).
-    stops.push(async () => serve.kill('SIGKILL'), () => sweepDeadRuns({ dir: owners }));
-    for (let i = 0; i < 300 && !existsSync(state) && serve.exitCode === null; i++) await sleep(100);
-    expect(existsSync(state), 'the witness wrote its state file').toBe(true);
-    expect(statSync(state).mode & 0o777).toBe(0o600);
-    const { witnessId, token, url } = JSON.parse(await readFile(state, 'utf8')) as { witnessId: string; token: string; url: string };
-    const socket = url.replace(/^unix:/, '');
-    expect(socket).toBe(userPath ? join(dir, 'listen.sock') : `/run/sandcheck/witness-${witnessId}.sock`);
-    expect(await getStatus(socket, token)).toBe(401);
-    expect(await getStatus(socket, `Bearer ${token}`)).toBe(200);
+  ])(
+    'leaves its socket and state file journalled %s: `clean --dry-run` lists them, `clean` removes them',
+    async (_, userPath) => {
+      const dir = await tempOut();
+      const owners = join(dir, 'owners');
+      const state = join(dir, 'witness.json');
+      const env = { SANDCHECK_OWNERSHIP_DIR: owners };
+      const listen = userPath ? ['--listen', `unix:${join(dir, 'listen.sock')}`] : [];
+      const serve = sandcheckFromSource(['witness', 'serve', ...listen, '--state', state], env);
+      // Should an expectation fail half way: kill it and sweep its private journal (what this witness owned, nothing else).
+      stops.push(
+        async () => serve.kill('SIGKILL'),
+        () => sweepDeadRuns({ dir: owners }),
+      );
+      for (let i = 0; i < 300 && !existsSync(state) && serve.exitCode === null; i++) await sleep(100);
+      expect(existsSync(state), 'the witness wrote its state file').toBe(true);
+      expect(statSync(state).mode & 0o777).toBe(0o600);
+      const { witnessId, token, url } = JSON.parse(await readFile(state, 'utf8')) as { witnessId: string; token: string; url: string };
+      const socket = url.replace(/^unix:/, '');
+      expect(socket).toBe(userPath ? join(dir, 'listen.sock') : `/run/sandcheck/witness-${witnessId}.sock`);
+      expect(await getStatus(socket, token)).toBe(401);
+      expect(await getStatus(socket, `Bearer ${token}`)).toBe(200);
 
-    serve.kill('SIGKILL');
-    await serve;
-    expect(lstatSync(socket).isSocket()).toBe(true);
-    expect(existsSync(state)).toBe(true);
-    expect(readdirSync(owners)).toEqual([`${witnessId}.jsonl`]);
+      serve.kill('SIGKILL');
+      await serve;
+      expect(lstatSync(socket).isSocket()).toBe(true);
+      expect(existsSync(state)).toBe(true);
+      expect(readdirSync(owners)).toEqual([`${witnessId}.jsonl`]);
 
-    const dry = await sandcheckFromSource(['clean', '--dry-run'], env);
-    expect(dry.exitCode, dry.all).toBe(0);
-    expect(dry.stdout).toContain(`would remove: ${witnessId}: socket ${socket}`);
-    expect(dry.stdout).toContain(`would remove: ${witnessId}: file ${state}`);
-    expect(dry.stdout).not.toContain(token);
-    expect(lstatSync(socket).isSocket() && existsSync(state)).toBe(true);
-    expect(readdirSync(owners)).toEqual([`${witnessId}.jsonl`]);
+      const dry = await sandcheckFromSource(['clean', '--dry-run'], env);
+      expect(dry.exitCode, dry.all).toBe(0);
+      expect(dry.stdout).toContain(`would remove: ${witnessId}: socket ${socket}`);
+      expect(dry.stdout).toContain(`would remove: ${witnessId}: file ${state}`);
+      expect(dry.stdout).not.toContain(token);
+      expect(lstatSync(socket).isSocket() && existsSync(state)).toBe(true);
+      expect(readdirSync(owners)).toEqual([`${witnessId}.jsonl`]);
 
-    const clean = await sandcheckFromSource(['clean'], env);
-    expect(clean.exitCode, clean.all).toBe(0);
-    expect(clean.stdout).toContain(`removed: ${witnessId}: socket ${socket}`);
-    expect(clean.stdout).toContain(`removed: ${witnessId}: file ${state}`);
-    expect(existsSync(socket) || existsSync(state)).toBe(false);
-    // Its lab goes too (by this journal, or by another run's start sweep first).
-    expect(existsSync(`/run/netns/sc-${witnessId}`)).toBe(false);
-    expect(readdirSync(owners)).toEqual([]);
-    expect(readdirSync(dir).sort()).toEqual(['owners']);
-  }, 120_000);
+      const clean = await sandcheckFromSource(['clean'], env);
+      expect(clean.exitCode, clean.all).toBe(0);
+      expect(clean.stdout).toContain(`removed: ${witnessId}: socket ${socket}`);
+      expect(clean.stdout).toContain(`removed: ${witnessId}: file ${state}`);
+      expect(existsSync(socket) || existsSync(state)).toBe(false);
+      // Its lab goes too (by this journal, or by another run's start sweep first).
+      expect(existsSync(`/run/netns/sc-${witnessId}`)).toBe(false);
+      expect(readdirSync(owners)).toEqual([]);
+      expect(readdirSync(dir).sort()).toEqual(['owners']);
+    },
+    120_000,
+  );
 });
 
 describe.skipIf(!lab.available)('a witness stopped at once', () => {
@@ -147,7 +191,10 @@ describe.skipIf(!lab.available)('a witness stopped at once', () => {
     const owners = join(dir, 'owners');
     const state = join(dir, 'witness.json');
     const serve = sandcheckFromSource(['witness', 'serve', '--state', state], { SANDCHECK_OWNERSHIP_DIR: owners });
-    stops.push(async () => serve.kill('SIGKILL'), () => sweepDeadRuns({ dir: owners }));
+    stops.push(
+      async () => serve.kill('SIGKILL'),
+      () => sweepDeadRuns({ dir: owners }),
+    );
     for (let i = 0; i < 1500 && !existsSync(state) && serve.exitCode === null; i++) await sleep(20);
     const { witnessId, url } = JSON.parse(await readFile(state, 'utf8')) as { witnessId: string; url: string };
     serve.kill('SIGTERM');

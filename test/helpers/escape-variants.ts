@@ -86,6 +86,15 @@ export async function writeEscapeVariant(dir: string, edit: Edit): Promise<strin
   if (edit.devBindDir) await mkdir(devDir, { mode: 0o700 });
   const base = parseYaml(readFileSync(join(packageRoot(), 'examples', 'command-bwrap.yaml'), 'utf8')) as { exec: { argv: string[] } } & Record<string, unknown>;
   const file = join(dir, `${edit.name}.yaml`);
-  await writeFile(file, stringify({ ...base, name: edit.name, description: `command-bwrap as root with ${edit.cap}`, boxUid: 0, exec: { ...base.exec, argv: variantArgv(base.exec.argv, edit, devDir) } }));
+  await writeFile(
+    file,
+    stringify({
+      ...base,
+      name: edit.name,
+      description: `command-bwrap as root with ${edit.cap}`,
+      boxUid: 0,
+      exec: { ...base.exec, argv: variantArgv(base.exec.argv, edit, devDir) },
+    }),
+  );
   return file;
 }

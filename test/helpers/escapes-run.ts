@@ -63,10 +63,18 @@ export function openTestLab(runId: string): Promise<LabSession> {
   return openLab(runId, packageRoot());
 }
 
-export async function runProbes(run: RunContext, backend: Backend, policy: Policy, probes: readonly SecurityProbe[], concurrency = 1): Promise<Map<string, SecurityResult>> {
+export async function runProbes(
+  run: RunContext,
+  backend: Backend,
+  policy: Policy,
+  probes: readonly SecurityProbe[],
+  concurrency = 1,
+): Promise<Map<string, SecurityResult>> {
   const { security } = await new Runner({ backend, policy, probes, run, concurrency }).run();
   return new Map(security.map((r) => [r.id, r]));
 }
 
 export const explainResult = (r: SecurityResult | undefined): string =>
-  r ? `${r.id}: ${r.verdict}: ${r.reason}\n  ${r.evidence.map((e) => `[${e.source} ${e.witness}${e.where ? ` @ ${e.where}` : ''}] ${e.detail.slice(0, 300)}`).join('\n  ')}` : 'did not run';
+  r
+    ? `${r.id}: ${r.verdict}: ${r.reason}\n  ${r.evidence.map((e) => `[${e.source} ${e.witness}${e.where ? ` @ ${e.where}` : ''}] ${e.detail.slice(0, 300)}`).join('\n  ')}`
+    : 'did not run';

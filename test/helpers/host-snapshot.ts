@@ -55,7 +55,9 @@ function mountLines(text: string): string[] {
 async function fingerprint(file: string): Promise<string> {
   const st = await stat(file);
   if (!st.isFile()) return `${st.isSocket() ? 'socket' : 'special'} ino ${st.ino} mode ${st.mode.toString(8)} mtime ${st.mtimeMs}`;
-  return `${createHash('sha256').update(await readFile(file)).digest('hex')} mode ${st.mode.toString(8)} mtime ${st.mtimeMs}`;
+  return `${createHash('sha256')
+    .update(await readFile(file))
+    .digest('hex')} mode ${st.mode.toString(8)} mtime ${st.mtimeMs}`;
 }
 
 export async function hostSnapshot(decoyDir: string): Promise<HostSnapshot> {
@@ -63,19 +65,32 @@ export async function hostSnapshot(decoyDir: string): Promise<HostSnapshot> {
   for (const file of await walk(decoyDir)) decoys[relative(decoyDir, file)] = await fingerprint(file);
   const scratch = dirname(decoyDir);
   const decoyPlaces: Record<string, string> = {};
-  for (const place of ['decoy-run', 'decoy-tmp']) for (const file of await walk(join(scratch, place))) decoyPlaces[relative(scratch, file)] = await fingerprint(file);
+  for (const place of ['decoy-run', 'decoy-tmp'])
+    for (const file of await walk(join(scratch, place))) decoyPlaces[relative(scratch, file)] = await fingerprint(file);
   // The scratch directory is named sandcheck-<run id>-<random>.
   const runId = /^sandcheck-(.+)-[0-9a-f]{6}$/.exec(basename(scratch))?.[1];
   const modules = await readFile('/proc/modules', 'utf8').then(
-    (t) => t.split('\n').filter(Boolean).map((l) => l.split(' ')[0] ?? '').sort(),
+    (t) =>
+      t
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split(' ')[0] ?? '')
+        .sort(),
     () => null,
   );
   const nodes: string[] = [];
-  for (const dir of ['/dev', '/dev/shm', '/tmp', '/']) nodes.push(...(await readdir(dir).catch(() => [])).filter((n) => n.startsWith('sc-escape')).map((n) => join(dir, n)));
+  for (const dir of ['/dev', '/dev/shm', '/tmp', '/'])
+    nodes.push(...(await readdir(dir).catch(() => [])).filter((n) => n.startsWith('sc-escape')).map((n) => join(dir, n)));
   const keys = (await readFile('/proc/keys', 'utf8').catch(() => ''))
     .split('\n')
     .filter(Boolean)
-    .map((l) => l.split(/\s+/).slice(7).join(' ').replace(/: [^:]*$/, ''))
+    .map((l) =>
+      l
+        .split(/\s+/)
+        .slice(7)
+        .join(' ')
+        .replace(/: [^:]*$/, ''),
+    )
     .sort();
   const ipc = (await readdir('/dev/shm').catch(() => [] as string[])).map((n) => `/dev/shm/${n}`);
   for (const kind of ['shm', 'msg', 'sem']) {
@@ -92,7 +107,17 @@ export async function hostSnapshot(decoyDir: string): Promise<HostSnapshot> {
   };
   for (const dir of ['/tmp', '/run', '/dev/shm']) await sockWalk(dir, 2);
   const ownKeys = runId ? keys.filter((k) => k.includes(`sandcheck-decoy:${runId}:`) || k.endsWith(`sandcheck-decoy-${runId}`)) : [];
-  return { decoys, decoyPlaces, ownKeys, mounts: mountLines(await readFile('/proc/self/mountinfo', 'utf8')), modules, nodes, keys, ipc: ipc.sort(), sockets: sockets.sort() };
+  return {
+    decoys,
+    decoyPlaces,
+    ownKeys,
+    mounts: mountLines(await readFile('/proc/self/mountinfo', 'utf8')),
+    modules,
+    nodes,
+    keys,
+    ipc: ipc.sort(),
+    sockets: sockets.sort(),
+  };
 }
 
 const OTHERS = /sandcheck|sccmd|\/run\/netns\/|docker|containerd|runsc|\/sc-/;
@@ -104,7 +129,8 @@ export function hostChanges(before: HostSnapshot, after: HostSnapshot, ownDirs: 
   const changes: string[] = [];
   for (const [k, v] of Object.entries(before.decoys)) if (after.decoys[k] !== v) changes.push(`decoy ${k}: ${v} → ${after.decoys[k] ?? 'gone'}`);
   for (const k of Object.keys(after.decoys)) if (!(k in before.decoys)) changes.push(`decoy ${k} appeared`);
-  for (const [k, v] of Object.entries(before.decoyPlaces)) if (after.decoyPlaces[k] !== v) changes.push(`decoy place ${k}: ${v} → ${after.decoyPlaces[k] ?? 'gone'}`);
+  for (const [k, v] of Object.entries(before.decoyPlaces))
+    if (after.decoyPlaces[k] !== v) changes.push(`decoy place ${k}: ${v} → ${after.decoyPlaces[k] ?? 'gone'}`);
   for (const k of Object.keys(after.decoyPlaces)) if (!(k in before.decoyPlaces)) changes.push(`decoy place ${k} appeared`);
   changes.push(...before.ownKeys.filter((k) => !after.ownKeys.includes(k)).map((k) => `decoy key gone: ${k}`));
   const was = new Set(before.mounts);
@@ -114,14 +140,23 @@ export function hostChanges(before: HostSnapshot, after: HostSnapshot, ownDirs: 
     if (!was.has(m) && (m.includes('sc-escape') || ownDirs.some((d) => point === d || point.startsWith(`${d}/`)))) changes.push(`mount added: ${m}`);
   }
   for (const m of before.mounts) if (!is.has(m) && !OTHERS.test(m.split(' ')[1] ?? '')) changes.push(`mount removed: ${m}`);
-  if (JSON.stringify(before.modules) !== JSON.stringify(after.modules)) changes.push(`kernel modules: ${JSON.stringify(before.modules)} → ${JSON.stringify(after.modules)}`);
+  if (JSON.stringify(before.modules) !== JSON.stringify(after.modules))
+    changes.push(`kernel modules: ${JSON.stringify(before.modules)} → ${JSON.stringify(after.modules)}`);
   changes.push(...after.nodes.filter((n) => !before.nodes.includes(n)).map((n) => `device node left: ${n}`));
   // Added only: another run's objects may go meanwhile; what a payload adds and leaves is the leak.
   const added = (was: readonly string[], is: readonly string[]): string[] => is.filter((x) => !was.includes(x));
   // Decoy keys are the runs' own (this run's exist before and after). Each container of another test running meanwhile
   // has a session keyring: runc names it `_ses.<id>`, crun (podman's runtime here) the bare container id.
-  changes.push(...added(before.keys, after.keys).filter((k) => !/sandcheck-decoy|^keyring (?:_ses\.)?[0-9a-f]{64}$/.test(k)).map((k) => `key added: ${k}`));
+  changes.push(
+    ...added(before.keys, after.keys)
+      .filter((k) => !/sandcheck-decoy|^keyring (?:_ses\.)?[0-9a-f]{64}$/.test(k))
+      .map((k) => `key added: ${k}`),
+  );
   changes.push(...added(before.ipc, after.ipc).map((x) => `ipc object left: ${x}`));
-  changes.push(...added(before.sockets, after.sockets).filter((x) => !OTHER_SOCKETS.test(x) && !ownDirs.some((d) => x.startsWith(`${d}/`))).map((x) => `socket left: ${x}`));
+  changes.push(
+    ...added(before.sockets, after.sockets)
+      .filter((x) => !OTHER_SOCKETS.test(x) && !ownDirs.some((d) => x.startsWith(`${d}/`)))
+      .map((x) => `socket left: ${x}`),
+  );
   return changes;
 }

@@ -28,7 +28,12 @@ const env = (label?: string, extraTools: RunEnvironment['tools'] = []): RunEnvir
 const withStartup = <T extends SecurityResult | TaskResult>(r: T, startupMs: number): T => ({ ...r, observation: fakeObservation({ startupMs }).exec });
 
 /** The two cards of one run as `sandcheck run` writes them: the real builders, then the published schemas. */
-export function cards(backend: string, security: SecurityResult[], task: TaskResult[], opts: { enforces?: string[]; label?: string; isolation?: 'none' | 'sandbox'; tools?: RunEnvironment['tools'] } = {}): MatrixInput {
+export function cards(
+  backend: string,
+  security: SecurityResult[],
+  task: TaskResult[],
+  opts: { enforces?: string[]; label?: string; isolation?: 'none' | 'sandbox'; tools?: RunEnvironment['tools'] } = {},
+): MatrixInput {
   const facts: BackendFacts = { name: backend, description: 'fixture', isolation: opts.isolation ?? 'sandbox', enforces: opts.enforces ?? [] };
   const meta = { runId: `r-${backend}`, startedAt: new Date(0), finishedAt: new Date(0), interrupted: false, environment: env(opts.label, opts.tools) };
   const s = securityScorecard(facts, FAST_POLICY, meta, security);
@@ -40,14 +45,23 @@ export function cards(backend: string, security: SecurityResult[], task: TaskRes
   return { kind: 'cards', source: `/out/${backend}`, security: s, task: t };
 }
 
-export const sec = (id: string, verdict: SecurityResult['verdict'], category: SecurityResult['category'], opts: Parameters<typeof secResult>[2] = {}): SecurityResult => ({ ...secResult(id, verdict, opts), category });
+export const sec = (
+  id: string,
+  verdict: SecurityResult['verdict'],
+  category: SecurityResult['category'],
+  opts: Parameters<typeof secResult>[2] = {},
+): SecurityResult => ({ ...secResult(id, verdict, opts), category });
 
 export const PWN = `<script>document.title='pwned'</script> "quoted" & | pipe \`tick\``;
 
 export function matrixFixture(): MatrixInput[] {
   const process = cards(
     'process',
-    [withStartup(sec('net-metadata', 'crossed', 'network'), 10), withStartup(sec('files-secret', 'crossed', 'files'), 30), withStartup(sec('res-fork', 'crossed', 'resources'), 20)],
+    [
+      withStartup(sec('net-metadata', 'crossed', 'network'), 10),
+      withStartup(sec('files-secret', 'crossed', 'files'), 30),
+      withStartup(sec('res-fork', 'crossed', 'resources'), 20),
+    ],
     [withStartup(taskResult('task-csv', 'as-expected'), 40)],
     { isolation: 'none' },
   );
@@ -55,12 +69,25 @@ export function matrixFixture(): MatrixInput[] {
     'bwrap',
     [
       sec('files-secret', 'held', 'files', { policyItem: 'files.hostRead' }),
-      sec('net-metadata', 'crossed', 'network', { policyItem: 'network.egress', evidence: [{ source: 'outside', witness: 'decoy', where: 'decoy:metadata', detail: PWN }], reason: `reason ${PWN}` }),
+      sec('net-metadata', 'crossed', 'network', {
+        policyItem: 'network.egress',
+        evidence: [{ source: 'outside', witness: 'decoy', where: 'decoy:metadata', detail: PWN }],
+        reason: `reason ${PWN}`,
+      }),
       sec('res-fork', 'inconclusive', 'resources', { policyItem: 'resources.processes' }),
     ],
     [taskResult('task-csv', 'unexpected')],
     { enforces: ['network.egress', 'files.hostRead', 'resources.processes', 'identity.nonRoot'], label: 'hard|ened' },
   );
-  return [process, bwrap, { kind: 'unavailable', source: '/out/runs/gvisor', backend: 'gvisor', reason: 'BACKEND_UNAVAILABLE: runsc is not installed', install: 'apt-get install -y docker.io runsc' }];
+  return [
+    process,
+    bwrap,
+    {
+      kind: 'unavailable',
+      source: '/out/runs/gvisor',
+      backend: 'gvisor',
+      reason: 'BACKEND_UNAVAILABLE: runsc is not installed',
+      install: 'apt-get install -y docker.io runsc',
+    },
+  ];
 }
-

@@ -55,4 +55,3 @@ export const packet = (proto: Packet['proto'], dst: string, dstPort?: number): P
   ...(dstPort === undefined ? {} : { srcPort: 40000, dstPort }),
   raw: `1.0 lo In IP 203.0.113.200 > ${dst}: ${proto}`,
 });
-

@@ -62,9 +62,30 @@ const LOAD_SENSITIVE_TASKS: Record<string, RegExp> = {
   'resource-headroom': /stopped by the backend's wall clock|stopped by the harness/,
 };
 
-const NETWORK = ['metadata-ipv4', 'metadata-ipv6', 'metadata-alt-forms', 'public-egress-ipv4', 'public-egress-ipv6', 'udp-egress', 'icmp-ping', 'dns-exfil', 'lateral-movement'];
+const NETWORK = [
+  'metadata-ipv4',
+  'metadata-ipv6',
+  'metadata-alt-forms',
+  'public-egress-ipv4',
+  'public-egress-ipv6',
+  'udp-egress',
+  'icmp-ping',
+  'dns-exfil',
+  'lateral-movement',
+];
 const OUTPUT = ['stdout-flood', 'stderr-flood', 'long-line', 'wall-clock-spin', 'wall-clock-sleep'];
-const EXPORTS = ['export-symlink-host', 'export-symlink-dir', 'export-hardlink', 'archive-dotdot', 'archive-absolute', 'archive-symlink-then-write', 'zip-slip', 'export-many-small', 'export-huge-file', 'export-type-smuggling'];
+const EXPORTS = [
+  'export-symlink-host',
+  'export-symlink-dir',
+  'export-hardlink',
+  'archive-dotdot',
+  'archive-absolute',
+  'archive-symlink-then-write',
+  'zip-slip',
+  'export-many-small',
+  'export-huge-file',
+  'export-type-smuggling',
+];
 /**
  * A seccomp filter that refuses socket() (codex sandbox, srt): the payloads record the refusal with its errno and
  * finish, and the Unix-socket probes are inconclusive because their in-box positive controls (sockets) never answer.
@@ -80,7 +101,22 @@ const EXPECTED: Record<string, Expectation> = {
   'bwrap-cli': {
     adapterFails: [],
     crossed: {},
-    held: ['secret-decoy-file', 'host-credential-paths', 'download-api-links', 'read-only-input', 'identity-uid', 'identity-capabilities', 'secret-decoy-env', 'ptrace-host-decoy', 'fork-bomb', 'residue', 'survive-teardown', ...NETWORK, ...OUTPUT, ...EXPORTS],
+    held: [
+      'secret-decoy-file',
+      'host-credential-paths',
+      'download-api-links',
+      'read-only-input',
+      'identity-uid',
+      'identity-capabilities',
+      'secret-decoy-env',
+      'ptrace-host-decoy',
+      'fork-bomb',
+      'residue',
+      'survive-teardown',
+      ...NETWORK,
+      ...OUTPUT,
+      ...EXPORTS,
+    ],
     inconclusive: {},
     taskUnexpected: {},
     version: /^bubblewrap \d/,
@@ -100,7 +136,19 @@ const EXPECTED: Record<string, Expectation> = {
     // The whole host tree is visible: the walk reaches the decoy home under the host's /tmp unless a crowded /tmp uses up its budget first.
     searchBound: { 'host-search': { crossed: /decoy values came out/, inconclusive: /ran out of its entry or time budget/ } },
     // host-credential-paths: disable-common.inc lays an empty file over /etc/shadow and /etc/gshadow (another inode, 0 bytes read).
-    held: ['host-credential-paths', 'download-api-links', 'read-only-input', 'identity-capabilities', 'identity-no-new-privs', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'survive-teardown', ...OUTPUT, ...EXPORTS],
+    held: [
+      'host-credential-paths',
+      'download-api-links',
+      'read-only-input',
+      'identity-capabilities',
+      'identity-no-new-privs',
+      'secret-decoy-env',
+      'decoy-process-environ',
+      'ptrace-host-decoy',
+      'survive-teardown',
+      ...OUTPUT,
+      ...EXPORTS,
+    ],
     inconclusive: {},
     taskUnexpected: {},
     version: /^firejail version \d/,
@@ -126,7 +174,21 @@ const EXPECTED: Record<string, Expectation> = {
     adapterFails: [],
     // Root with CAP_SYS_ADMIN and no user namespace (--private-users is off by default): it mounts the host's disk.
     crossed: { 'escape-mount-host': /mount the host's disk and read a host decoy/ },
-    held: ['secret-decoy-file', 'host-credential-paths', 'daemon-socket', 'download-api-links', 'read-only-input', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'residue', 'survive-teardown', ...NETWORK, ...OUTPUT, ...EXPORTS],
+    held: [
+      'secret-decoy-file',
+      'host-credential-paths',
+      'daemon-socket',
+      'download-api-links',
+      'read-only-input',
+      'secret-decoy-env',
+      'decoy-process-environ',
+      'ptrace-host-decoy',
+      'residue',
+      'survive-teardown',
+      ...NETWORK,
+      ...OUTPUT,
+      ...EXPORTS,
+    ],
     inconclusive: {},
     taskUnexpected: {},
     version: /^systemd \d+/,
@@ -142,7 +204,16 @@ const EXPECTED: Record<string, Expectation> = {
     },
     // socket() itself is refused by seccomp (see codex-sandbox-workspace): recorded as a refusal, the network probes hold.
     // read-only-input: nothing is writable, its control included; the harness reads the inputs on the host itself.
-    held: ['secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'survive-teardown', 'escape-raw-socket', 'read-only-input', ...NETWORK.filter((id) => id !== 'lateral-movement'), ...OUTPUT],
+    held: [
+      'secret-decoy-env',
+      'decoy-process-environ',
+      'ptrace-host-decoy',
+      'survive-teardown',
+      'escape-raw-socket',
+      'read-only-input',
+      ...NETWORK.filter((id) => id !== 'lateral-movement'),
+      ...OUTPUT,
+    ],
     // Export probes cannot write their hostile artifacts: their own rule makes that inconclusive, never held.
     inconclusive: {
       ...Object.fromEntries([...EXPORTS, 'export-special-files'].map((id) => [id, /did not finish its attempt/])),
@@ -162,7 +233,15 @@ const EXPECTED: Record<string, Expectation> = {
     },
     // Codex's seccomp filter refuses socket() itself (EPERM): the payloads record that refusal and finish their attempt,
     // and with nothing reaching the lab's witness the network probes hold.
-    held: ['secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'survive-teardown', ...NETWORK.filter((id) => id !== 'lateral-movement'), ...OUTPUT, ...EXPORTS],
+    held: [
+      'secret-decoy-env',
+      'decoy-process-environ',
+      'ptrace-host-decoy',
+      'survive-teardown',
+      ...NETWORK.filter((id) => id !== 'lateral-movement'),
+      ...OUTPUT,
+      ...EXPORTS,
+    ],
     inconclusive: {
       // The other box cannot open its listener either: there is nothing to reach.
       'lateral-movement': /never announced its listener/,
@@ -217,7 +296,35 @@ const EXPECTED: Record<string, Expectation> = {
   podman: {
     adapterFails: [],
     crossed: {},
-    held: ['secret-decoy-file', 'host-credential-paths', 'daemon-socket', 'download-api-links', 'read-only-input', 'identity-uid', 'identity-capabilities', 'identity-no-new-privs', 'identity-setuid', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'residue', 'survive-teardown', 'host-search', 'agent-socket', 'keyring-decoy', 'abstract-socket', 'ipc-covert', 'escape-mount-host', 'escape-file-handle', 'escape-proc-root', 'escape-raw-socket', 'export-special-files', ...NETWORK, ...OUTPUT, ...EXPORTS],
+    held: [
+      'secret-decoy-file',
+      'host-credential-paths',
+      'daemon-socket',
+      'download-api-links',
+      'read-only-input',
+      'identity-uid',
+      'identity-capabilities',
+      'identity-no-new-privs',
+      'identity-setuid',
+      'secret-decoy-env',
+      'decoy-process-environ',
+      'ptrace-host-decoy',
+      'residue',
+      'survive-teardown',
+      'host-search',
+      'agent-socket',
+      'keyring-decoy',
+      'abstract-socket',
+      'ipc-covert',
+      'escape-mount-host',
+      'escape-file-handle',
+      'escape-proc-root',
+      'escape-raw-socket',
+      'export-special-files',
+      ...NETWORK,
+      ...OUTPUT,
+      ...EXPORTS,
+    ],
     // podman removes the container's own cgroup (where its --memory and --pids-limit act, and count) when the box
     // ends, before sandcheck reads the counters: the kill (exit 137) and the peak at the limit are seen, never the refusals.
     inconclusive: {
@@ -234,7 +341,33 @@ const EXPECTED: Record<string, Expectation> = {
     // judges the stubs and the Sentry, which run the box's code and serve its system calls; identity-setuid, the stub
     // whose memory holds the planted binary's mark (and not the nonce); survive-teardown, the daemon's stub found the
     // same way, and it and the Sentry gone after destroy.
-    held: ['secret-decoy-file', 'daemon-socket', 'download-api-links', 'read-only-input', 'identity-uid', 'identity-capabilities', 'identity-no-new-privs', 'identity-setuid', 'secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'residue', 'survive-teardown', 'host-search', 'agent-socket', 'keyring-decoy', 'abstract-socket', 'ipc-covert', 'escape-mount-host', 'escape-file-handle', 'escape-proc-root', 'escape-raw-socket', ...NETWORK, ...OUTPUT, ...EXPORTS],
+    held: [
+      'secret-decoy-file',
+      'daemon-socket',
+      'download-api-links',
+      'read-only-input',
+      'identity-uid',
+      'identity-capabilities',
+      'identity-no-new-privs',
+      'identity-setuid',
+      'secret-decoy-env',
+      'decoy-process-environ',
+      'ptrace-host-decoy',
+      'residue',
+      'survive-teardown',
+      'host-search',
+      'agent-socket',
+      'keyring-decoy',
+      'abstract-socket',
+      'ipc-covert',
+      'escape-mount-host',
+      'escape-file-handle',
+      'escape-proc-root',
+      'escape-raw-socket',
+      ...NETWORK,
+      ...OUTPUT,
+      ...EXPORTS,
+    ],
     inconclusive: {
       // The gofer makes no FIFO or device node.
       'export-special-files': /none of the hostile artifacts exists in the box/,
@@ -302,7 +435,11 @@ export async function describePresets(names: readonly string[]): Promise<void> {
           const r = byId.get(id);
           expect(`${id}: ${r?.verdict}`, r?.reason).toMatch(new RegExp(`^${id}: (crossed|inconclusive)$`));
           if (r) expect(r.reason).toMatch(r.verdict === 'crossed' ? either.crossed : either.inconclusive);
-          if (r?.verdict === 'crossed') expect(r.evidence.some((e) => e.source === 'outside'), `${id} crossed without outside evidence`).toBe(true);
+          if (r?.verdict === 'crossed')
+            expect(
+              r.evidence.some((e) => e.source === 'outside'),
+              `${id} crossed without outside evidence`,
+            ).toBe(true);
         }
         for (const [id, reason] of Object.entries(want.walkBound ?? {})) {
           const r = byId.get(id);
@@ -313,9 +450,14 @@ export async function describePresets(names: readonly string[]): Promise<void> {
         expect(crossed.map((r) => r.id).sort(), crossed.map((r) => `${r.id}: ${r.reason}`).join('\n')).toEqual(Object.keys(want.crossed).sort());
         for (const r of crossed) {
           expect(r.reason).toMatch(want.crossed[r.id] ?? /^$/);
-          expect(r.evidence.some((e) => e.source === 'outside'), `${r.id} crossed without outside evidence`).toBe(true);
+          expect(
+            r.evidence.some((e) => e.source === 'outside'),
+            `${r.id} crossed without outside evidence`,
+          ).toBe(true);
         }
-        const startFailures = security.results.filter((r) => r.verdict === 'inconclusive' && START_FAILURE.test(r.reason) && !want.inconclusive[r.id]?.test(r.reason));
+        const startFailures = security.results.filter(
+          (r) => r.verdict === 'inconclusive' && START_FAILURE.test(r.reason) && !want.inconclusive[r.id]?.test(r.reason),
+        );
         expect(startFailures.length, startFailures.map((r) => `${r.id}: ${r.reason}`).join('\n')).toBeLessThanOrEqual(MAX_START_FAILURES);
         const startFailed = new Set(startFailures.map((r) => r.id));
         for (const id of want.held) {
@@ -323,7 +465,15 @@ export async function describePresets(names: readonly string[]): Promise<void> {
           expect(`${id}: ${byId.get(id)?.verdict}`, byId.get(id)?.reason).toBe(`${id}: held`);
         }
         const badInconclusive = security.results
-          .filter((r) => r.verdict === 'inconclusive' && !startFailed.has(r.id) && !(r.id in bound) && !(r.id in (want.walkBound ?? {})) && !want.inconclusive[r.id]?.test(r.reason) && !LOAD_SENSITIVE[r.id]?.test(r.reason))
+          .filter(
+            (r) =>
+              r.verdict === 'inconclusive' &&
+              !startFailed.has(r.id) &&
+              !(r.id in bound) &&
+              !(r.id in (want.walkBound ?? {})) &&
+              !want.inconclusive[r.id]?.test(r.reason) &&
+              !LOAD_SENSITIVE[r.id]?.test(r.reason),
+          )
           .map((r) => `${r.id}: ${r.reason}`);
         expect(badInconclusive).toEqual([]);
         // What the preset does not claim and the policy requires is unenforced, never held.
@@ -332,7 +482,9 @@ export async function describePresets(names: readonly string[]): Promise<void> {
         }
 
         const notApplicable = task.results.filter((r) => r.outcome === 'not-applicable');
-        expect(notApplicable.map((r) => r.id).sort(), notApplicable.map((r) => `${r.id}: ${r.reason}`).join('\n')).toEqual(Object.keys(want.taskNotApplicable ?? {}).sort());
+        expect(notApplicable.map((r) => r.id).sort(), notApplicable.map((r) => `${r.id}: ${r.reason}`).join('\n')).toEqual(
+          Object.keys(want.taskNotApplicable ?? {}).sort(),
+        );
         for (const r of notApplicable) expect(r.reason).toMatch(want.taskNotApplicable?.[r.id] ?? /^$/);
         const unexpected = task.results.filter((r) => r.outcome !== 'as-expected' && r.outcome !== 'not-applicable');
         // With the program's stderr: a tool that failed to start the box says why there.
@@ -356,14 +508,23 @@ export async function describePresets(names: readonly string[]): Promise<void> {
       });
 
       // `sandcheck adapter check` on every preset: it passes (exit 0, which `run` requires), or fails exactly the blocking checks listed.
-      it(want.adapterFails.length === 0 ? 'passes sandcheck adapter check' : `fails exactly the blocking adapter checks it cannot meet (${want.adapterFails.join(', ')})`, { timeout: 300_000 }, async () => {
-        const res = await sandcheck(['adapter', 'check', '--backend', `preset:${name}`, '--policy', 'ci', '--json']);
-        const report = JSON.parse(res.stdout) as { checks: { id: string; blocking: boolean; status: string; detail: string }[]; summary: { partlyNotApplicable?: string[] } };
-        expect(report.summary.partlyNotApplicable ?? []).toEqual(want.adapterPartlyNotApplicable ?? []);
-        const failed = report.checks.filter((c) => c.blocking && c.status === 'fail');
-        expect(failed.map((c) => c.id).sort(), failed.map((c) => `${c.id}: ${c.detail}`).join('\n')).toEqual([...want.adapterFails].sort());
-        expect(res.exitCode).toBe(want.adapterFails.length === 0 ? 0 : 1);
-      });
+      it(
+        want.adapterFails.length === 0
+          ? 'passes sandcheck adapter check'
+          : `fails exactly the blocking adapter checks it cannot meet (${want.adapterFails.join(', ')})`,
+        { timeout: 300_000 },
+        async () => {
+          const res = await sandcheck(['adapter', 'check', '--backend', `preset:${name}`, '--policy', 'ci', '--json']);
+          const report = JSON.parse(res.stdout) as {
+            checks: { id: string; blocking: boolean; status: string; detail: string }[];
+            summary: { partlyNotApplicable?: string[] };
+          };
+          expect(report.summary.partlyNotApplicable ?? []).toEqual(want.adapterPartlyNotApplicable ?? []);
+          const failed = report.checks.filter((c) => c.blocking && c.status === 'fail');
+          expect(failed.map((c) => c.id).sort(), failed.map((c) => `${c.id}: ${c.detail}`).join('\n')).toEqual([...want.adapterFails].sort());
+          expect(res.exitCode).toBe(want.adapterFails.length === 0 ? 0 : 1);
+        },
+      );
     });
   }
 }

@@ -2,7 +2,14 @@ import { deflateSync, crc32 } from 'node:zlib';
 import type { ExecObservation } from '../../model/observation.js';
 import type { Observation } from '../../model/probe.js';
 
-const cap = (t: string) => ({ bytes: Buffer.byteLength(t), sha256: '', truncated: false, headBase64: Buffer.from(t).toString('base64'), tailBase64: '', preview: t });
+const cap = (t: string) => ({
+  bytes: Buffer.byteLength(t),
+  sha256: '',
+  truncated: false,
+  headBase64: Buffer.from(t).toString('base64'),
+  tailBase64: '',
+  preview: t,
+});
 
 /** An observation of a program that ended with exit 0 by itself, unless `exec` says otherwise. */
 export function obsWith(files: Record<string, string | Uint8Array>, exec: Partial<ExecObservation> & { stdoutText?: string } = {}): Observation {
@@ -39,7 +46,14 @@ function chunk(kind: string, data: Buffer, badCrc = false): Buffer {
 }
 
 /** A hand-built RGB PNG, with knobs for the malformations a predicate must catch. */
-export function pngBytes(opts: { width: number; height: number; pixel: (x: number, y: number) => [number, number, number]; badCrc?: boolean; filter?: number; emptyHeader?: boolean }): Buffer {
+export function pngBytes(opts: {
+  width: number;
+  height: number;
+  pixel: (x: number, y: number) => [number, number, number];
+  badCrc?: boolean;
+  filter?: number;
+  emptyHeader?: boolean;
+}): Buffer {
   const { width, height } = opts;
   const rows: Buffer[] = [];
   for (let y = 0; y < height; y++) {
@@ -63,6 +77,11 @@ export function pngBytes(opts: { width: number; height: number; pixel: (x: numbe
 /** The mean an honest program computes from whatever CSV the harness put in input/ (for fake-backend scripts). */
 export function honestAverage(files: ReadonlyMap<string, Uint8Array>): Record<string, string> {
   const csv = [...files.entries()].find(([p]) => p.startsWith('input/') && p.endsWith('.csv'))?.[1];
-  const values = Buffer.from(csv ?? new Uint8Array()).toString('utf8').trim().split('\n').slice(1).map(Number);
+  const values = Buffer.from(csv ?? new Uint8Array())
+    .toString('utf8')
+    .trim()
+    .split('\n')
+    .slice(1)
+    .map(Number);
   return { 'result.json': JSON.stringify({ mean: values.reduce((a, b) => a + b, 0) / values.length, rows: values.length }) };
 }

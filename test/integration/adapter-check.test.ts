@@ -44,7 +44,9 @@ function mutant(patch: EnvPatch, opts: { capabilities?: (c: Capabilities) => Cap
   };
 }
 
-const claim = (...items: PolicyItem[]) => (c: Capabilities): Capabilities => ({ ...c, enforces: [...c.enforces, ...items] });
+const claim =
+  (...items: PolicyItem[]) =>
+  (c: Capabilities): Capabilities => ({ ...c, enforces: [...c.enforces, ...items] });
 
 async function statusOf(backend: Backend, id: CheckId): Promise<{ status: string; detail: string; runId: string }> {
   const report = await checkAdapter(backend, { policy: CI_POLICY, only: [id] });
@@ -58,25 +60,73 @@ const leftBy = (runId: string) => findProcessesWithCmdline(`sandcheck-check-${ru
 const isRoot = process.getuid?.() === 0;
 
 const MUTANTS: [CheckId, string, () => Backend][] = [
-  ['capabilities.consistent', 'claims an unknown policy item', () => mutant(() => ({}), { capabilities: (c) => ({ ...c, enforces: [...c.enforces, 'network.everything' as PolicyItem] }) })],
+  [
+    'capabilities.consistent',
+    'claims an unknown policy item',
+    () => mutant(() => ({}), { capabilities: (c) => ({ ...c, enforces: [...c.enforces, 'network.everything' as PolicyItem] }) }),
+  ],
   ['create.fresh-workspace', 'hands out the same environment again', () => mutant(() => ({}), { reuseEnv: true })],
-  ['files.binary-roundtrip', 'puts files through a UTF-8 string', () => mutant((env) => ({ putFiles: (f) => env.putFiles(f.map((x) => ({ ...x, content: Buffer.from(Buffer.from(x.content).toString('utf8')) }))) }))],
+  [
+    'files.binary-roundtrip',
+    'puts files through a UTF-8 string',
+    () => mutant((env) => ({ putFiles: (f) => env.putFiles(f.map((x) => ({ ...x, content: Buffer.from(Buffer.from(x.content).toString('utf8')) }))) })),
+  ],
   ['files.empty', 'drops empty files', () => mutant((env) => ({ putFiles: (f) => env.putFiles(f.filter((x) => x.content.byteLength > 0)) }))],
   ['files.nested', 'flattens paths', () => mutant((env) => ({ putFiles: (f) => env.putFiles(f.map((x) => ({ ...x, path: basename(x.path) }))) }))],
   ['files.modes', 'ignores PutFile.mode', () => mutant((env) => ({ putFiles: (f) => env.putFiles(f.map(({ mode: _m, ...x }) => x)) }))],
   ['files.missing', 'throws for a missing path', () => mutant(() => ({ getFiles: () => Promise.reject(new Error('ENOENT')) }))],
-  ['exec.exit-codes', 'reports every failure as exit 1', () => mutant((env) => ({ exec: async (r) => { const x = await env.exec(r); return { ...x, exitCode: x.exitCode ? 1 : x.exitCode }; } }))],
-  ['exec.signal', 'reports a signalled program as exit 0', () => mutant((env) => ({ exec: async (r) => ({ ...(await env.exec(r)), exitCode: 0, signal: null }) }))],
+  [
+    'exec.exit-codes',
+    'reports every failure as exit 1',
+    () =>
+      mutant((env) => ({
+        exec: async (r) => {
+          const x = await env.exec(r);
+          return { ...x, exitCode: x.exitCode ? 1 : x.exitCode };
+        },
+      })),
+  ],
+  [
+    'exec.signal',
+    'reports a signalled program as exit 0',
+    () => mutant((env) => ({ exec: async (r) => ({ ...(await env.exec(r)), exitCode: 0, signal: null }) })),
+  ],
   ['exec.argv', 'runs argv through a shell string', () => mutant((env) => ({ exec: (r) => env.exec({ ...r, argv: ['/bin/sh', '-c', r.argv.join(' ')] }) }))],
   ['exec.stdin', 'drops stdin', () => mutant((env) => ({ exec: (r) => env.exec(withoutStdin(r)) }))],
   ['exec.env', 'drops ExecRequest.env', () => mutant((env) => ({ exec: ({ env: _e, ...r }) => env.exec(r) }))],
   ['exec.cwd', 'ignores ExecRequest.cwd', () => mutant((env) => ({ exec: ({ cwd: _c, ...r }) => env.exec(r) }))],
   ['exec.large-output', 'loses output past 1 MiB', () => mutant((env) => ({ exec: (r) => env.exec({ ...r, stdout: capped(r.stdout, 1024 * 1024) }) }))],
-  ['exec.start-error', 'throws when the program is missing', () => mutant((env) => ({ exec: async (r) => { const x = await env.exec(r); if (x.startError !== undefined || x.exitCode === 127) throw new Error('cannot start'); return x; } }))],
+  [
+    'exec.start-error',
+    'throws when the program is missing',
+    () =>
+      mutant((env) => ({
+        exec: async (r) => {
+          const x = await env.exec(r);
+          if (x.startError !== undefined || x.exitCode === 127) throw new Error('cannot start');
+          return x;
+        },
+      })),
+  ],
   ['exec.timeout', 'claims resources.wallSeconds without a timer', () => mutant(() => ({}), { capabilities: claim('resources.wallSeconds') })],
-  ['exec.timeout-flag', 'stops at timeoutMs but says timedOut: false', () => mutant((env) => ({ exec: (r) => env.exec({ ...r, signal: AbortSignal.any([r.signal, AbortSignal.timeout(r.timeoutMs)]) }) }), { capabilities: claim('resources.wallSeconds') })],
+  [
+    'exec.timeout-flag',
+    'stops at timeoutMs but says timedOut: false',
+    () =>
+      mutant((env) => ({ exec: (r) => env.exec({ ...r, signal: AbortSignal.any([r.signal, AbortSignal.timeout(r.timeoutMs)]) }) }), {
+        capabilities: claim('resources.wallSeconds'),
+      }),
+  ],
   ['exec.abort', 'ignores the abort signal', () => mutant((env) => ({ exec: (r) => env.exec({ ...r, signal: new AbortController().signal }) }))],
-  ['destroy.idempotent', 'throws on a second destroy', () => mutant((env) => { let n = 0; return { destroy: () => (n++ > 0 ? Promise.reject(new Error('already destroyed')) : env.destroy()) }; })],
+  [
+    'destroy.idempotent',
+    'throws on a second destroy',
+    () =>
+      mutant((env) => {
+        let n = 0;
+        return { destroy: () => (n++ > 0 ? Promise.reject(new Error('already destroyed')) : env.destroy()) };
+      }),
+  ],
   ['destroy.leaves-nothing', 'never tears down', () => mutant(() => ({ destroy: () => Promise.resolve({ items: [] }) }))],
   ...(isRoot ? [['exec.lab-netns', 'ignores the lab handle', () => mutant(() => ({}), { dropLab: true })] as [CheckId, string, () => Backend]] : []),
 ];
@@ -88,7 +138,12 @@ function withoutStdin(r: ExecRequest): ExecRequest {
 
 function capped(sink: ExecRequest['stdout'], max: number): ExecRequest['stdout'] {
   let n = 0;
-  return { write: (c) => { if (n < max) sink.write(c.subarray(0, max - n)); n += c.byteLength; } };
+  return {
+    write: (c) => {
+      if (n < max) sink.write(c.subarray(0, max - n));
+      n += c.byteLength;
+    },
+  };
 }
 
 describe('adapter check', () => {
@@ -100,21 +155,31 @@ describe('adapter check', () => {
     // The control enforces nothing: its /tmp is the host's and root writes a 0444 file (advisory here).
     expect(status).toMatchObject({ 'create.fresh-tmp': 'fail', 'files.read-only': 'fail', 'exec.timeout': 'skip' });
     expect(report.checks.find((c) => c.id === 'files.read-only')?.blocking).toBe(false);
-    expect(report.checks.filter((c) => c.status === 'fail').map((c) => c.id).sort()).toEqual(['create.fresh-tmp', 'files.read-only']);
+    expect(
+      report.checks
+        .filter((c) => c.status === 'fail')
+        .map((c) => c.id)
+        .sort(),
+    ).toEqual(['create.fresh-tmp', 'files.read-only']);
     expect(await leftBy(report.runId)).toEqual([]);
   }, 120_000);
 
-  it.each(MUTANTS)('%s fails on a backend that %s', async (id, _what, make) => {
-    const got = await statusOf(make(), id);
-    expect(got.status, got.detail).toBe('fail');
-    expect(await leftBy(got.runId)).toEqual([]);
-  }, 60_000);
+  it.each(MUTANTS)(
+    '%s fails on a backend that %s',
+    async (id, _what, make) => {
+      const got = await statusOf(make(), id);
+      expect(got.status, got.detail).toBe('fail');
+      expect(await leftBy(got.runId)).toEqual([]);
+    },
+    60_000,
+  );
 
   it('a blocking check whose first attempt hits a tool that failed to start passes on its one repeat, with the first failure on record', async () => {
     let starts = 0;
     // The first program never runs: the "tool" prints its own error and exits 1, as codex's bwrap does when a host mount changes under it.
     const flaky = mutant((env) => ({
-      exec: (r) => (starts++ === 0 ? env.exec({ ...r, argv: ['/bin/sh', '-c', 'echo "tool: cannot bind mount /oldroot/: Invalid argument" >&2; exit 1'] }) : env.exec(r)),
+      exec: (r) =>
+        starts++ === 0 ? env.exec({ ...r, argv: ['/bin/sh', '-c', 'echo "tool: cannot bind mount /oldroot/: Invalid argument" >&2; exit 1'] }) : env.exec(r),
     }));
     const report = await checkAdapter(flaky, { policy: CI_POLICY, only: ['exec.argv'] });
     expect(AdapterCheckReportSchema.safeParse(report).success).toBe(true);
@@ -133,12 +198,15 @@ describe('adapter check', () => {
   }, 60_000);
 
   it('exec.timeout passes on a backend that stops the program at timeoutMs itself', async () => {
-    const timed = mutant((env) => ({
-      exec: async (r) => {
-        const x = await env.exec({ ...r, signal: AbortSignal.any([r.signal, AbortSignal.timeout(r.timeoutMs)]) });
-        return { ...x, timedOut: true };
-      },
-    }), { capabilities: claim('resources.wallSeconds') });
+    const timed = mutant(
+      (env) => ({
+        exec: async (r) => {
+          const x = await env.exec({ ...r, signal: AbortSignal.any([r.signal, AbortSignal.timeout(r.timeoutMs)]) });
+          return { ...x, timedOut: true };
+        },
+      }),
+      { capabilities: claim('resources.wallSeconds') },
+    );
     const report = await checkAdapter(timed, { policy: CI_POLICY, only: ['exec.timeout', 'exec.timeout-flag'] });
     expect(report.checks.slice(1).map((c) => [c.id, c.status, c.blocking])).toEqual([
       ['exec.timeout', 'pass', true],
@@ -146,18 +214,28 @@ describe('adapter check', () => {
     ]);
   }, 60_000);
 
-  it.skipIf(bwrapSkip !== undefined)('hardened bwrap passes every blocking check, read-only inputs and its own timeout included', async () => {
-    const report = await checkAdapter(await createBwrapBackend(), { policy: CI_POLICY, source: 'built-in bwrap' });
-    expect(report.summary.blockingFailed).toEqual([]);
-    const byId = new Map(report.checks.map((c) => [c.id, c]));
-    for (const id of ['files.read-only', 'create.fresh-tmp', 'exec.timeout', 'destroy.leaves-nothing', 'exec.abort'] as const) {
-      expect(byId.get(id), id).toMatchObject({ status: 'pass', blocking: true });
-    }
-    expect(await leftBy(report.runId)).toEqual([]);
-  }, 120_000);
+  it.skipIf(bwrapSkip !== undefined)(
+    'hardened bwrap passes every blocking check, read-only inputs and its own timeout included',
+    async () => {
+      const report = await checkAdapter(await createBwrapBackend(), { policy: CI_POLICY, source: 'built-in bwrap' });
+      expect(report.summary.blockingFailed).toEqual([]);
+      const byId = new Map(report.checks.map((c) => [c.id, c]));
+      for (const id of ['files.read-only', 'create.fresh-tmp', 'exec.timeout', 'destroy.leaves-nothing', 'exec.abort'] as const) {
+        expect(byId.get(id), id).toMatchObject({ status: 'pass', blocking: true });
+      }
+      expect(await leftBy(report.runId)).toEqual([]);
+    },
+    120_000,
+  );
 
   it('a failing preflight fails preflight.ok and runs nothing else', async () => {
-    const down: Backend = { name: 'down', description: 'down', capabilities: () => ({ isolation: 'none', enforces: [] }), preflight: () => Promise.reject(new Error('not here')), create: () => Promise.reject(new Error('never')) };
+    const down: Backend = {
+      name: 'down',
+      description: 'down',
+      capabilities: () => ({ isolation: 'none', enforces: [] }),
+      preflight: () => Promise.reject(new Error('not here')),
+      create: () => Promise.reject(new Error('never')),
+    };
     const report = await checkAdapter(down, { policy: CI_POLICY });
     expect(report.checks[0]).toMatchObject({ id: 'preflight.ok', status: 'fail' });
     expect(report.checks.slice(1).every((c) => c.status === 'skip')).toBe(true);
@@ -165,7 +243,11 @@ describe('adapter check', () => {
   });
 
   it('blockingOnly runs only the checks that are blocking for this backend', async () => {
-    const report = await checkAdapter(new ProcessBackend(), { policy: CI_POLICY, blockingOnly: true, only: ['files.modes', 'files.read-only', 'exec.exit-codes'] });
+    const report = await checkAdapter(new ProcessBackend(), {
+      policy: CI_POLICY,
+      blockingOnly: true,
+      only: ['files.modes', 'files.read-only', 'exec.exit-codes'],
+    });
     expect(report.checks.map((c) => c.id)).toEqual(['preflight.ok', 'exec.exit-codes']);
   });
 });
@@ -175,7 +257,10 @@ describe('adapter check on a backend that declares its box writes no results', (
   const WHY = 'the tool keeps every filesystem read-only';
   const noResults = (c: Capabilities): Capabilities => ({ ...c, noWrittenResults: WHY });
   // What the program writes never comes out, as in a read-only box.
-  const writesNothing: EnvPatch = (env) => ({ getFiles: async (paths, o) => (await env.getFiles(paths, o)).map((f) => (f.path.startsWith('out/') ? { path: f.path, kind: 'missing' as const, size: 0 } : f)) });
+  const writesNothing: EnvPatch = (env) => ({
+    getFiles: async (paths, o) =>
+      (await env.getFiles(paths, o)).map((f) => (f.path.startsWith('out/') ? { path: f.path, kind: 'missing' as const, size: 0 } : f)),
+  });
 
   async function nestedCheck(backend: Backend) {
     const report = await checkAdapter(backend, { policy: CI_POLICY, only: ['files.nested'] });

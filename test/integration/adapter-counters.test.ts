@@ -16,7 +16,8 @@ import { memoryBomb } from '../../probes/memory-bomb/probe.js';
 const MiB = 2 ** 20;
 const V1 = '/sys/fs/cgroup/memory';
 const PIDS_V1 = '/sys/fs/cgroup/pids';
-const usable = process.getuid?.() === 0 && existsSync(join(V1, 'memory.limit_in_bytes')) && existsSync(join(PIDS_V1, 'cgroup.procs')) && existsSync('/usr/bin/python3');
+const usable =
+  process.getuid?.() === 0 && existsSync(join(V1, 'memory.limit_in_bytes')) && existsSync(join(PIDS_V1, 'cgroup.procs')) && existsSync('/usr/bin/python3');
 const POLICY: Policy = { ...CI_POLICY, name: 'adapter-counters', resources: { ...CI_POLICY.resources, memoryMb: 96, processes: 24, wallSeconds: 10 } };
 
 /**
@@ -80,8 +81,17 @@ class AdapterEnv implements Environment {
     const joinCgroups = this.cgroups.map((cg) => `echo $$ > ${join(cg, 'cgroup.procs')}`).join('; ');
     // rlimit mode: the address space stops the allocation near the limit, and nothing counts it from outside.
     const rlimits = `ulimit -v ${Math.floor((limit * 1.05) / 1024)}`;
-    const script = this.adapter.mode === 'cgroup' ? `${joinCgroups}; exec "$@"` : this.adapter.mode === 'stale-cgroup' ? `${joinCgroups}; ${rlimits}; exec "$@"` : `${rlimits}; exec "$@"`;
-    const child = spawn('/bin/sh', ['-c', script, 'sh', '/usr/bin/python3', ...req.argv.slice(1)], { cwd: this.dir, env: { PATH: '/usr/bin:/bin', HOME: this.dir, ...req.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const script =
+      this.adapter.mode === 'cgroup'
+        ? `${joinCgroups}; exec "$@"`
+        : this.adapter.mode === 'stale-cgroup'
+          ? `${joinCgroups}; ${rlimits}; exec "$@"`
+          : `${rlimits}; exec "$@"`;
+    const child = spawn('/bin/sh', ['-c', script, 'sh', '/usr/bin/python3', ...req.argv.slice(1)], {
+      cwd: this.dir,
+      env: { PATH: '/usr/bin:/bin', HOME: this.dir, ...req.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     this.pid = child.pid;
     child.stdout.on('data', (c: Buffer) => req.stdout.write(c));
     child.stderr.on('data', (c: Buffer) => req.stderr.write(c));
@@ -134,14 +144,17 @@ async function run(backend: Backend) {
 }
 
 describe.skipIf(!usable)("an outside adapter's counters are its claim: the host reads the box's cgroups itself", () => {
-  it('a box under rlimits only that claims every limit acted: inconclusive (held when the same claims count as a built-in backend\'s)', async () => {
+  it("a box under rlimits only that claims every limit acted: inconclusive (held when the same claims count as a built-in backend's)", async () => {
     const lying = await run(new Adapter('rlimit', claimsEverything));
     const mem = lying['memory-bomb'];
     expect(`${mem?.verdict}: ${mem?.reason}`).toMatch(/^inconclusive: no OOM kill or refused allocation was counted from outside/);
     expect(mem?.observation?.adapterResources?.oomKills).toBe(1);
     // The box runs in the harness's own cgroup: the host reads nothing it could call the box's.
     expect(mem?.observation?.resources).toBeUndefined();
-    expect(mem?.evidence.find((e) => e.witness === 'adapter-counters')).toMatchObject({ source: 'inside', detail: expect.stringMatching(/oomKills 1.*its claim, never evidence; the host could not read/) });
+    expect(mem?.evidence.find((e) => e.witness === 'adapter-counters')).toMatchObject({
+      source: 'inside',
+      detail: expect.stringMatching(/oomKills 1.*its claim, never evidence; the host could not read/),
+    });
     // No process limit at all (root ignores RLIMIT_NPROC): 40 claimed refusals do not hide the crossing the host saw.
     expect(`${lying['fork-bomb']?.verdict}: ${lying['fork-bomb']?.reason}`).toMatch(/^crossed: \d+ processes ran at once, past the limit of 24/);
     // The rule is what decides: the very same box, its counters taken as sandcheck's own, earns held.
@@ -153,15 +166,20 @@ describe.skipIf(!usable)("an outside adapter's counters are its claim: the host 
     const stale = await run(new Adapter('stale-cgroup', claimsEverything));
     const mem = stale['memory-bomb'];
     expect(`${mem?.verdict}: ${mem?.reason}`).toMatch(/^inconclusive: no OOM kill or refused allocation was counted from outside/);
-    expect(mem?.observation?.resources).toMatchObject({ source: expect.stringMatching(/^host: the cgroups of the box's program \(pid \d+: memory:\/sandcheck-radctr/), oomKills: 0 });
+    expect(mem?.observation?.resources).toMatchObject({
+      source: expect.stringMatching(/^host: the cgroups of the box's program \(pid \d+: memory:\/sandcheck-radctr/),
+      oomKills: 0,
+    });
   }, 120_000);
 
-  it('a box in real memory and pids cgroups that claims nothing: held on the host\'s own read of them', async () => {
+  it("a box in real memory and pids cgroups that claims nothing: held on the host's own read of them", async () => {
     const honest = await run(new Adapter('cgroup', claimsNothing));
     for (const id of ['memory-bomb', 'fork-bomb']) {
       const r = honest[id];
       expect(`${id}: ${r?.verdict}: ${r?.reason}`).toMatch(new RegExp(`^${id}: held: `));
-      expect(r?.observation?.resources?.source).toMatch(/^host: the cgroups of the box's program \(pid \d+: .*sandcheck-radctr.*-adapter.*\), read by sandcheck$/);
+      expect(r?.observation?.resources?.source).toMatch(
+        /^host: the cgroups of the box's program \(pid \d+: .*sandcheck-radctr.*-adapter.*\), read by sandcheck$/,
+      );
       expect(r?.evidence.some((e) => e.source === 'outside' && e.witness === 'cgroup' && /read by sandcheck/.test(e.where ?? ''))).toBe(true);
     }
     expect(honest['memory-bomb']?.observation?.resources?.oomKills ?? 0).toBeGreaterThan(0);

@@ -24,7 +24,15 @@ import { DECOY_ADDRESSES, LAB_FRONT_RELAY_SOURCE } from '../../lab/netns/address
 import { startHostLeakWatch } from '../../lab/netns/host-leak-watch.js';
 
 /** Every address the allowlist probes dial or relay to: none may appear on the machine's own interfaces. */
-const DIALLED = [...DECOY_ADDRESSES.map((a) => a.address), LAB_ALLOWED_HOST, LAB_FRONT.host, LAB_FRONT_RELAY_SOURCE, '203.0.113.66', '192.0.2.10', '198.51.100.53'];
+const DIALLED = [
+  ...DECOY_ADDRESSES.map((a) => a.address),
+  LAB_ALLOWED_HOST,
+  LAB_FRONT.host,
+  LAB_FRONT_RELAY_SOURCE,
+  '203.0.113.66',
+  '192.0.2.10',
+  '198.51.100.53',
+];
 
 const isRoot = process.getuid?.() === 0;
 
@@ -36,7 +44,11 @@ const ALLOWLIST: Policy = {
 };
 
 /** The same allowlist without the lab's front: no allowed host relays. */
-const NO_FRONT: Policy = { ...ALLOWLIST, name: 'allowlist-lab-no-front', network: { mode: 'allowlist', allow: [`tcp:${LAB_ALLOWED_HOST}:80`, 'udp:192.0.2.53:53'] } };
+const NO_FRONT: Policy = {
+  ...ALLOWLIST,
+  name: 'allowlist-lab-no-front',
+  network: { mode: 'allowlist', allow: [`tcp:${LAB_ALLOWED_HOST}:80`, 'udp:192.0.2.53:53'] },
+};
 
 /**
  * On 2 loaded cores the lab's kernel counters may show a few dropped packets in a window: that window is inconclusive,
@@ -80,7 +92,9 @@ describe.skipIf(!isRoot)('allowlist bypasses in the lab (needs root)', () => {
     for (const s of security) console.log(show(s));
     expectHeld(r, ['allowlist-rebinding', 'allowlist-nat64', 'allowlist-dns-resolvers']);
     expect(r.get('allowlist-proxy-connect')?.verdict, show(r.get('allowlist-proxy-connect'))).toBe('crossed');
-    expect(outsideLine(r.get('allowlist-proxy-connect'), /^decoy:canary-http$/, /203\.0\.113\.66:80 GET \/sc[0-9a-f]+-proxy-denied-host from 198\.51\.100\.81/)).toBe(true);
+    expect(
+      outsideLine(r.get('allowlist-proxy-connect'), /^decoy:canary-http$/, /203\.0\.113\.66:80 GET \/sc[0-9a-f]+-proxy-denied-host from 198\.51\.100\.81/),
+    ).toBe(true);
     expect(outsideLine(r.get('allowlist-proxy-connect'), /^decoy:metadata$/, /169\.254\.169\.254:80 .*sc[0-9a-f]+-proxy-metadata/)).toBe(true);
     expect(r.get('allowlist-host-sni')?.verdict, show(r.get('allowlist-host-sni'))).toBe('crossed');
     expect(outsideLine(r.get('allowlist-host-sni'), /^decoy:canary-http$/, /192\.0\.2\.10:80 GET \/sc[0-9a-f]+-host/)).toBe(true);
@@ -91,9 +105,13 @@ describe.skipIf(!isRoot)('allowlist bypasses in the lab (needs root)', () => {
     const { security } = await runInLab('ral4', new ProcessBackend({ network: 'policy-filter' }), NO_FRONT, allowlistSuite);
     const r = byId(security);
     for (const s of security) console.log(show(s));
-    expectHeld(r, allowlistSuite.map((p) => p.id));
+    expectHeld(
+      r,
+      allowlistSuite.map((p) => p.id),
+    );
     // The front was asked and refused by the filter: nothing of this run's marks reached it or went through it.
-    for (const id of ['allowlist-proxy-connect', 'allowlist-host-sni']) expect(outsideLine(r.get(id), /^decoy:/, /from 198\.51\.100\.81/), show(r.get(id))).toBe(false);
+    for (const id of ['allowlist-proxy-connect', 'allowlist-host-sni'])
+      expect(outsideLine(r.get(id), /^decoy:/, /from 198\.51\.100\.81/), show(r.get(id))).toBe(false);
   });
 
   // Each hole is a rule real filters carry: loopback allowed, the NAT64 prefix allowed, DNS to the resolver on both protocols.
@@ -103,15 +121,26 @@ describe.skipIf(!isRoot)('allowlist bypasses in the lab (needs root)', () => {
     { hole: 'tcp:192.0.2.53:53', opens: 'allowlist-dns-resolvers', line: [/^decoy:dns$/, /192\.0\.2\.53:53 A\? sc[0-9a-f]+-dnstcp-allowed/] },
   ];
   const filtered = ['allowlist-rebinding', 'allowlist-nat64', 'allowlist-dns-resolvers'];
-  it.each(HOLES)('(a3) the address filter with one hole ($hole) crosses exactly $opens, with its decoy line; the other filtered bypasses hold', async ({ hole, opens, line }) => {
-    const backend = new ProcessBackend({ network: 'policy-filter', filterHoles: [hole] });
-    const { security } = await runInLab(`ral5${HOLES.findIndex((h) => h.hole === hole)}`, backend, ALLOWLIST, allowlistSuite.filter((p) => filtered.includes(p.id)));
-    const r = byId(security);
-    for (const s of security) console.log(show(s));
-    expect(r.get(opens)?.verdict, show(r.get(opens))).toBe('crossed');
-    expect(outsideLine(r.get(opens), ...line), show(r.get(opens))).toBe(true);
-    expectHeld(r, filtered.filter((id) => id !== opens));
-  });
+  it.each(HOLES)(
+    '(a3) the address filter with one hole ($hole) crosses exactly $opens, with its decoy line; the other filtered bypasses hold',
+    async ({ hole, opens, line }) => {
+      const backend = new ProcessBackend({ network: 'policy-filter', filterHoles: [hole] });
+      const { security } = await runInLab(
+        `ral5${HOLES.findIndex((h) => h.hole === hole)}`,
+        backend,
+        ALLOWLIST,
+        allowlistSuite.filter((p) => filtered.includes(p.id)),
+      );
+      const r = byId(security);
+      for (const s of security) console.log(show(s));
+      expect(r.get(opens)?.verdict, show(r.get(opens))).toBe('crossed');
+      expect(outsideLine(r.get(opens), ...line), show(r.get(opens))).toBe(true);
+      expectHeld(
+        r,
+        filtered.filter((id) => id !== opens),
+      );
+    },
+  );
 
   it('(b) on the unsandboxed control every bypass is crossed, each with a decoy line', async () => {
     const watch = await startHostLeakWatch(DIALLED);

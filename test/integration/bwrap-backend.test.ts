@@ -6,7 +6,15 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
-import createBwrapBackend, { BwrapOptionsSchema, commandArgv, type BoxPlan, DEFAULT_STATE_DIR, DEFAULT_UNPRIVILEGED_UID, sweepStaleCgroups, type BwrapOptions } from '../../backends/bwrap/index.js';
+import createBwrapBackend, {
+  BwrapOptionsSchema,
+  commandArgv,
+  type BoxPlan,
+  DEFAULT_STATE_DIR,
+  DEFAULT_UNPRIVILEGED_UID,
+  sweepStaleCgroups,
+  type BwrapOptions,
+} from '../../backends/bwrap/index.js';
 import { BwrapBackend, resolveRuntime } from '../../backends/bwrap/bwrap-backend.js';
 import { findBinary } from '../../core/find-binary.js';
 import { bwrapSkipReason } from '../helpers/bwrap.js';
@@ -25,7 +33,6 @@ import { wallClockSleep } from '../../probes/wall-clock-sleep/probe.js';
 import { wallClockSpin } from '../../probes/wall-clock-spin/probe.js';
 
 // ---------------------------------------------------------------- helpers
-
 
 const newTestRunId = (tag: string): string => `rbw${tag}${randomBytes(3).toString('hex')}`;
 
@@ -312,7 +319,9 @@ describe(`bwrap backend: hardened profile, real bubblewrap${SKIP ? ` (skipped: $
       // Order, not duration: the backend's timer fired (timedOut) and the harness deadline never did (killedBy none);
       // the lower bound is the limit itself (not stopped before the policy wall).
       expect(o?.wallMs, id).toBeGreaterThanOrEqual(CI_POLICY.resources.wallSeconds * 1000 - 20);
-      timings.push(`${id}: stopped by the backend's own timer after ${Math.round(o?.wallMs ?? 0)} ms (policy 5000, harness deadline ${harnessDeadlineMs(CI_POLICY)})`);
+      timings.push(
+        `${id}: stopped by the backend's own timer after ${Math.round(o?.wallMs ?? 0)} ms (policy 5000, harness deadline ${harnessDeadlineMs(CI_POLICY)})`,
+      );
     }
     const flood = byId.get('stdout-flood')?.observation;
     expect(flood?.killedBy).toBe('none');
@@ -354,9 +363,7 @@ describe(`bwrap backend: hardened profile, real bubblewrap${SKIP ? ` (skipped: $
 
   live('a memory hog (up to 4× the limit) is OOM-killed; the peak comes from the cgroup, near the limit', async () => {
     const limit = CI_POLICY.resources.memoryMb * MiB;
-    const { value: r, leftovers } = await withEnv({}, CI_POLICY, 'oom', (env) =>
-      run(env, ['python3', '-c', MEMORY_HOG, String(limit)], { timeoutMs: 30_000 }),
-    );
+    const { value: r, leftovers } = await withEnv({}, CI_POLICY, 'oom', (env) => run(env, ['python3', '-c', MEMORY_HOG, String(limit)], { timeoutMs: 30_000 }));
     expect(r.stdout).not.toMatch(/survived/);
     expect(r.result.oomKilled).toBe(true);
     expect(r.result.exitCode).toBe(137);
@@ -471,13 +478,15 @@ describe(`bwrap backend: hardened profile, real bubblewrap${SKIP ? ` (skipped: $
     expect(leftovers).toEqual([]);
   });
 
-  live('files: inputs are read-only, the box sees only /usr, /proc, /dev, /tmp and /work, exports never follow links, no host descriptor leaks in', async () => {
-    const { value } = await withEnv({}, CI_POLICY, 'files', async (env, ctx) => {
-      await env.putFiles([
-        { path: 'input.txt', content: Buffer.from('original\n'), readOnly: true },
-        { path: 'data/notes.txt', content: Buffer.from('scratch\n') },
-      ]);
-      const code = `
+  live(
+    'files: inputs are read-only, the box sees only /usr, /proc, /dev, /tmp and /work, exports never follow links, no host descriptor leaks in',
+    async () => {
+      const { value } = await withEnv({}, CI_POLICY, 'files', async (env, ctx) => {
+        await env.putFiles([
+          { path: 'input.txt', content: Buffer.from('original\n'), readOnly: true },
+          { path: 'data/notes.txt', content: Buffer.from('scratch\n') },
+        ]);
+        const code = `
 import errno, json, os, socket
 res = {}
 def attempt(name, fn):
@@ -505,40 +514,41 @@ res["cwd"] = os.getcwd()
 res["proc1"] = open("/proc/1/environ", "rb").read().decode("utf-8", "replace")
 print(json.dumps(res))
 `;
-      const r = await py(env, code, { env: { EXTRA: 'yes' } });
-      const got = await env.getFiles(['input.txt', 'out.txt', 'data/notes.txt', 'link', 'dir/passwd', 'missing', '../escape'], { maxBytesPerFile: MiB });
-      const putThroughLink = await env.putFiles([{ path: 'dir/planted', content: Buffer.from('x') }]).then(
-        () => 'accepted',
-        (err: unknown) => (err instanceof SandcheckError ? err.code : String(err)),
-      );
-      return { r, got, putThroughLink, canary: ctx.canary };
-    });
-    const res = JSON.parse(value.r.stdout) as Record<string, unknown>;
-    // Root-owned 0444 stops writes; the read-only bind over it stops unlink and rename in the box-owned directory.
-    expect([res['write-input'], res['chmod-input'], res['unlink-input'], res['rename-input']]).toEqual(['EACCES', 'EROFS', 'EBUSY', 'EBUSY']);
-    expect(res['write-usr']).toBe('EROFS');
-    for (const k of ['write-writable', 'write-tmp', 'write-out', 'symlink-file', 'symlink-dir']) expect(res[k], k).toBe('ok');
-    expect(res['root']).toEqual(['bin', 'dev', 'lib', 'lib64', 'proc', 'sbin', 'tmp', 'usr', 'work']);
-    expect(res['interfaces']).toEqual(['lo']);
-    expect(res['cwd']).toBe('/work');
-    expect(res['env']).toEqual(['EXTRA', 'HOME', 'LANG', 'PATH', 'PWD', 'SANDCHECK_ENV', 'SANDCHECK_RUN']);
-    expect(String(res['proc1'])).not.toContain(value.canary);
-    // Beyond stdin/stdout/stderr, nothing of the host: descriptors the harness inherited arrive as /dev/null.
-    const fds = res['fds'] as Record<string, string>;
-    for (const [fd, target] of Object.entries(fds)) if (Number(fd) > 2) expect(target, `fd ${fd}`).toBe('/dev/null');
-    const byPath = new Map(value.got.map((g) => [g.path, g]));
-    expect(Buffer.from(byPath.get('input.txt')?.content ?? []).toString()).toBe('original\n');
-    expect(Buffer.from(byPath.get('out.txt')?.content ?? []).toString()).toBe('result');
-    expect(Buffer.from(byPath.get('data/notes.txt')?.content ?? []).toString()).toBe('scratch\nmore');
-    expect(byPath.get('link')).toMatchObject({ kind: 'symlink' });
-    expect(byPath.get('link')?.content).toBeUndefined();
-    expect(byPath.get('dir/passwd')).toMatchObject({ kind: 'symlink' });
-    expect(byPath.get('dir/passwd')?.content).toBeUndefined();
-    expect(byPath.get('missing')).toMatchObject({ kind: 'missing' });
-    expect(byPath.get('../escape')?.content).toBeUndefined();
-    expect(value.putThroughLink).toBe('HARNESS');
-    expect(existsSync('/etc/planted')).toBe(false);
-  });
+        const r = await py(env, code, { env: { EXTRA: 'yes' } });
+        const got = await env.getFiles(['input.txt', 'out.txt', 'data/notes.txt', 'link', 'dir/passwd', 'missing', '../escape'], { maxBytesPerFile: MiB });
+        const putThroughLink = await env.putFiles([{ path: 'dir/planted', content: Buffer.from('x') }]).then(
+          () => 'accepted',
+          (err: unknown) => (err instanceof SandcheckError ? err.code : String(err)),
+        );
+        return { r, got, putThroughLink, canary: ctx.canary };
+      });
+      const res = JSON.parse(value.r.stdout) as Record<string, unknown>;
+      // Root-owned 0444 stops writes; the read-only bind over it stops unlink and rename in the box-owned directory.
+      expect([res['write-input'], res['chmod-input'], res['unlink-input'], res['rename-input']]).toEqual(['EACCES', 'EROFS', 'EBUSY', 'EBUSY']);
+      expect(res['write-usr']).toBe('EROFS');
+      for (const k of ['write-writable', 'write-tmp', 'write-out', 'symlink-file', 'symlink-dir']) expect(res[k], k).toBe('ok');
+      expect(res['root']).toEqual(['bin', 'dev', 'lib', 'lib64', 'proc', 'sbin', 'tmp', 'usr', 'work']);
+      expect(res['interfaces']).toEqual(['lo']);
+      expect(res['cwd']).toBe('/work');
+      expect(res['env']).toEqual(['EXTRA', 'HOME', 'LANG', 'PATH', 'PWD', 'SANDCHECK_ENV', 'SANDCHECK_RUN']);
+      expect(String(res['proc1'])).not.toContain(value.canary);
+      // Beyond stdin/stdout/stderr, nothing of the host: descriptors the harness inherited arrive as /dev/null.
+      const fds = res['fds'] as Record<string, string>;
+      for (const [fd, target] of Object.entries(fds)) if (Number(fd) > 2) expect(target, `fd ${fd}`).toBe('/dev/null');
+      const byPath = new Map(value.got.map((g) => [g.path, g]));
+      expect(Buffer.from(byPath.get('input.txt')?.content ?? []).toString()).toBe('original\n');
+      expect(Buffer.from(byPath.get('out.txt')?.content ?? []).toString()).toBe('result');
+      expect(Buffer.from(byPath.get('data/notes.txt')?.content ?? []).toString()).toBe('scratch\nmore');
+      expect(byPath.get('link')).toMatchObject({ kind: 'symlink' });
+      expect(byPath.get('link')?.content).toBeUndefined();
+      expect(byPath.get('dir/passwd')).toMatchObject({ kind: 'symlink' });
+      expect(byPath.get('dir/passwd')?.content).toBeUndefined();
+      expect(byPath.get('missing')).toMatchObject({ kind: 'missing' });
+      expect(byPath.get('../escape')?.content).toBeUndefined();
+      expect(value.putThroughLink).toBe('HARNESS');
+      expect(existsSync('/etc/planted')).toBe(false);
+    },
+  );
 
   live('getFiles holds no more than the policy total: a set past it is not read, its files come back with their sizes', async () => {
     // 1 MiB in total, at most 1 MiB a file: 3 × 300 KiB + 100 KiB fits and is read; one more 300 KiB file passes it.
@@ -547,13 +557,20 @@ print(json.dumps(res))
     const { value } = await withEnv({}, policy, 'total', async (env) => {
       await env.putFiles(sizes.map((n, i) => ({ path: `out/f${i}.bin`, content: Buffer.alloc(n, 0x61 + i) })));
       const paths = sizes.map((_, i) => `out/f${i}.bin`);
-      return { within: await env.getFiles(paths.slice(0, 4), { maxBytesPerFile: MiB }), past: await env.getFiles([...paths, 'missing'], { maxBytesPerFile: MiB }) };
+      return {
+        within: await env.getFiles(paths.slice(0, 4), { maxBytesPerFile: MiB }),
+        past: await env.getFiles([...paths, 'missing'], { maxBytesPerFile: MiB }),
+      };
     });
     expect(value.within.map((g) => g.content?.length)).toEqual(sizes.slice(0, 4));
     expect(Buffer.from(value.within[3]?.content ?? []).every((b) => b === 0x64)).toBe(true);
     expect(value.past.map((g) => g.content)).toEqual(sizes.map(() => undefined).concat([undefined]));
     for (const [i, n] of sizes.entries()) {
-      expect(value.past[i]).toMatchObject({ kind: 'file', size: n, note: "not read: the files asked for come to 1331200 bytes, past the policy's 1 MB in total" });
+      expect(value.past[i]).toMatchObject({
+        kind: 'file',
+        size: n,
+        note: "not read: the files asked for come to 1331200 bytes, past the policy's 1 MB in total",
+      });
     }
     expect(value.past[5]).toMatchObject({ kind: 'missing' });
   });
@@ -584,37 +601,42 @@ print(written, out.get("/work/b"), st.f_blocks * st.f_frsize // 1048576)
     expect(Number(written)).toBeGreaterThanOrEqual(14);
   });
 
-  live('disk image: environments made at once each get their own sized ext4 (a copy of one template per run), each on its own loop device, all gone at destroy', async () => {
-    const policy: Policy = { ...CI_POLICY, resources: { ...CI_POLICY.resources, diskMb: 16 } };
-    const backend = await createBwrapBackend({ workspace: 'disk-image' });
-    const runId = newTestRunId('dimg');
-    const ctx = await testContext(runId);
-    try {
-      const envs = await Promise.all([0, 1, 2, 3].map(() => backend.create(policy, ctx)));
+  live(
+    'disk image: environments made at once each get their own sized ext4 (a copy of one template per run), each on its own loop device, all gone at destroy',
+    async () => {
+      const policy: Policy = { ...CI_POLICY, resources: { ...CI_POLICY.resources, diskMb: 16 } };
+      const backend = await createBwrapBackend({ workspace: 'disk-image' });
+      const runId = newTestRunId('dimg');
+      const ctx = await testContext(runId);
       try {
-        const code = (i: number): string => `
+        const envs = await Promise.all([0, 1, 2, 3].map(() => backend.create(policy, ctx)));
+        try {
+          const code = (i: number): string => `
 import os
 open("/work/mine", "w").write("${i}")
 st = os.statvfs("/work")
 print(sorted(os.listdir("/work")), open("/work/mine").read(), st.f_blocks * st.f_frsize // 1048576)
 `;
-        const outs = await Promise.all(envs.map((env, i) => py(env, code(i))));
-        for (const [i, o] of outs.entries()) {
-          expect(o.result.exitCode, o.stderr).toBe(0);
-          expect(o.stdout.trim()).toMatch(new RegExp(`^\\['mine'\\] ${i} 1[56]$`));
+          const outs = await Promise.all(envs.map((env, i) => py(env, code(i))));
+          for (const [i, o] of outs.entries()) {
+            expect(o.result.exitCode, o.stderr).toBe(0);
+            expect(o.stdout.trim()).toMatch(new RegExp(`^\\['mine'\\] ${i} 1[56]$`));
+          }
+          const loops = (await readFile('/proc/self/mountinfo', 'utf8'))
+            .split('\n')
+            .filter((l) => l.includes(`/${runId}-`) && / - ext4 \/dev\/loop\d+ /.test(l));
+          expect(new Set(loops.map((l) => / - ext4 (\S+)/.exec(l)?.[1])).size).toBe(4);
+          expect((await readdir(ctx.scratchDir)).filter((n) => n.startsWith('bwrap-disk-template-'))).toHaveLength(1);
+        } finally {
+          for (const env of envs) expect((await env.destroy()).items).toEqual([]);
         }
-        const loops = (await readFile('/proc/self/mountinfo', 'utf8')).split('\n').filter((l) => l.includes(`/${runId}-`) && / - ext4 \/dev\/loop\d+ /.test(l));
-        expect(new Set(loops.map((l) => / - ext4 (\S+)/.exec(l)?.[1])).size).toBe(4);
-        expect((await readdir(ctx.scratchDir)).filter((n) => n.startsWith('bwrap-disk-template-'))).toHaveLength(1);
+        expect((await readFile('/proc/self/mountinfo', 'utf8')).includes(`/${runId}-`)).toBe(false);
+        expect((await readdir(ctx.scratchDir)).filter((n) => n.startsWith('bwrap-disk-') && !n.startsWith('bwrap-disk-template-'))).toEqual([]);
       } finally {
-        for (const env of envs) expect((await env.destroy()).items).toEqual([]);
+        await ctx.dispose();
       }
-      expect((await readFile('/proc/self/mountinfo', 'utf8')).includes(`/${runId}-`)).toBe(false);
-      expect((await readdir(ctx.scratchDir)).filter((n) => n.startsWith('bwrap-disk-') && !n.startsWith('bwrap-disk-template-'))).toEqual([]);
-    } finally {
-      await ctx.dispose();
-    }
-  });
+    },
+  );
 
   live('cpu: a spinner under cpus=0.5 gets half a core (cpuacct usage, throttled periods) and is stopped at the wall clock', async () => {
     const policy: Policy = { ...CI_POLICY, resources: { ...CI_POLICY.resources, cpus: 0.5, wallSeconds: 2 } };
@@ -638,50 +660,54 @@ async function cgroup2Root(): Promise<string | undefined> {
 }
 
 describe(`bwrap backend: variants, cgroup drivers, lab and crash recovery${SKIP ? ` (skipped: ${SKIP})` : ''}`, () => {
-  live('inside a lab the whole invocation runs under nsenter: a shared network is the lab netns (with its resolv.conf), an unshared one is neither the lab nor the host', async () => {
-    const name = `sc-bwt-${hex(3)}`;
-    const netnsPath = `/run/netns/${name}`;
-    const runId = newTestRunId('lab');
-    const scratch = await mkdtemp(join(tmpdir(), `sandcheck-${runId}-lab-`));
-    await execa('ip', ['netns', 'add', name]);
-    try {
-      const resolvConfPath = join(scratch, 'resolv.conf');
-      await writeFile(resolvConfPath, `# lab ${name}\nnameserver 10.255.255.53\n`, { mode: 0o600 });
-      const lab: LabHandle = { netnsPath, resolvConfPath };
-      const labNs = `net:[${(await stat(netnsPath)).ino}]`;
-      const hostNs = await readlink('/proc/self/ns/net');
-      const netOf = async (options: BwrapOptions): Promise<{ ns: string | undefined; stdout: string }> => {
-        const backend = await createBwrapBackend(options);
-        const ctx = await testContext(newTestRunId('lab'), lab);
-        const env = await backend.create(CI_POLICY, ctx);
-        try {
-          let ready = false;
-          const code = 'import os,time\nprint(open("/etc/resolv.conf").read() if os.path.exists("/etc/resolv.conf") else "no resolv.conf", flush=True)\nprint("ready", flush=True)\ntime.sleep(60)';
-          const abort = new AbortController();
-          const exec = py(env, code, { timeoutMs: 30_000, signal: abort.signal, onStdout: (t) => (ready ||= t.includes('ready')) });
-          const pid = await eventually(async () => (ready ? (await env.hostPids?.())?.[0] : undefined));
-          const ns = pid === undefined ? undefined : await readlink(`/proc/${pid}/ns/net`);
-          abort.abort();
-          const r = await exec;
-          return { ns, stdout: r.stdout };
-        } finally {
-          await env.destroy();
-          await ctx.dispose();
-        }
-      };
-      const shared = await netOf({ shareNetwork: true });
-      expect(shared.ns).toBe(labNs);
-      expect(shared.stdout).toContain(`# lab ${name}`);
-      const sealed = await netOf({});
-      expect(sealed.ns).toMatch(/^net:\[\d+\]$/);
-      expect(sealed.ns).not.toBe(labNs);
-      expect(sealed.ns).not.toBe(hostNs);
-      expect(sealed.stdout).toContain('no resolv.conf');
-    } finally {
-      await execa('ip', ['netns', 'del', name], { reject: false });
-      await rm(scratch, { recursive: true, force: true });
-    }
-  });
+  live(
+    'inside a lab the whole invocation runs under nsenter: a shared network is the lab netns (with its resolv.conf), an unshared one is neither the lab nor the host',
+    async () => {
+      const name = `sc-bwt-${hex(3)}`;
+      const netnsPath = `/run/netns/${name}`;
+      const runId = newTestRunId('lab');
+      const scratch = await mkdtemp(join(tmpdir(), `sandcheck-${runId}-lab-`));
+      await execa('ip', ['netns', 'add', name]);
+      try {
+        const resolvConfPath = join(scratch, 'resolv.conf');
+        await writeFile(resolvConfPath, `# lab ${name}\nnameserver 10.255.255.53\n`, { mode: 0o600 });
+        const lab: LabHandle = { netnsPath, resolvConfPath };
+        const labNs = `net:[${(await stat(netnsPath)).ino}]`;
+        const hostNs = await readlink('/proc/self/ns/net');
+        const netOf = async (options: BwrapOptions): Promise<{ ns: string | undefined; stdout: string }> => {
+          const backend = await createBwrapBackend(options);
+          const ctx = await testContext(newTestRunId('lab'), lab);
+          const env = await backend.create(CI_POLICY, ctx);
+          try {
+            let ready = false;
+            const code =
+              'import os,time\nprint(open("/etc/resolv.conf").read() if os.path.exists("/etc/resolv.conf") else "no resolv.conf", flush=True)\nprint("ready", flush=True)\ntime.sleep(60)';
+            const abort = new AbortController();
+            const exec = py(env, code, { timeoutMs: 30_000, signal: abort.signal, onStdout: (t) => (ready ||= t.includes('ready')) });
+            const pid = await eventually(async () => (ready ? (await env.hostPids?.())?.[0] : undefined));
+            const ns = pid === undefined ? undefined : await readlink(`/proc/${pid}/ns/net`);
+            abort.abort();
+            const r = await exec;
+            return { ns, stdout: r.stdout };
+          } finally {
+            await env.destroy();
+            await ctx.dispose();
+          }
+        };
+        const shared = await netOf({ shareNetwork: true });
+        expect(shared.ns).toBe(labNs);
+        expect(shared.stdout).toContain(`# lab ${name}`);
+        const sealed = await netOf({});
+        expect(sealed.ns).toMatch(/^net:\[\d+\]$/);
+        expect(sealed.ns).not.toBe(labNs);
+        expect(sealed.ns).not.toBe(hostNs);
+        expect(sealed.stdout).toContain('no resolv.conf');
+      } finally {
+        await execa('ip', ['netns', 'del', name], { reject: false });
+        await rm(scratch, { recursive: true, force: true });
+      }
+    },
+  );
 
   live('preflight fails closed: missing bwrap or setpriv, namespaces that cannot be created, a box uid that has an account', async () => {
     const opts = BwrapOptionsSchema.parse({});
@@ -689,15 +715,23 @@ describe(`bwrap backend: variants, cgroup drivers, lab and crash recovery${SKIP 
     const tools = { sh: '/bin/sh', bwrap: await findBinary('bwrap'), setpriv: await findBinary('setpriv'), nsenter: await findBinary('nsenter') };
     const variant = (t: Partial<typeof tools>): BwrapBackend => new BwrapBackend(resolveRuntime(opts, { ...tools, ...t }, noCgroups));
     await expect(variant({ bwrap: undefined }).preflight()).rejects.toMatchObject({ code: 'BACKEND_UNAVAILABLE', hint: expect.stringContaining('bubblewrap') });
-    await expect(variant({ setpriv: undefined }).preflight()).rejects.toMatchObject({ code: 'BACKEND_UNAVAILABLE', hint: expect.stringContaining('util-linux') });
+    await expect(variant({ setpriv: undefined }).preflight()).rejects.toMatchObject({
+      code: 'BACKEND_UNAVAILABLE',
+      hint: expect.stringContaining('util-linux'),
+    });
     // A bwrap that cannot start its trial box (here: one that always fails) stands for missing user namespaces.
-    await expect(variant({ bwrap: '/bin/false' }).preflight()).rejects.toMatchObject({ code: 'BACKEND_UNAVAILABLE', message: expect.stringMatching(/namespaces/) });
+    await expect(variant({ bwrap: '/bin/false' }).preflight()).rejects.toMatchObject({
+      code: 'BACKEND_UNAVAILABLE',
+      message: expect.stringMatching(/namespaces/),
+    });
     const passwd = await readFile('/etc/passwd', 'utf8');
     const taken = /^[^:]+:[^:]*:(\d+):/m.exec(passwd.split('\n').find((l) => Number(l.split(':')[2]) > 0) ?? '')?.[1];
     if (taken !== undefined) {
       await expect((await createBwrapBackend({ unprivilegedUid: Number(taken) })).preflight()).rejects.toMatchObject({ code: 'BACKEND_UNAVAILABLE' });
     }
-    await expect((await createBwrapBackend({ cgroups: { mode: 'v2', v2Parent: '/nonexistent' } })).preflight()).rejects.toMatchObject({ code: 'BACKEND_UNAVAILABLE' });
+    await expect((await createBwrapBackend({ cgroups: { mode: 'v2', v2Parent: '/nonexistent' } })).preflight()).rejects.toMatchObject({
+      code: 'BACKEND_UNAVAILABLE',
+    });
   });
 
   live('shareNetwork without a lab is refused before anything starts (the box would get the host network)', async () => {
@@ -803,7 +837,16 @@ describe(`bwrap backend: variants, cgroup drivers, lab and crash recovery${SKIP 
     await gone;
     for (const key of [`${runId}-dead0001`, `${runId}-dead0002`]) {
       await mkdir(join(DEFAULT_STATE_DIR, key), { recursive: true });
-      const record = { version: 1, runId, envId: key.slice(-8), ownerPid: gone.pid, ownerStartTime: 1, bootId: 'gone', mounted: false, createdAt: new Date().toISOString() };
+      const record = {
+        version: 1,
+        runId,
+        envId: key.slice(-8),
+        ownerPid: gone.pid,
+        ownerStartTime: 1,
+        bootId: 'gone',
+        mounted: false,
+        createdAt: new Date().toISOString(),
+      };
       await writeFile(join(DEFAULT_STATE_DIR, key, 'owner.json'), JSON.stringify(record));
     }
     const marker = `4004.${Date.now() % 1_000_000}`;
@@ -889,7 +932,16 @@ describe('bwrap backend: the command line', () => {
   it('hardened: setpriv drops uid, groups, caps and sets no_new_privs and a parent-death signal before bwrap; bwrap unshares everything', () => {
     const a = commandArgv(plan());
     expect(a.slice(0, 10)).toEqual([
-      '/usr/bin/setpriv', '--reuid=65529', '--regid=65529', '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--pdeathsig=KILL', '--', '/usr/bin/bwrap',
+      '/usr/bin/setpriv',
+      '--reuid=65529',
+      '--regid=65529',
+      '--clear-groups',
+      '--inh-caps=-all',
+      '--bounding-set=-all',
+      '--no-new-privs',
+      '--pdeathsig=KILL',
+      '--',
+      '/usr/bin/bwrap',
     ]);
     for (const f of ['--unshare-all', '--unshare-user', '--disable-userns', '--die-with-parent', '--new-session', '--clearenv']) expect(a, f).toContain(f);
     expect(a).not.toContain('--share-net');

@@ -80,7 +80,8 @@ const VARIANTS = {
   },
   naiveDownload: { removes: 'the lstat download API (getFiles follows links on the host)', tag: 'dl', options: () => ({ downloadApi: 'naive' }) },
   naiveExporter: {
-    removes: "the reference exporter (the naive one is used); bwrap's state dir sits under the run's scratch dir so the naive exporter's host safety net lets it read the workspace",
+    removes:
+      "the reference exporter (the naive one is used); bwrap's state dir sits under the run's scratch dir so the naive exporter's host safety net lets it read the workspace",
     tag: 'nx',
     options: async (run) => ({ stateDir: join(await traversableScratch(run), 'bwrap-state') }),
     exporter: 'naive',
@@ -91,18 +92,31 @@ const VARIANTS = {
     tag: 'hp',
     options: () => ({ unsharePid: false, unprivilegedUid: null, unshareUser: false }),
   },
-  noUidDrop: { removes: 'the uid drop (bwrap runs as root: uid 0 and capabilities in its user namespace)', tag: 'nu', options: () => ({ unprivilegedUid: null }) },
+  noUidDrop: {
+    removes: 'the uid drop (bwrap runs as root: uid 0 and capabilities in its user namespace)',
+    tag: 'nu',
+    options: () => ({ unprivilegedUid: null }),
+  },
   noWallClock: { removes: "the backend's wall clock (misdeclared)", tag: 'wc', options: () => ({ wallClock: false, misdeclare: true }) },
   noMemoryLimit: { removes: 'the memory cgroup limit (misdeclared)', tag: 'mm', options: () => ({ limits: { memory: false }, misdeclare: true }) },
   noPidsLimit: { removes: 'the pids cgroup limit (misdeclared)', tag: 'pd', options: () => ({ limits: { pids: false }, misdeclare: true }) },
   hardenedLowCpu: { removes: 'nothing (the hardened default, policy cpus 0.1)', tag: 'h2', options: () => ({}), policy: LOW_CPU },
-  noCpuLimit: { removes: 'the CPU quota (misdeclared; cpuacct still read), policy cpus 0.1', tag: 'cq', options: () => ({ limits: { cpu: false }, misdeclare: true }), policy: LOW_CPU },
+  noCpuLimit: {
+    removes: 'the CPU quota (misdeclared; cpuacct still read), policy cpus 0.1',
+    tag: 'cq',
+    options: () => ({ limits: { cpu: false }, misdeclare: true }),
+    policy: LOW_CPU,
+  },
   hostDirWorkspace: {
     removes: 'the sized workspace filesystem: /work is a plain host directory (misdeclared)',
     tag: 'hw',
     options: () => ({ workspace: 'host-dir', misdeclare: true }),
   },
-  readOnlyIgnored: { removes: 'read-only inputs: put like writable ones (box-owned, no read-only bind)', tag: 'ro', options: () => ({ readOnlyInputs: 'ignored' }) },
+  readOnlyIgnored: {
+    removes: 'read-only inputs: put like writable ones (box-owned, no read-only bind)',
+    tag: 'ro',
+    options: () => ({ readOnlyInputs: 'ignored' }),
+  },
   sharedHostTmp: {
     removes: 'the private sized /tmp: one host directory (on the host disk, shared by every environment of the run) bound at /tmp',
     tag: 'st',
@@ -127,7 +141,8 @@ const VARIANTS = {
     options: () => ({ unprivilegedUid: null, unshareUser: false, seccomp: false }),
   },
   hostDirsElsewhere: {
-    removes: "host paths: the decoy home, the decoy sockets' dir and the decoy temp dir bound read-only at other paths (/mnt/host-home, /srv/host-run, /var/host-tmp)",
+    removes:
+      "host paths: the decoy home, the decoy sockets' dir and the decoy temp dir bound read-only at other paths (/mnt/host-home, /srv/host-run, /var/host-tmp)",
     tag: 'he',
     options: async (run) => {
       const scratch = await traversableScratch(run);
@@ -220,7 +235,7 @@ const PAIRS: Record<string, { variant: VariantName; witness: RegExp; hardened?: 
   'keyring-decoy': { variant: 'hostRootNoSeccomp', witness: /^canary-scan$/ },
   // lifecycle
   'survive-teardown': { variant: 'launcherTreeTeardown', witness: /^host-process-scan$/ },
-  'residue': { variant: 'sharedHostTmp', witness: /^fresh-environment-output$/ },
+  residue: { variant: 'sharedHostTmp', witness: /^fresh-environment-output$/ },
 };
 
 /** Probes with no weakened row (see the header), and the variants that must still show them held / not-applicable. */
@@ -241,7 +256,6 @@ const NO_ROW = {
 } satisfies Record<string, VariantName[]>;
 
 // ---------------------------------------------------------------- running them
-
 
 const SKIP = await bwrapSkipReason();
 const PREFIX = `rbwk${randomBytes(3).toString('hex')}`;
@@ -282,7 +296,9 @@ async function runVariant(name: VariantName): Promise<void> {
     const run = await openRunContext(runIdOf(name));
     try {
       const backend = await createBwrapBackend(await v.options(run));
-      security = (await new Runner({ backend, policy: v.policy ?? CI_POLICY, probes, run, concurrency: 3, ...(v.exporter ? { exporter: v.exporter } : {}) }).run()).security;
+      security = (
+        await new Runner({ backend, policy: v.policy ?? CI_POLICY, probes, run, concurrency: 3, ...(v.exporter ? { exporter: v.exporter } : {}) }).run()
+      ).security;
     } finally {
       await run.dispose();
     }
@@ -326,7 +342,13 @@ async function leftovers(): Promise<string[]> {
     for (const p of await findProcessesWithEnvMarker(RUN_MARKER, runId)) left.push(`process ${p.pid} of ${runId}: ${p.command.slice(0, 80)}`);
   }
   const netns = await execa('ip', ['netns', 'list'], { reject: false });
-  left.push(...netns.stdout.split('\n').map((l) => l.split(' ')[0] ?? '').filter((n) => n.startsWith(`sc-${PREFIX}`)).map((n) => `netns ${n}`));
+  left.push(
+    ...netns.stdout
+      .split('\n')
+      .map((l) => l.split(' ')[0] ?? '')
+      .filter((n) => n.startsWith(`sc-${PREFIX}`))
+      .map((n) => `netns ${n}`),
+  );
   left.push(...(await readdir(tmpdir()).catch(() => [] as string[])).filter((e) => e.startsWith(`sandcheck-${PREFIX}`)).map((e) => `scratch ${e}`));
   return left;
 }
@@ -358,20 +380,29 @@ describe(`bwrap weakened variants: every security probe crossed on a variant wit
   });
 
   const rows = Object.entries(PAIRS).map(([id, pair]) => ({ id, ...pair }));
-  it.skipIf(SKIP !== undefined).each(rows)('$id: crossed on $variant (with outside evidence), held on the hardened default', ({ id, variant, witness, hardened: heldOn }) => {
-    const weak = resultOf(variant, id);
-    expect(weak.verdict, explain(weak)).toBe('crossed');
-    const outside = weak.evidence.filter((e) => e.source === 'outside');
-    expect(outside.some((e) => witness.test(e.witness)), `${explain(weak)}\n  wanted an outside witness matching ${witness}`).toBe(true);
-    const hardened = resultOf(heldOn ?? (byId.get(id)?.category === 'network' ? 'hardenedLab' : 'hardened'), id);
-    expect(hardened.verdict, explain(hardened)).toBe('held');
-  });
+  it.skipIf(SKIP !== undefined).each(rows)(
+    '$id: crossed on $variant (with outside evidence), held on the hardened default',
+    ({ id, variant, witness, hardened: heldOn }) => {
+      const weak = resultOf(variant, id);
+      expect(weak.verdict, explain(weak)).toBe('crossed');
+      const outside = weak.evidence.filter((e) => e.source === 'outside');
+      expect(
+        outside.some((e) => witness.test(e.witness)),
+        `${explain(weak)}\n  wanted an outside witness matching ${witness}`,
+      ).toBe(true);
+      const hardened = resultOf(heldOn ?? (byId.get(id)?.category === 'network' ? 'hardenedLab' : 'hardened'), id);
+      expect(hardened.verdict, explain(hardened)).toBe('held');
+    },
+  );
 
   it.skipIf(SKIP !== undefined)('identity-no-new-privs stays held everywhere: bwrap always sets NoNewPrivs, even as root without a user namespace', () => {
     for (const v of NO_ROW['identity-no-new-privs'] as VariantName[]) {
       const r = resultOf(v, 'identity-no-new-privs');
       expect(r.verdict, `${v}: ${explain(r)}`).toBe('held');
-      expect(r.evidence.some((e) => e.source === 'outside' && e.witness === 'host-proc-status' && /NoNewPrivs 1/.test(e.detail)), v).toBe(true);
+      expect(
+        r.evidence.some((e) => e.source === 'outside' && e.witness === 'host-proc-status' && /NoNewPrivs 1/.test(e.detail)),
+        v,
+      ).toBe(true);
     }
     // The variants really were root: the same runs crossed identity-uid / ptrace.
     expect(resultOf('noUidDrop', 'identity-uid').verdict).toBe('crossed');
@@ -426,12 +457,29 @@ describe('bwrap weakening options: declared honestly, except by misdeclare', () 
   });
 
   it('wallClock, outputCap, teardown and cgroups off are declared not enforced; misdeclare claims them all (never output.sanitized or an allowlist)', async () => {
-    const honest = (await createBwrapBackend({ wallClock: false, outputCap: false, teardown: 'launcher-tree', cgroups: { mode: 'off' }, workspace: 'host-dir' })).capabilities(CI_POLICY);
-    for (const item of ['resources.wallSeconds', 'output.maxBytes', 'lifecycle.destroyAfter', 'resources.memoryMb', 'resources.processes', 'resources.cpus', 'resources.diskMb'] as const) {
+    const honest = (
+      await createBwrapBackend({ wallClock: false, outputCap: false, teardown: 'launcher-tree', cgroups: { mode: 'off' }, workspace: 'host-dir' })
+    ).capabilities(CI_POLICY);
+    for (const item of [
+      'resources.wallSeconds',
+      'output.maxBytes',
+      'lifecycle.destroyAfter',
+      'resources.memoryMb',
+      'resources.processes',
+      'resources.cpus',
+      'resources.diskMb',
+    ] as const) {
       expect(honest.enforces, item).not.toContain(item);
       expect(honest.notEnforcedReasons?.[item], item).toBeTruthy();
     }
-    const lying = await createBwrapBackend({ wallClock: false, outputCap: false, teardown: 'launcher-tree', cgroups: { mode: 'off' }, workspace: 'host-dir', misdeclare: true });
+    const lying = await createBwrapBackend({
+      wallClock: false,
+      outputCap: false,
+      teardown: 'launcher-tree',
+      cgroups: { mode: 'off' },
+      workspace: 'host-dir',
+      misdeclare: true,
+    });
     expect(lying.description).toMatch(/MISDECLARED/);
     const caps = lying.capabilities(CI_POLICY);
     // What bwrap has no code for is never claimed: sanitized output, its own kernel.
@@ -479,12 +527,14 @@ describe('bwrap weakening options: declared honestly, except by misdeclare', () 
 });
 
 describe(`bwrap download API: every kind reported, nothing followed${SKIP ? ` (skipped: ${SKIP})` : ''}`, () => {
-  it.skipIf(SKIP !== undefined)('getFiles classifies with lstat: file, hardlink, symlink (with its target), fifo, socket, device, directory, missing; the naive variant reads through links', async () => {
-    const secret = await mkdtemp(join(tmpdir(), `sandcheck-${PREFIX}dl-`));
-    const canary = `SCNRYDL${randomBytes(6).toString('hex')}`;
-    try {
-      await execa('sh', ['-c', `printf %s "$1" > "$2"`, 'sh', canary, join(secret, 'credentials')]);
-      const code = `
+  it.skipIf(SKIP !== undefined)(
+    'getFiles classifies with lstat: file, hardlink, symlink (with its target), fifo, socket, device, directory, missing; the naive variant reads through links',
+    async () => {
+      const secret = await mkdtemp(join(tmpdir(), `sandcheck-${PREFIX}dl-`));
+      const canary = `SCNRYDL${randomBytes(6).toString('hex')}`;
+      try {
+        await execa('sh', ['-c', `printf %s "$1" > "$2"`, 'sh', canary, join(secret, 'credentials')]);
+        const code = `
 import os, socket, sys
 secret = sys.argv[1]
 open("plain.txt", "w").write("plain")
@@ -498,66 +548,80 @@ s = socket.socket(socket.AF_UNIX); s.bind("sock")
 os.mkdir("sub")
 print("made")
 `;
-      const got = async (options: BwrapOptions): Promise<{ files: Map<string, GotFile>; hostWorkspace: string | undefined }> => {
-        const backend = await createBwrapBackend(options);
-        const runId = `${PREFIX}g${options.downloadApi === 'naive' ? 'n' : 'l'}`;
-        usedRunIds.add(runId);
-        const run = await openRunContext(runId);
-        let env: Environment | undefined;
-        try {
-          env = await backend.create(CI_POLICY, { runId: run.runId, controllerEnv: {}, scratchDir: run.scratchDir });
-          const out: Buffer[] = [];
-          const r = await env.exec({
-            argv: ['python3', '-c', code, secret],
-            timeoutMs: 10_000,
-            maxOutputBytes: 65_536,
-            stdout: { write: (c) => out.push(Buffer.from(c)) },
-            stderr: { write: () => undefined },
-            signal: new AbortController().signal,
-          });
-          expect(r.exitCode, Buffer.concat(out).toString()).toBe(0);
-          // A device node needs CAP_MKNOD, which no box has: the host makes one (the tmpfs is nodev anyway).
-          const hostWorkspace = env.hostWorkspace;
-          if (hostWorkspace) await execa('mknod', [join(hostWorkspace, 'null-dev'), 'c', '1', '3']);
-          const paths = ['plain.txt', 'big.bin', 'twice.txt', 'to-host', 'dir-link/x', 'pipe', 'sock', 'null-dev', 'sub', 'missing', '../escape', '/etc/passwd'];
-          const files = await env.getFiles(paths, { maxBytesPerFile: 1024 });
-          return { files: new Map(files.map((f) => [f.path, f])), hostWorkspace };
-        } finally {
-          if (env) expect((await env.destroy()).items).toEqual([]);
-          await run.dispose();
-        }
-      };
-      const { files: g, hostWorkspace } = await got({});
-      expect(hostWorkspace).toMatch(/\/fs\/work$/);
-      expect(Buffer.from(g.get('plain.txt')?.content ?? []).toString()).toBe('plain');
-      expect(g.get('plain.txt')).toMatchObject({ kind: 'file', size: 5, nlink: 1 });
-      expect(g.get('big.bin')).toMatchObject({ kind: 'file', size: 4096 });
-      expect(g.get('big.bin')?.content).toBeUndefined();
-      expect(g.get('twice.txt')).toMatchObject({ kind: 'hardlink', nlink: 2 });
-      expect(g.get('to-host')).toMatchObject({ kind: 'symlink', linkTarget: join(secret, 'credentials') });
-      expect(g.get('dir-link/x')).toMatchObject({ kind: 'symlink' });
-      expect(g.get('pipe')).toMatchObject({ kind: 'fifo' });
-      expect(g.get('sock')).toMatchObject({ kind: 'socket' });
-      expect(g.get('null-dev')).toMatchObject({ kind: 'device' });
-      expect(g.get('sub')).toMatchObject({ kind: 'directory' });
-      expect(g.get('missing')).toMatchObject({ kind: 'missing' });
-      expect(g.get('../escape')).toMatchObject({ kind: 'other' });
-      expect(g.get('/etc/passwd')).toMatchObject({ kind: 'other' });
-      for (const f of g.values()) if (f.path !== 'plain.txt') expect(f.content, f.path).toBeUndefined();
-      for (const f of g.values()) expect(f.note === undefined || f.note.length > 0, f.path).toBe(true);
+        const got = async (options: BwrapOptions): Promise<{ files: Map<string, GotFile>; hostWorkspace: string | undefined }> => {
+          const backend = await createBwrapBackend(options);
+          const runId = `${PREFIX}g${options.downloadApi === 'naive' ? 'n' : 'l'}`;
+          usedRunIds.add(runId);
+          const run = await openRunContext(runId);
+          let env: Environment | undefined;
+          try {
+            env = await backend.create(CI_POLICY, { runId: run.runId, controllerEnv: {}, scratchDir: run.scratchDir });
+            const out: Buffer[] = [];
+            const r = await env.exec({
+              argv: ['python3', '-c', code, secret],
+              timeoutMs: 10_000,
+              maxOutputBytes: 65_536,
+              stdout: { write: (c) => out.push(Buffer.from(c)) },
+              stderr: { write: () => undefined },
+              signal: new AbortController().signal,
+            });
+            expect(r.exitCode, Buffer.concat(out).toString()).toBe(0);
+            // A device node needs CAP_MKNOD, which no box has: the host makes one (the tmpfs is nodev anyway).
+            const hostWorkspace = env.hostWorkspace;
+            if (hostWorkspace) await execa('mknod', [join(hostWorkspace, 'null-dev'), 'c', '1', '3']);
+            const paths = [
+              'plain.txt',
+              'big.bin',
+              'twice.txt',
+              'to-host',
+              'dir-link/x',
+              'pipe',
+              'sock',
+              'null-dev',
+              'sub',
+              'missing',
+              '../escape',
+              '/etc/passwd',
+            ];
+            const files = await env.getFiles(paths, { maxBytesPerFile: 1024 });
+            return { files: new Map(files.map((f) => [f.path, f])), hostWorkspace };
+          } finally {
+            if (env) expect((await env.destroy()).items).toEqual([]);
+            await run.dispose();
+          }
+        };
+        const { files: g, hostWorkspace } = await got({});
+        expect(hostWorkspace).toMatch(/\/fs\/work$/);
+        expect(Buffer.from(g.get('plain.txt')?.content ?? []).toString()).toBe('plain');
+        expect(g.get('plain.txt')).toMatchObject({ kind: 'file', size: 5, nlink: 1 });
+        expect(g.get('big.bin')).toMatchObject({ kind: 'file', size: 4096 });
+        expect(g.get('big.bin')?.content).toBeUndefined();
+        expect(g.get('twice.txt')).toMatchObject({ kind: 'hardlink', nlink: 2 });
+        expect(g.get('to-host')).toMatchObject({ kind: 'symlink', linkTarget: join(secret, 'credentials') });
+        expect(g.get('dir-link/x')).toMatchObject({ kind: 'symlink' });
+        expect(g.get('pipe')).toMatchObject({ kind: 'fifo' });
+        expect(g.get('sock')).toMatchObject({ kind: 'socket' });
+        expect(g.get('null-dev')).toMatchObject({ kind: 'device' });
+        expect(g.get('sub')).toMatchObject({ kind: 'directory' });
+        expect(g.get('missing')).toMatchObject({ kind: 'missing' });
+        expect(g.get('../escape')).toMatchObject({ kind: 'other' });
+        expect(g.get('/etc/passwd')).toMatchObject({ kind: 'other' });
+        for (const f of g.values()) if (f.path !== 'plain.txt') expect(f.content, f.path).toBeUndefined();
+        for (const f of g.values()) expect(f.note === undefined || f.note.length > 0, f.path).toBe(true);
 
-      // The deliberately naive download API: the symlink is read on the host, the hardlink's bytes handed over.
-      const { files: n } = await got({ downloadApi: 'naive' });
-      expect(Buffer.from(n.get('to-host')?.content ?? []).toString()).toBe(canary);
-      expect(Buffer.from(n.get('twice.txt')?.content ?? []).toString()).toBe('twice');
-    } finally {
-      await rm(secret, { recursive: true, force: true });
-    }
-  });
+        // The deliberately naive download API: the symlink is read on the host, the hardlink's bytes handed over.
+        const { files: n } = await got({ downloadApi: 'naive' });
+        expect(Buffer.from(n.get('to-host')?.content ?? []).toString()).toBe(canary);
+        expect(Buffer.from(n.get('twice.txt')?.content ?? []).toString()).toBe('twice');
+      } finally {
+        await rm(secret, { recursive: true, force: true });
+      }
+    },
+  );
 });
 
 describe(`cleanup${SKIP ? ` (skipped: ${SKIP})` : ''}`, () => {
-  it.skipIf(SKIP !== undefined)('nothing of this file\'s runs remains: no cgroup, mount, workspace, process, lab namespace or scratch directory', async () => {
+  it.skipIf(SKIP !== undefined)("nothing of this file's runs remains: no cgroup, mount, workspace, process, lab namespace or scratch directory", async () => {
     expect(usedRunIds.size).toBeGreaterThan(Object.keys(VARIANTS).length);
     expect(await leftovers()).toEqual([]);
   });

@@ -40,12 +40,18 @@ describe('a canary in disguise is still found, in every channel (process control
     if (!support.available) t.skip(`no lab here: ${support.reason}`);
     const { security } = await runInLab('rleak2', new ProcessBackend(), CI_POLICY, [leaker('http-body'), leaker('udp')]);
     // The two run side by side, and a decoy's log is shared: each must be caught by what it sent itself.
-    const channel: Record<string, RegExp> = { 'leak-http-body': /^decoy:http body 203\.0\.113\.10:80 \(base64/, 'leak-udp': /^decoy:udp datagram \S+:123 \(reversed/ };
+    const channel: Record<string, RegExp> = {
+      'leak-http-body': /^decoy:http body 203\.0\.113\.10:80 \(base64/,
+      'leak-udp': /^decoy:udp datagram \S+:123 \(reversed/,
+    };
     expect(security.map((r) => r.id).sort()).toEqual(Object.keys(channel));
     for (const r of security) {
       expect(r.verdict, `${r.id}: ${r.reason}`).toBe('crossed');
       const where = r.evidence.filter((e) => e.witness === 'canary-scan').map((e) => e.where ?? '');
-      expect(where.some((w) => channel[r.id]?.test(w)), `${r.id}: ${where.join(' | ')}`).toBe(true);
+      expect(
+        where.some((w) => channel[r.id]?.test(w)),
+        `${r.id}: ${where.join(' | ')}`,
+      ).toBe(true);
     }
   }, 120_000);
 });

@@ -34,8 +34,17 @@ describe('chaos: signals at random moments leave nothing and lose no report', ()
   // `npx tsx scripts/chaos.ts --trials 50 --seed N --docker`.
   const TRIALS = 20;
   const chaos = async (backend: string, seed: number): Promise<void> => {
-    const r = await execa('npx', ['tsx', 'scripts/chaos.ts', '--backend', backend, '--trials', String(TRIALS), '--seed', String(seed), '--json'], { cwd: packageRoot(), reject: false });
-    const summary = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as { trials: number; clean: number; failed: unknown[]; bySignal: Record<string, number>; journalsLeft: string[] };
+    const r = await execa('npx', ['tsx', 'scripts/chaos.ts', '--backend', backend, '--trials', String(TRIALS), '--seed', String(seed), '--json'], {
+      cwd: packageRoot(),
+      reject: false,
+    });
+    const summary = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as {
+      trials: number;
+      clean: number;
+      failed: unknown[];
+      bySignal: Record<string, number>;
+      journalsLeft: string[];
+    };
     expect(summary.failed).toEqual([]);
     // Its runs journal in a private directory: every journal there was closed or recovered by its own runs.
     expect(summary.journalsLeft).toEqual([]);
@@ -45,7 +54,11 @@ describe('chaos: signals at random moments leave nothing and lose no report', ()
     expect(r.exitCode).toBe(0);
   };
 
-  it.skipIf(!root || !bwrap || !built)('INT, TERM and KILL on bwrap (seed 1, 20 trials): zero leftovers by journal and host snapshot, valid reports', () => chaos('bwrap', 1), 900_000);
+  it.skipIf(!root || !bwrap || !built)(
+    'INT, TERM and KILL on bwrap (seed 1, 20 trials): zero leftovers by journal and host snapshot, valid reports',
+    () => chaos('bwrap', 1),
+    900_000,
+  );
 
   it.skipIf(!root || !bwrap || !built || !dockerd)(
     'INT, TERM and KILL on docker-hardened (seed 2, 20 trials): zero leftovers by journal and host snapshot, valid reports',

@@ -74,7 +74,11 @@ describe('command backend: configuration errors come before anything runs', () =
   it('the CLI exits 3 with the file and key, and no environment was made', async () => {
     const file = await configWith(['/usr/bin/env', 'A=1', '{envId}', '{nope}', '{argv...}']);
     const out = await tempDir(join(tmpdir(), 'sc-cmdout-'));
-    const r = await execa('npx', ['tsx', 'cli/main.ts', 'run', '--backend', 'command', '--backend-config', file, '--policy', 'ci', '--out', out, '--only', 'identity-uid'], { reject: false });
+    const r = await execa(
+      'npx',
+      ['tsx', 'cli/main.ts', 'run', '--backend', 'command', '--backend-config', file, '--policy', 'ci', '--out', out, '--only', 'identity-uid'],
+      { reject: false },
+    );
     expect(r.exitCode).toBe(3);
     expect(r.stderr).toMatch(/CONFIG_INVALID: .*tool\.yaml: exec\.argv\[3\]: unknown placeholder \{nope\}/);
     expect(await readdir(out)).not.toContain('security.json');
@@ -84,7 +88,24 @@ describe('command backend: configuration errors come before anything runs', () =
 describe.skipIf(skip !== undefined)('command backend through the CLI', () => {
   it("the user's file is checked like an external adapter before its verdicts count", async () => {
     const out = await tempDir(join(tmpdir(), 'sc-cmdout-'));
-    const r = await execa(process.execPath, [join(packageRoot(), 'dist', 'cli', 'main.js'), 'run', '--backend', 'command', '--backend-config', EXAMPLE, '--policy', 'ci', '--out', out, '--only', 'identity-uid'], { reject: false, all: true });
+    const r = await execa(
+      process.execPath,
+      [
+        join(packageRoot(), 'dist', 'cli', 'main.js'),
+        'run',
+        '--backend',
+        'command',
+        '--backend-config',
+        EXAMPLE,
+        '--policy',
+        'ci',
+        '--out',
+        out,
+        '--only',
+        'identity-uid',
+      ],
+      { reject: false, all: true },
+    );
     expect(r.exitCode, r.all).toBe(0);
     expect(r.all).toMatch(/checking the external adapter command before trusting its verdicts/);
     expect(r.all).toMatch(/adapter command: \d+ blocking check\(s\) passed/);
@@ -114,7 +135,9 @@ describe.skipIf(skip !== undefined)('command backend wrapping the bwrap CLI vs t
     expect(command.security.filter((r) => r.verdict === 'held').length).toBeGreaterThan(securitySuite.length / 2);
     // Resource verdicts rest on the counting cgroup around the launcher, read from outside.
     const fork = command.security.find((r) => r.id === 'fork-bomb');
-    expect(fork?.evidence.some((e) => e.source === 'outside' && e.witness === 'cgroup' && /refused forks \(pids\.events max\) [1-9]/.test(e.detail))).toBe(true);
+    expect(fork?.evidence.some((e) => e.source === 'outside' && e.witness === 'cgroup' && /refused forks \(pids\.events max\) [1-9]/.test(e.detail))).toBe(
+      true,
+    );
     // Nothing of the run remains: no environment root, no counting cgroup.
     expect((await readdir(DEFAULT_STATE_DIR).catch(() => [])).filter((n) => n.startsWith('cmpc1'))).toEqual([]);
     for (const c of ['memory', 'pids', 'cpuacct', 'freezer']) {
@@ -128,8 +151,17 @@ describe.skipIf(skip !== undefined)('command backend: a claim the tool does not 
     const example = parseYaml(await readFile(EXAMPLE, 'utf8')) as { exec: { argv: string[] } };
     const argv = example.exec.argv.flatMap((a) => (a === '--unshare-all' ? [a, '--share-net'] : [a]));
     // Inline configuration: relative helper paths resolve against the working directory (the package root here).
-    const backend = await createCommandBackend({ ...example, name: 'command-bwrap-share-net', exec: { ...example.exec, argv: argv.map((a) => (a === 'command-cgroup-limits.sh' ? 'examples/command-cgroup-limits.sh' : a)) } });
-    const { security } = await runInLab('cmpw1', backend, CI_POLICY, securitySuite.filter((p) => p.id === 'metadata-ipv4'));
+    const backend = await createCommandBackend({
+      ...example,
+      name: 'command-bwrap-share-net',
+      exec: { ...example.exec, argv: argv.map((a) => (a === 'command-cgroup-limits.sh' ? 'examples/command-cgroup-limits.sh' : a)) },
+    });
+    const { security } = await runInLab(
+      'cmpw1',
+      backend,
+      CI_POLICY,
+      securitySuite.filter((p) => p.id === 'metadata-ipv4'),
+    );
     const r = security[0];
     expect(`${r?.id}: ${r?.verdict}`, r?.reason).toBe('metadata-ipv4: crossed');
     expect(r?.evidence.some((e) => e.source === 'outside' && (e.witness === 'decoy:metadata' || e.witness === 'packet-witness'))).toBe(true);
@@ -161,16 +193,18 @@ describe('command backend: the session shape', () => {
       expect((await stat(marker)).isFile()).toBe(true);
       await env.putFiles([{ path: 'in.txt', content: new TextEncoder().encode('hello\n') }]);
       const out: Uint8Array[] = [];
-      const r = await env.exec({
-        argv: ['python3', '-c', 'import sys; print(open("in.txt").read().strip(), sys.stdin.read())'],
-        cwd: '',
-        stdin: new TextEncoder().encode('stdin!'),
-        timeoutMs: 5000,
-        maxOutputBytes: 1 << 20,
-        stdout: { write: (c) => out.push(c) },
-        stderr: { write: () => undefined },
-        signal: new AbortController().signal,
-      }).catch((e: unknown) => e);
+      const r = await env
+        .exec({
+          argv: ['python3', '-c', 'import sys; print(open("in.txt").read().strip(), sys.stdin.read())'],
+          cwd: '',
+          stdin: new TextEncoder().encode('stdin!'),
+          timeoutMs: 5000,
+          maxOutputBytes: 1 << 20,
+          stdout: { write: (c) => out.push(c) },
+          stderr: { write: () => undefined },
+          signal: new AbortController().signal,
+        })
+        .catch((e: unknown) => e);
       expect(r).toMatchObject({ exitCode: 0, signal: null });
       expect(Buffer.concat(out).toString()).toBe('hello stdin!\n');
       const [got] = await env.getFiles(['in.txt'], { maxBytesPerFile: 1024 });

@@ -46,7 +46,10 @@ describe('the exporter under test', () => {
 
   it('loads a module exporter (default export: an exporter or a factory of one) and refuses anything else', async () => {
     const dir = await tempDir(join(tmpdir(), 'sc-modexp-'));
-    await writeFile(join(dir, 'good.mjs'), "export default async () => ({ name: 'mod-exp', async export() { return { accepted: false, exported: [], refusals: [], findings: [] }; } });\n");
+    await writeFile(
+      join(dir, 'good.mjs'),
+      "export default async () => ({ name: 'mod-exp', async export() { return { accepted: false, exported: [], refusals: [], findings: [] }; } });\n",
+    );
     await writeFile(join(dir, 'bad.mjs'), 'export default { name: 42 };\n');
     expect(exporterName(await resolveExporter(join(dir, 'good.mjs')))).toBe('mod-exp');
     const err = await resolveExporter(join(dir, 'bad.mjs')).catch((e: unknown) => e);
@@ -74,26 +77,32 @@ describe('the exporter under test', () => {
     ]);
   });
 
-  it.skipIf(!isRoot)('catches a command exporter that follows symlinks; a link-refusing one holds on links but is caught on archives; the reference holds; results name the exporter', async () => {
-    const follow = await resolveExporter(FOLLOW);
-    expect(exporterName(follow)).toBe('follow-links');
-    const naive = await run(follow, 'cexp1');
-    const byId = new Map(naive.security.map((r) => [r.id, r]));
-    for (const id of ['export-symlink-host', 'export-symlink-dir']) {
-      const r = byId.get(id);
-      expect(`${id}: ${r?.verdict}: ${r?.reason}`).toMatch(new RegExp(`${id}: crossed: the follow-links exporter`));
-      // Outside evidence: the canary found in what the exporter wrote, and the exporter named in its line.
-      expect(r?.evidence.some((e) => e.source === 'outside' && e.witness === 'exporter' && e.detail.startsWith('follow-links exporter'))).toBe(true);
-    }
-    // Regular files only and contained paths, but no look inside: the archive and content probes catch exactly that.
-    const careful = await run(await resolveExporter(CAREFUL), 'cexp2');
-    const crossed = careful.security.filter((r) => r.verdict !== 'held').map((r) => `${r.id}: ${r.verdict}`);
-    expect(crossed.sort()).toEqual(['archive-absolute', 'archive-dotdot', 'archive-symlink-then-write', 'export-type-smuggling', 'zip-slip'].map((id) => `${id}: crossed`));
-    for (const id of ['export-symlink-host', 'export-symlink-dir', 'export-hardlink', 'export-special-files', 'export-huge-file', 'export-many-small']) {
-      expect(careful.security.find((r) => r.id === id)?.reason, id).toMatch(/the regular-files-only exporter refused .*exporter-refused/);
-    }
-    const reference = await run('reference', 'cexp3');
-    expect(reference.security.filter((r) => r.verdict !== 'held').map((r) => r.id)).toEqual([]);
-    expect(reference.security.every((r) => r.reason.includes('the reference exporter'))).toBe(true);
-  }, 240_000);
+  it.skipIf(!isRoot)(
+    'catches a command exporter that follows symlinks; a link-refusing one holds on links but is caught on archives; the reference holds; results name the exporter',
+    async () => {
+      const follow = await resolveExporter(FOLLOW);
+      expect(exporterName(follow)).toBe('follow-links');
+      const naive = await run(follow, 'cexp1');
+      const byId = new Map(naive.security.map((r) => [r.id, r]));
+      for (const id of ['export-symlink-host', 'export-symlink-dir']) {
+        const r = byId.get(id);
+        expect(`${id}: ${r?.verdict}: ${r?.reason}`).toMatch(new RegExp(`${id}: crossed: the follow-links exporter`));
+        // Outside evidence: the canary found in what the exporter wrote, and the exporter named in its line.
+        expect(r?.evidence.some((e) => e.source === 'outside' && e.witness === 'exporter' && e.detail.startsWith('follow-links exporter'))).toBe(true);
+      }
+      // Regular files only and contained paths, but no look inside: the archive and content probes catch exactly that.
+      const careful = await run(await resolveExporter(CAREFUL), 'cexp2');
+      const crossed = careful.security.filter((r) => r.verdict !== 'held').map((r) => `${r.id}: ${r.verdict}`);
+      expect(crossed.sort()).toEqual(
+        ['archive-absolute', 'archive-dotdot', 'archive-symlink-then-write', 'export-type-smuggling', 'zip-slip'].map((id) => `${id}: crossed`),
+      );
+      for (const id of ['export-symlink-host', 'export-symlink-dir', 'export-hardlink', 'export-special-files', 'export-huge-file', 'export-many-small']) {
+        expect(careful.security.find((r) => r.id === id)?.reason, id).toMatch(/the regular-files-only exporter refused .*exporter-refused/);
+      }
+      const reference = await run('reference', 'cexp3');
+      expect(reference.security.filter((r) => r.verdict !== 'held').map((r) => r.id)).toEqual([]);
+      expect(reference.security.every((r) => r.reason.includes('the reference exporter'))).toBe(true);
+    },
+    240_000,
+  );
 });

@@ -33,7 +33,9 @@ const PREFIX = `rcp${randomBytes(2).toString('hex')}`;
 let seq = 0;
 
 const explain = (r: SecurityResult | undefined): string =>
-  r ? `${r.id}: ${r.verdict}: ${r.reason}\n  ${r.evidence.map((e) => `[${e.source} ${e.witness}${e.where ? ` @ ${e.where}` : ''}] ${e.detail.slice(0, 300)}`).join('\n  ')}` : 'did not run';
+  r
+    ? `${r.id}: ${r.verdict}: ${r.reason}\n  ${r.evidence.map((e) => `[${e.source} ${e.witness}${e.where ? ` @ ${e.where}` : ''}] ${e.detail.slice(0, 300)}`).join('\n  ')}`
+    : 'did not run';
 
 async function runOn(backend: Backend | BwrapOptions, inRun?: RunContext): Promise<SecurityResult> {
   const b = 'capabilities' in backend ? backend : await createBwrapBackend(backend);
@@ -56,16 +58,25 @@ async function runOn(backend: Backend | BwrapOptions, inRun?: RunContext): Promi
  */
 function expectNothingOfTheHost(r: SecurityResult): void {
   expect(JSON.stringify({ reason: r.reason, evidence: r.evidence })).not.toMatch(/[0-9a-f]{64}/);
-  const whole = JSON.stringify(r) + Buffer.from(r.observation?.stdout.headBase64 ?? '', 'base64').toString('utf8') + Buffer.from(r.observation?.stdout.tailBase64 ?? '', 'base64').toString('utf8');
+  const whole =
+    JSON.stringify(r) +
+    Buffer.from(r.observation?.stdout.headBase64 ?? '', 'base64').toString('utf8') +
+    Buffer.from(r.observation?.stdout.tailBase64 ?? '', 'base64').toString('utf8');
   const shadow = readFileSync('/etc/shadow');
   const plain = createHash('sha256').update(shadow).digest('hex');
-  const lines = shadow.toString('utf8').split('\n').filter((l) => l.length > 8);
+  const lines = shadow
+    .toString('utf8')
+    .split('\n')
+    .filter((l) => l.length > 8);
   expect(whole.includes(plain), 'the plain hash of the host file is in the result').toBe(false);
-  expect(lines.some((l) => whole.includes(l)), 'a line of the host file is in the result').toBe(false);
+  expect(
+    lines.some((l) => whole.includes(l)),
+    'a line of the host file is in the result',
+  ).toBe(false);
 }
 
 describe.skipIf(SKIP !== undefined)(`host-credential-paths on real boxes${SKIP ? ` (skipped: ${SKIP})` : ''}`, () => {
-  it('the unsandboxed process control crosses: its /etc/shadow hash equals the host\'s own, and the host saw its own inode in the box\'s root', async () => {
+  it("the unsandboxed process control crosses: its /etc/shadow hash equals the host's own, and the host saw its own inode in the box's root", async () => {
     const r = await runOn(await createProcessBackend());
     expect(r.verdict, explain(r)).toBe('crossed');
     const hash = r.evidence.find((e) => e.source === 'outside' && e.witness === 'host-file-hash' && e.detail.startsWith('/etc/shadow:'));
@@ -76,19 +87,31 @@ describe.skipIf(SKIP !== undefined)(`host-credential-paths on real boxes${SKIP ?
   it("bwrap with the host's /etc bound read-only and the box host root crosses", async () => {
     const r = await runOn({ extraBinds: [{ src: '/etc', dest: '/etc', readOnly: true }], unprivilegedUid: null, unshareUser: false });
     expect(r.verdict, explain(r)).toBe('crossed');
-    expect(r.evidence.some((e) => e.source === 'outside' && e.witness === 'host-file-hash' && /^\/etc\/shadow: .* is equal/.test(e.detail)), explain(r)).toBe(true);
+    expect(
+      r.evidence.some((e) => e.source === 'outside' && e.witness === 'host-file-hash' && /^\/etc\/shadow: .* is equal/.test(e.detail)),
+      explain(r),
+    ).toBe(true);
     expectNothingOfTheHost(r);
   }, 120_000);
 
-  it('hardened bwrap holds, with the host\'s look into the box\'s root on record', async () => {
+  it("hardened bwrap holds, with the host's look into the box's root on record", async () => {
     const r = await runOn({});
     expect(r.verdict, explain(r)).toBe('held');
-    expect(r.evidence.some((e) => e.source === 'outside' && e.witness === 'host-proc-root' && /^\/etc\/shadow in the box's root: no file there \(ENOENT\)/.test(e.detail)), explain(r)).toBe(true);
+    expect(
+      r.evidence.some(
+        (e) => e.source === 'outside' && e.witness === 'host-proc-root' && /^\/etc\/shadow in the box's root: no file there \(ENOENT\)/.test(e.detail),
+      ),
+      explain(r),
+    ).toBe(true);
     expectNothingOfTheHost(r);
   }, 120_000);
 });
 
-const executable = (p: string): Promise<boolean> => access(p, constants.X_OK).then(() => true, () => false);
+const executable = (p: string): Promise<boolean> =>
+  access(p, constants.X_OK).then(
+    () => true,
+    () => false,
+  );
 async function dockerSkip(): Promise<string | undefined> {
   if (SKIP !== undefined) return SKIP;
   if (!(await executable('/usr/sbin/dockerd')) && !(await executable('/usr/bin/dockerd'))) return 'dockerd is not installed';
@@ -114,23 +137,45 @@ describe.skipIf(DOCKER_SKIP !== undefined)(`host-credential-paths on docker${DOC
     expect(await closeDaemonRun({ lab, run, daemon })).toEqual([]);
   }, 120_000);
 
-  it('docker-hardened holds, gvisor holds unless this host cannot hash its own pid 1 environment; the same container as root with the host\'s /etc/shadow and /etc/gshadow bound read-only crosses', async () => {
+  it("docker-hardened holds, gvisor holds unless this host cannot hash its own pid 1 environment; the same container as root with the host's /etc/shadow and /etc/gshadow bound read-only crosses", async () => {
     // gVisor: the host sees no process of the box (only the sentry), so no root lookup and no PID namespace view;
     // held on the host's hashes, or inconclusive only where the host cannot hash its own pid 1's environment.
     const gv = await runOn(await createDockerBackend({ profile: 'gvisor', ...onDaemon() }), run);
-    if (gv.verdict !== 'held') expect(`${gv.verdict}: ${gv.reason}`, explain(gv)).toMatch(/^inconclusive: \/proc\/1\/environ: the host could not read its own file to compare/);
+    if (gv.verdict !== 'held')
+      expect(`${gv.verdict}: ${gv.reason}`, explain(gv)).toMatch(/^inconclusive: \/proc\/1\/environ: the host could not read its own file to compare/);
     expectNothingOfTheHost(gv);
     const held = await runOn(await createDockerBackend({ profile: 'docker-hardened', ...onDaemon() }), run);
     expect(held.verdict, explain(held)).toBe('held');
-    expect(held.evidence.some((e) => e.source === 'outside' && e.witness === 'host-proc-root' && e.detail.startsWith('/etc/shadow in the box\'s root: ') && !e.detail.includes("the host's own file")), explain(held)).toBe(true);
+    expect(
+      held.evidence.some(
+        (e) =>
+          e.source === 'outside' &&
+          e.witness === 'host-proc-root' &&
+          e.detail.startsWith("/etc/shadow in the box's root: ") &&
+          !e.detail.includes("the host's own file"),
+      ),
+      explain(held),
+    ).toBe(true);
     expectNothingOfTheHost(held);
-    const file = parseYaml(readFileSync(join(packageRoot(), 'examples', 'docker-hardened.yaml'), 'utf8')) as { Config: Record<string, unknown>; HostConfig: Record<string, unknown> };
+    const file = parseYaml(readFileSync(join(packageRoot(), 'examples', 'docker-hardened.yaml'), 'utf8')) as {
+      Config: Record<string, unknown>;
+      HostConfig: Record<string, unknown>;
+    };
     // The hardened claims kept (what a team would still believe), as in exposure-docker.test.ts.
     const claims = capabilitiesFor(PROFILES['docker-hardened'], CI_POLICY, { inLab: true, endpoint: 'unix:///lab' }, false).enforces;
-    const weakened = { ...file, name: 'shadow-bound-root', claims: [...claims], Config: { ...file.Config, User: '0:0' }, HostConfig: { ...file.HostConfig, Binds: ['/etc/shadow:/etc/shadow:ro', '/etc/gshadow:/etc/gshadow:ro'] } };
+    const weakened = {
+      ...file,
+      name: 'shadow-bound-root',
+      claims: [...claims],
+      Config: { ...file.Config, User: '0:0' },
+      HostConfig: { ...file.HostConfig, Binds: ['/etc/shadow:/etc/shadow:ro', '/etc/gshadow:/etc/gshadow:ro'] },
+    };
     const crossed = await runOn(await createContainerConfigBackend({ ...weakened, ...onDaemon() }), run);
     expect(crossed.verdict, explain(crossed)).toBe('crossed');
-    expect(crossed.evidence.some((e) => e.source === 'outside' && e.witness === 'host-file-hash' && /^\/etc\/shadow: .* is equal/.test(e.detail)), explain(crossed)).toBe(true);
+    expect(
+      crossed.evidence.some((e) => e.source === 'outside' && e.witness === 'host-file-hash' && /^\/etc\/shadow: .* is equal/.test(e.detail)),
+      explain(crossed),
+    ).toBe(true);
     expectNothingOfTheHost(crossed);
   }, 600_000);
 });

@@ -84,7 +84,16 @@ describe('docker container configuration: Docker key names, derived claims', () 
     expect(claims({ Memory: 0, MemorySwap: 0 }).lost).toEqual(['resources.memoryMb']);
     expect(claims({ Binds: ['/etc:/host-etc:ro'] }).lost).toEqual(['files.hostPaths', 'posture.hostMounts']);
     expect(claims({}, { User: '' }).lost).toEqual(['files.readOnlyInput', 'identity.unprivileged']);
-    expect(claims({ Privileged: true }).lost).toEqual(['files.hostPaths', 'files.readOnlyInput', 'identity.hostCredentials', 'identity.unprivileged', 'posture.capabilityBounding', 'posture.devices', 'posture.hostMounts', 'posture.seccomp']);
+    expect(claims({ Privileged: true }).lost).toEqual([
+      'files.hostPaths',
+      'files.readOnlyInput',
+      'identity.hostCredentials',
+      'identity.unprivileged',
+      'posture.capabilityBounding',
+      'posture.devices',
+      'posture.hostMounts',
+      'posture.seccomp',
+    ]);
     expect(claims({ SecurityOpt: ['seccomp=unconfined'] }).lost).toEqual(['posture.seccomp']);
     expect(claims({ CapAdd: ['SYS_ADMIN'] }).lost).toEqual(['identity.unprivileged', 'posture.capabilityBounding']);
   });
@@ -103,9 +112,14 @@ describe('docker container configuration: Docker key names, derived claims', () 
     const dir = await tempDir(join(tmpdir(), 'sc-seccomp-'));
     const profile = join(dir, 'profile.json');
     await writeFile(profile, JSON.stringify({ defaultAction: 'SCMP_ACT_ALLOW', syscalls: [{ names: ['ptrace'], action: 'SCMP_ACT_ERRNO' }] }));
-    const b = await createContainerConfigBackend({ ...HARDENED_FILE, HostConfig: { ...(HARDENED_FILE['HostConfig'] as object), SecurityOpt: ['no-new-privileges', `seccomp=${profile}`] } });
+    const b = await createContainerConfigBackend({
+      ...HARDENED_FILE,
+      HostConfig: { ...(HARDENED_FILE['HostConfig'] as object), SecurityOpt: ['no-new-privileges', `seccomp=${profile}`] },
+    });
     expect(b.parts.securityOpt?.[1]).toMatch(/^seccomp=\{"defaultAction":"SCMP_ACT_ALLOW"/);
-    const bad = await createContainerConfigBackend({ ...HARDENED_FILE, HostConfig: { SecurityOpt: [`seccomp=${join(dir, 'missing.json')}`] } }).catch((e: unknown) => e);
+    const bad = await createContainerConfigBackend({ ...HARDENED_FILE, HostConfig: { SecurityOpt: [`seccomp=${join(dir, 'missing.json')}`] } }).catch(
+      (e: unknown) => e,
+    );
     expect(bad instanceof SandcheckError && bad.code).toBe('CONFIG_INVALID');
   });
 });
@@ -131,7 +145,7 @@ async function runOn(backend: DockerBackend, ids: readonly string[]): Promise<Ma
 const explain = (r: SecurityResult | undefined): string => (r ? `${r.id}: ${r.verdict}: ${r.reason}` : 'did not run');
 const onDaemon = (extra: Record<string, unknown>) => ({ socketPath: daemon?.socketPath, labNetnsPath: daemon?.netnsPath, runId, ...extra });
 
-describe.skipIf(SKIP !== undefined)('docker container configuration on a lab daemon holding the run\'s decoy credentials', () => {
+describe.skipIf(SKIP !== undefined)("docker container configuration on a lab daemon holding the run's decoy credentials", () => {
   beforeAll(async () => {
     lab = await openLab(runId, packageRoot());
     run = await openRunContext(runId, { lab });
@@ -145,14 +159,21 @@ describe.skipIf(SKIP !== undefined)('docker container configuration on a lab dae
     expect(stopped?.leftovers ?? []).toEqual([]);
   }, 60_000);
 
-  it('the hardened file gives the preset\'s verdicts; each weakened file crosses exactly its probes, with outside evidence', async () => {
-    const preset = await runOn(await createDockerBackend({ profile: 'docker-hardened', ...onDaemon({}) } as Parameters<typeof createDockerBackend>[0]), CONTROLS);
+  it("the hardened file gives the preset's verdicts; each weakened file crosses exactly its probes, with outside evidence", async () => {
+    const preset = await runOn(
+      await createDockerBackend({ profile: 'docker-hardened', ...onDaemon({}) } as Parameters<typeof createDockerBackend>[0]),
+      CONTROLS,
+    );
     const file = await runOn(await createContainerConfigBackend({ ...HARDENED_FILE, ...onDaemon({}) }), CONTROLS);
     for (const id of CONTROLS) expect(`${id}: ${file.get(id)?.verdict}`, explain(file.get(id))).toBe(`${id}: ${preset.get(id)?.verdict}`);
-    for (const id of ['secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'fork-bomb', 'metadata-ipv4']) expect(preset.get(id)?.verdict, explain(preset.get(id))).toBe('held');
+    for (const id of ['secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy', 'fork-bomb', 'metadata-ipv4'])
+      expect(preset.get(id)?.verdict, explain(preset.get(id))).toBe('held');
 
     const cases: [Record<string, unknown>, string[]][] = [
-      [weakened('host-pid-root-ptrace', { PidMode: 'host', CapAdd: ['SYS_PTRACE'] }, { User: '0:0' }), ['secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy']],
+      [
+        weakened('host-pid-root-ptrace', { PidMode: 'host', CapAdd: ['SYS_PTRACE'] }, { User: '0:0' }),
+        ['secret-decoy-env', 'decoy-process-environ', 'ptrace-host-decoy'],
+      ],
       [weakened('no-pids-limit', { PidsLimit: null }), ['fork-bomb']],
       [weakened('bridge', { NetworkMode: 'bridge' }), ['metadata-ipv4']],
     ];
@@ -161,12 +182,18 @@ describe.skipIf(SKIP !== undefined)('docker container configuration on a lab dae
       for (const id of crossing) {
         const r = got.get(id);
         expect(`${cfg['name']}/${id}: ${r?.verdict}`, explain(r)).toBe(`${cfg['name']}/${id}: crossed`);
-        expect(r?.evidence.some((e) => e.source === 'outside'), explain(r)).toBe(true);
+        expect(
+          r?.evidence.some((e) => e.source === 'outside'),
+          explain(r),
+        ).toBe(true);
       }
       if (cfg['name'] === 'host-pid-root-ptrace') {
         // The controller's decoy credentials live only in the lab daemon's environment: they came from /proc/<dockerd>/environ.
         const env = got.get('secret-decoy-env');
-        expect(env?.evidence.some((e) => e.source === 'outside' && e.witness === 'canary-scan' && /decoy value env:/.test(e.detail)), explain(env)).toBe(true);
+        expect(
+          env?.evidence.some((e) => e.source === 'outside' && e.witness === 'canary-scan' && /decoy value env:/.test(e.detail)),
+          explain(env),
+        ).toBe(true);
       }
     }
   }, 900_000);

@@ -31,7 +31,11 @@ import { Runner } from '../../harness/runner.js';
 import { openLab, probeLabSupport, type LabSession } from '../../lab/lab-session.js';
 import { securitySuite } from '../../suites/security.js';
 
-const executable = (p: string): Promise<boolean> => access(p, constants.X_OK).then(() => true, () => false);
+const executable = (p: string): Promise<boolean> =>
+  access(p, constants.X_OK).then(
+    () => true,
+    () => false,
+  );
 
 async function skipReason(): Promise<string | undefined> {
   if (process.platform !== 'linux') return `Docker backends need Linux (this is ${process.platform})`;
@@ -59,7 +63,14 @@ async function backendFor(profile: ProfileName, workspace?: 'tmpfs'): Promise<Do
   let b = backends.get(key);
   if (!b) {
     if (!daemon) throw new Error('no lab daemon');
-    b = await createDockerBackend({ profile, socketPath: daemon.socketPath, labNetnsPath: daemon.netnsPath, runId, diskStateDir: stateDir, ...(workspace ? { workspace } : {}) });
+    b = await createDockerBackend({
+      profile,
+      socketPath: daemon.socketPath,
+      labNetnsPath: daemon.netnsPath,
+      runId,
+      diskStateDir: stateDir,
+      ...(workspace ? { workspace } : {}),
+    });
     await b.preflight();
     backends.set(key, b);
   }
@@ -77,7 +88,12 @@ async function runOn(backend: DockerBackend, ids: readonly string[]): Promise<Ma
   return new Map(security.map((r) => [r.id, r]));
 }
 
-const ctxOf = (r: RunContext): BackendContext => ({ runId: r.runId, controllerEnv: r.controllerEnv, scratchDir: r.scratchDir, ...(r.lab ? { lab: r.lab } : {}) });
+const ctxOf = (r: RunContext): BackendContext => ({
+  runId: r.runId,
+  controllerEnv: r.controllerEnv,
+  scratchDir: r.scratchDir,
+  ...(r.lab ? { lab: r.lab } : {}),
+});
 
 const explain = (r: SecurityResult | undefined): string =>
   r ? `${r.id}: ${r.verdict}: ${r.reason}\n  ${r.evidence.map((e) => `[${e.source} ${e.witness}] ${e.detail.slice(0, 200)}`).join('\n  ')}` : 'did not run';
@@ -192,7 +208,7 @@ describe.skipIf(SKIP !== undefined)(`docker: the disk-image workspace${SKIP ? ` 
     }
   }, 60_000);
 
-  it('a crash sweep removes a dead owner\'s workspace (mount, loop device, image) and keeps a live one', async () => {
+  it("a crash sweep removes a dead owner's workspace (mount, loop device, image) and keeps a live one", async () => {
     if (!run) throw new Error('no run');
     const support = await diskImageSupport();
     if ('problem' in support) throw new Error(support.problem);
@@ -202,7 +218,17 @@ describe.skipIf(SKIP !== undefined)(`docker: the disk-image workspace${SKIP ? ` 
     const live = await createDiskWorkspace({ stateDir, scratchDir: scratch, runId, envId: 'a11ve001', bytes, mkfs: support.mkfs });
     const boot = (await readFile('/proc/sys/kernel/random/boot_id', 'utf8')).trim();
     // An owner that cannot be alive: a pid above the kernel's default pid_max.
-    await writeOwner(dead, { version: 1, runId, envId: 'dead0001', ownerPid: 4194000, ownerStartTime: 1, bootId: boot, mounted: true, ...(dead.image ? { image: dead.image } : {}), createdAt: new Date().toISOString() });
+    await writeOwner(dead, {
+      version: 1,
+      runId,
+      envId: 'dead0001',
+      ownerPid: 4194000,
+      ownerStartTime: 1,
+      bootId: boot,
+      mounted: true,
+      ...(dead.image ? { image: dead.image } : {}),
+      createdAt: new Date().toISOString(),
+    });
     const report = await sweepDiskWorkspaces(stateDir);
     expect(report.removed).toEqual([`workspace ${runId}-dead0001`]);
     expect(await traces(`${runId}-dead0001`)).toEqual([]);

@@ -9,7 +9,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import createDockerBackend, { DEFAULT_LAB_DAEMON_ROOT, startLabDaemon, type DockerBackend, type LabDaemon, type ProfileName } from '../../backends/docker/index.js';
+import createDockerBackend, {
+  DEFAULT_LAB_DAEMON_ROOT,
+  startLabDaemon,
+  type DockerBackend,
+  type LabDaemon,
+  type ProfileName,
+} from '../../backends/docker/index.js';
 import { CI_POLICY, type Policy } from '../../model/policy.js';
 import type { SecurityResult } from '../../model/scorecard.js';
 import { packageRoot } from '../../core/paths.js';
@@ -36,7 +42,13 @@ async function backendFor(profile: ProfileName): Promise<DockerBackend> {
   let b = backends.get(profile);
   if (!b) {
     if (!daemon) throw new Error('no lab daemon');
-    b = await createDockerBackend({ profile, socketPath: daemon.socketPath, labNetnsPath: daemon.netnsPath, runId, assumePolicy: profile === 'docker-default' });
+    b = await createDockerBackend({
+      profile,
+      socketPath: daemon.socketPath,
+      labNetnsPath: daemon.netnsPath,
+      runId,
+      assumePolicy: profile === 'docker-default',
+    });
     backends.set(profile, b);
   }
   return b;
@@ -58,7 +70,9 @@ const explain = (r: SecurityResult | undefined): string =>
 
 /** Two bounded CPU hogs (30 s at most), killed by pid at the end: the busy machine the verdicts must not notice. */
 function cpuHogs(): { stop(): void } {
-  const hogs: ChildProcess[] = [0, 1].map(() => spawn('/usr/bin/python3', ['-c', 'import time\nt = time.time() + 30\nwhile time.time() < t: pass'], { stdio: 'ignore' }));
+  const hogs: ChildProcess[] = [0, 1].map(() =>
+    spawn('/usr/bin/python3', ['-c', 'import time\nt = time.time() + 30\nwhile time.time() < t: pass'], { stdio: 'ignore' }),
+  );
   return { stop: () => hogs.forEach((h) => h.pid !== undefined && h.exitCode === null && h.kill('SIGKILL')) };
 }
 
@@ -86,7 +100,10 @@ describe.skipIf(SKIP !== undefined)(`docker: the new and repaired probes${SKIP ?
           verdicts.push(`${id}: ${r.get(id)?.verdict}`);
           expect(r.get(id)?.verdict, explain(r.get(id))).toBe('held');
           const procs = r.get(id)?.observation?.hostProcesses ?? [];
-          expect(procs.every((p) => !p.command.startsWith('runc')), explain(r.get(id))).toBe(true);
+          expect(
+            procs.every((p) => !p.command.startsWith('runc')),
+            explain(r.get(id)),
+          ).toBe(true);
         }
       }
     } finally {
@@ -100,7 +117,10 @@ describe.skipIf(SKIP !== undefined)(`docker: the new and repaired probes${SKIP ?
     expect(dflt?.verdict, explain(dflt)).toBe('crossed');
     const hard = (await runOn('docker-hardened', ['identity-setuid'])).get('identity-setuid');
     expect(hard?.verdict, explain(hard)).toBe('held');
-    expect(hard?.evidence.some((e) => e.witness === 'host-proc-status' && /suid-sleep/.test(e.detail)), explain(hard)).toBe(true);
+    expect(
+      hard?.evidence.some((e) => e.witness === 'host-proc-status' && /suid-sleep/.test(e.detail)),
+      explain(hard),
+    ).toBe(true);
   }, 120_000);
 
   it("gvisor: the box program is never a host process; identity is judged on runsc's stubs and Sentry only once a stub's memory holds the nonce (the setuid binary's: its mark)", async () => {
@@ -117,7 +137,9 @@ describe.skipIf(SKIP !== undefined)(`docker: the new and repaired probes${SKIP ?
     // The planted setuid binary is found by its mark in a stub's memory, in another address space than the payload's.
     const setuid = r.get('identity-setuid');
     expect(setuid?.verdict, explain(setuid)).toBe('held');
-    expect(setuid?.reason).toMatch(/the planted setuid-root binary ran \(this execution's program mark in host pid \d+'s memory at [0-9a-f]+-[0-9a-f]+, mapped from \/memfd:runsc-memory, and not its nonce/);
+    expect(setuid?.reason).toMatch(
+      /the planted setuid-root binary ran \(this execution's program mark in host pid \d+'s memory at [0-9a-f]+-[0-9a-f]+, mapped from \/memfd:runsc-memory, and not its nonce/,
+    );
     const usk = setuid?.observation?.userSpaceKernel;
     expect(usk?.marked?.addressSpace.pid, explain(setuid)).not.toBe(usk?.addressSpaces[0]?.pid);
     expect(usk?.marked?.kernel?.pid).toBe(usk?.kernels[0]?.pid);

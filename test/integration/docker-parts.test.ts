@@ -267,7 +267,15 @@ class FakeClient implements DockerClient {
     if (this.pingFails) throw new DockerApiError('connect ECONNREFUSED', undefined);
   }
   async info() {
-    return { ServerVersion: 'fake', Driver: 'overlay2', CgroupDriver: 'cgroupfs', CgroupVersion: '1', Runtimes: { runc: {} }, DefaultRuntime: 'runc', DockerRootDir: '/nonexistent' };
+    return {
+      ServerVersion: 'fake',
+      Driver: 'overlay2',
+      CgroupDriver: 'cgroupfs',
+      CgroupVersion: '1',
+      Runtimes: { runc: {} },
+      DefaultRuntime: 'runc',
+      DockerRootDir: '/nonexistent',
+    };
   }
   async createVolume(spec: { Name: string }) {
     this.volumes.add(spec.Name);
@@ -290,7 +298,11 @@ class FakeClient implements DockerClient {
   }
   async inspectContainer(id: string) {
     if (!this.containers.has(id)) return undefined;
-    return { Id: id, State: { Status: this.running ? 'running' : 'exited', Running: this.running, Pid: 0, ExitCode: this.running ? 0 : 137, OOMKilled: false, Error: '' }, HostConfig: {} };
+    return {
+      Id: id,
+      State: { Status: this.running ? 'running' : 'exited', Running: this.running, Pid: 0, ExitCode: this.running ? 0 : 137, OOMKilled: false, Error: '' },
+      HostConfig: {},
+    };
   }
   async killContainer() {
     this.killed++;
@@ -356,7 +368,15 @@ const ctx = { runId: 'rfake1', controllerEnv: { AWS_SECRET_ACCESS_KEY: 'SCNRYdec
 async function execOn(env: Awaited<ReturnType<DockerBackend['create']>>, timeoutMs = 5000, maxOutputBytes = 1000) {
   const out = sink();
   const err = sink();
-  const r = await env.exec({ argv: ['python3', 'payload.py'], env: { A: 'b' }, timeoutMs, maxOutputBytes, stdout: out, stderr: err, signal: new AbortController().signal });
+  const r = await env.exec({
+    argv: ['python3', 'payload.py'],
+    env: { A: 'b' },
+    timeoutMs,
+    maxOutputBytes,
+    stdout: out,
+    stderr: err,
+    signal: new AbortController().signal,
+  });
   return { r, out: out.text(), err: err.text() };
 }
 
@@ -364,7 +384,9 @@ describe('docker backend over a fake client', () => {
   it('preflight: an unreachable daemon is BACKEND_UNAVAILABLE with a hint', async () => {
     const c = new FakeClient();
     c.pingFails = true;
-    const err = await fakeBackend(c).preflight().catch((e: unknown) => e);
+    const err = await fakeBackend(c)
+      .preflight()
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SandcheckError);
     expect((err as SandcheckError).code).toBe('BACKEND_UNAVAILABLE');
     expect((err as SandcheckError).hint).toMatch(/dockerd/);
@@ -426,7 +448,15 @@ describe('lab daemon crash sweep (no daemon needed)', () => {
       const me = await selfOwner();
       const bootId = me.bootId;
       const owner = (pid: number, start: number) =>
-        JSON.stringify({ version: 1, runId: 'r1', ownerPid: pid, ownerStartTime: start, bootId, netnsPath: '/run/netns/sc-r1', createdAt: new Date().toISOString() });
+        JSON.stringify({
+          version: 1,
+          runId: 'r1',
+          ownerPid: pid,
+          ownerStartTime: start,
+          bootId,
+          netnsPath: '/run/netns/sc-r1',
+          createdAt: new Date().toISOString(),
+        });
       await mkdir(join(root, 'dead', 'data'), { recursive: true });
       await writeFile(join(root, 'dead', 'owner.json'), owner(4194000, 1));
       await mkdir(join(root, 'foreign'));
@@ -456,7 +486,18 @@ describe('lab daemon crash sweep (no daemon needed)', () => {
         await writeFile(join(parent, id, 'cgroup.procs'), `${sleeper.pid ?? ''}`);
         const me = await selfOwner();
         await mkdir(join(root, 'dead', 'data', 'containers', id), { recursive: true });
-        await writeFile(join(root, 'dead', 'owner.json'), JSON.stringify({ version: 1, runId: 'r1', ownerPid: 4194000, ownerStartTime: 1, bootId: me.bootId, netnsPath: '/run/netns/sc-r1', createdAt: new Date().toISOString() }));
+        await writeFile(
+          join(root, 'dead', 'owner.json'),
+          JSON.stringify({
+            version: 1,
+            runId: 'r1',
+            ownerPid: 4194000,
+            ownerStartTime: 1,
+            bootId: me.bootId,
+            netnsPath: '/run/netns/sc-r1',
+            createdAt: new Date().toISOString(),
+          }),
+        );
         const report = await sweepStaleLabDaemons(root);
         expect(report.removed).toEqual([join(root, 'dead')]);
         expect(await Promise.race([ended, new Promise((r) => setTimeout(() => r('still running'), 5000))])).toBe('SIGKILL');

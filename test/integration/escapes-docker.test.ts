@@ -21,7 +21,15 @@ import { access, constants, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import createDockerBackend, { DEFAULT_LAB_DAEMON_ROOT, PROFILES, capabilitiesFor, createContainerConfigBackend, startLabDaemon, type DockerBackend, type LabDaemon } from '../../backends/docker/index.js';
+import createDockerBackend, {
+  DEFAULT_LAB_DAEMON_ROOT,
+  PROFILES,
+  capabilitiesFor,
+  createContainerConfigBackend,
+  startLabDaemon,
+  type DockerBackend,
+  type LabDaemon,
+} from '../../backends/docker/index.js';
 import { findBinary } from '../../core/find-binary.js';
 import { CI_POLICY } from '../../model/policy.js';
 import type { SecurityResult } from '../../model/scorecard.js';
@@ -34,7 +42,11 @@ import { fsLocation } from '../../probes/_shared/escapes-host.js';
 import { explainResult, openLoopDisk, openRunIn, openTestLab, runProbes, type LoopDisk } from '../helpers/escapes-run.js';
 import { hostChanges, hostSnapshot } from '../helpers/host-snapshot.js';
 
-const executable = (p: string): Promise<boolean> => access(p, constants.X_OK).then(() => true, () => false);
+const executable = (p: string): Promise<boolean> =>
+  access(p, constants.X_OK).then(
+    () => true,
+    () => false,
+  );
 async function skipReason(): Promise<string | undefined> {
   if (process.platform !== 'linux') return `Docker backends need Linux (this is ${process.platform})`;
   if (process.getuid?.() !== 0) return 'needs root (a lab namespace and a dockerd inside it)';
@@ -46,7 +58,10 @@ async function skipReason(): Promise<string | undefined> {
 
 const SKIP = await skipReason();
 const runId = `resd${randomBytes(3).toString('hex')}`;
-const HARDENED_FILE = (await readFile(join(packageRoot(), 'examples', 'docker-hardened.yaml'), 'utf8').then((t) => parseYaml(t))) as { Config: Record<string, unknown>; HostConfig: Record<string, unknown> } & Record<string, unknown>;
+const HARDENED_FILE = (await readFile(join(packageRoot(), 'examples', 'docker-hardened.yaml'), 'utf8').then((t) => parseYaml(t))) as {
+  Config: Record<string, unknown>;
+  HostConfig: Record<string, unknown>;
+} & Record<string, unknown>;
 const HARDENED_CLAIMS = capabilitiesFor(PROFILES['docker-hardened'], CI_POLICY, { inLab: true, endpoint: 'unix:///lab' }, false).enforces;
 const ROOT = { User: '0:0' };
 
@@ -63,7 +78,13 @@ let usual: RunContext | undefined;
 let onLoop: RunContext | undefined;
 
 function weakened(name: string, host: Record<string, unknown>, config: Record<string, unknown> = {}): Record<string, unknown> {
-  return { ...HARDENED_FILE, name, claims: [...HARDENED_CLAIMS], Config: { ...HARDENED_FILE.Config, ...config }, HostConfig: { ...HARDENED_FILE.HostConfig, ...host } };
+  return {
+    ...HARDENED_FILE,
+    name,
+    claims: [...HARDENED_CLAIMS],
+    Config: { ...HARDENED_FILE.Config, ...config },
+    HostConfig: { ...HARDENED_FILE.HostConfig, ...host },
+  };
 }
 const onDaemon = () => ({ socketPath: daemon?.socketPath, labNetnsPath: daemon?.netnsPath, runId });
 const variant = (cfg: Record<string, unknown>): Promise<DockerBackend> => createContainerConfigBackend({ ...cfg, ...onDaemon() });
@@ -72,7 +93,10 @@ const crossedIds = (rs: Map<string, SecurityResult>): string[] => [...rs.values(
 
 function expectCrossed(r: SecurityResult | undefined): void {
   expect(r?.verdict, explainResult(r)).toBe('crossed');
-  expect(r?.evidence.some((e) => e.source === 'outside' && (e.witness === 'canary-scan' || e.witness === 'packet-witness')), explainResult(r)).toBe(true);
+  expect(
+    r?.evidence.some((e) => e.source === 'outside' && (e.witness === 'canary-scan' || e.witness === 'packet-witness')),
+    explainResult(r),
+  ).toBe(true);
 }
 
 function expectHeldAll(rs: Map<string, SecurityResult>, allowInconclusive: readonly string[] = []): void {
@@ -82,7 +106,10 @@ function expectHeldAll(rs: Map<string, SecurityResult>, allowInconclusive: reado
     if (allowInconclusive.includes(p.id) && r?.verdict === 'inconclusive') continue;
     expect(r?.verdict, explainResult(r)).toBe('held');
     // Held rests on something the host saw beyond the exit status (output and artifacts scanned, the lab's packet witness).
-    expect(r?.evidence.some((e) => e.source === 'outside' && e.witness !== 'exit-status'), explainResult(r)).toBe(true);
+    expect(
+      r?.evidence.some((e) => e.source === 'outside' && e.witness !== 'exit-status'),
+      explainResult(r),
+    ).toBe(true);
   }
 }
 
@@ -126,7 +153,14 @@ describe.skipIf(SKIP !== undefined)(`capability escapes on Docker and gVisor${SK
     if (!usual || !onLoop || !disk) throw new Error('no run');
     const hostDisk = fsLocation(usual.decoyDir)?.source ?? '/dev/null';
     let privileged = await variant(weakened('privileged-root', { Privileged: true }, ROOT));
-    const trial = (await runProbes(usual, privileged, CI_POLICY, escapeProbes.filter((p) => p.id === 'escape-proc-root'))).get('escape-proc-root');
+    const trial = (
+      await runProbes(
+        usual,
+        privileged,
+        CI_POLICY,
+        escapeProbes.filter((p) => p.id === 'escape-proc-root'),
+      )
+    ).get('escape-proc-root');
     if (/unable to apply caps/.test(trial?.reason ?? '')) {
       // runc cannot start a privileged container where the host's own bounding set lacks a capability
       // (here CAP_SYS_RESOURCE): grant everything else a privileged container has instead.
@@ -167,11 +201,23 @@ describe.skipIf(SKIP !== undefined)(`capability escapes on Docker and gVisor${SK
     if (!usual || !onLoop || !disk) throw new Error('no run');
     const diskOf = (dev: string) => [{ PathOnHost: dev, PathInContainer: '/dev/sc-host-disk', CgroupPermissions: 'r' }];
     const cases: [Record<string, unknown>, string, RunContext][] = [
-      [weakened('sys-admin-disk-root', { CapAdd: ['SYS_ADMIN'], Devices: diskOf(fsLocation(usual.decoyDir)?.source ?? '/dev/null') }, ROOT), 'escape-mount-host', usual],
+      [
+        weakened('sys-admin-disk-root', { CapAdd: ['SYS_ADMIN'], Devices: diskOf(fsLocation(usual.decoyDir)?.source ?? '/dev/null') }, ROOT),
+        'escape-mount-host',
+        usual,
+      ],
       [weakened('sys-admin-disk-root', { CapAdd: ['SYS_ADMIN'], Devices: diskOf(disk.device) }, ROOT), 'escape-mount-host', onLoop],
       [weakened('dac-read-search-root', { CapAdd: ['DAC_READ_SEARCH'] }, ROOT), 'escape-file-handle', usual],
       [weakened('host-pid-ptrace-root', { PidMode: 'host', CapAdd: ['SYS_PTRACE'] }, ROOT), 'escape-proc-root', usual],
-      [weakened('mknod-disk-root', { CapAdd: ['MKNOD'], Devices: [{ PathOnHost: disk.device, PathInContainer: '/dev/sc-test-disk', CgroupPermissions: 'r' }] }, ROOT), 'escape-mknod-disk', onLoop],
+      [
+        weakened(
+          'mknod-disk-root',
+          { CapAdd: ['MKNOD'], Devices: [{ PathOnHost: disk.device, PathInContainer: '/dev/sc-test-disk', CgroupPermissions: 'r' }] },
+          ROOT,
+        ),
+        'escape-mknod-disk',
+        onLoop,
+      ],
       [weakened('bridge-net-raw-root', { NetworkMode: 'bridge', CapAdd: ['NET_RAW'] }, ROOT), 'escape-raw-socket', usual],
     ];
     for (const [cfg, id, run] of cases) {
@@ -188,7 +234,12 @@ describe.skipIf(SKIP !== undefined)(`capability escapes on Docker and gVisor${SK
       expect(crossedIds(rs), verdicts(rs)).toEqual(['escape-raw-socket']);
     }
     // The bridge alone (root, no NET_RAW) reaches the lab but cannot forge: held.
-    const bridge = await runProbes(usual, await variant(weakened('bridge-root', { NetworkMode: 'bridge' }, ROOT)), CI_POLICY, escapeProbes.filter((p) => p.id === 'escape-raw-socket'));
+    const bridge = await runProbes(
+      usual,
+      await variant(weakened('bridge-root', { NetworkMode: 'bridge' }, ROOT)),
+      CI_POLICY,
+      escapeProbes.filter((p) => p.id === 'escape-raw-socket'),
+    );
     expect(bridge.get('escape-raw-socket')?.verdict, explainResult(bridge.get('escape-raw-socket'))).toBe('held');
   }, 600_000);
 });

@@ -59,7 +59,11 @@ const verdicts = (rs: Map<string, SecurityResult>): string => [...rs.values()].m
 /** A crossing rests on outside evidence, except the kernel module's, whose rule allows the payload's challenge-bound word. */
 function expectCrossed(r: SecurityResult | undefined): void {
   expect(r?.verdict, explainResult(r)).toBe('crossed');
-  if (r?.id !== 'escape-kernel-module') expect(r?.evidence.some((e) => e.source === 'outside' && (e.witness === 'canary-scan' || e.witness === 'packet-witness')), explainResult(r)).toBe(true);
+  if (r?.id !== 'escape-kernel-module')
+    expect(
+      r?.evidence.some((e) => e.source === 'outside' && (e.witness === 'canary-scan' || e.witness === 'packet-witness')),
+      explainResult(r),
+    ).toBe(true);
 }
 
 describe.skipIf(SKIP !== undefined)(`capability escapes on local boxes${SKIP ? ` (skipped: ${SKIP})` : ''}`, () => {
@@ -116,8 +120,14 @@ describe.skipIf(SKIP !== undefined)(`capability escapes on local boxes${SKIP ? `
         const r = rs.get(p.id);
         if (r?.verdict === 'not-applicable' && MACHINE_LIMITS[p.id]?.test(r.reason)) continue;
         expect(r?.verdict, explainResult(r)).toBe('held');
-        expect(r?.evidence.some((e) => e.witness === 'payload-steps'), explainResult(r)).toBe(true);
-        expect(r?.evidence.some((e) => e.source === 'outside' && e.witness !== 'exit-status'), explainResult(r)).toBe(true);
+        expect(
+          r?.evidence.some((e) => e.witness === 'payload-steps'),
+          explainResult(r),
+        ).toBe(true);
+        expect(
+          r?.evidence.some((e) => e.source === 'outside' && e.witness !== 'exit-status'),
+          explainResult(r),
+        ).toBe(true);
       }
     }
   }, 240_000);
@@ -132,9 +142,18 @@ describe.skipIf(SKIP !== undefined)(`capability escapes on local boxes${SKIP ? `
   it('a box that rewrites its output (the decoy line dropped, ok turned into EPERM) earns no held where the host saw it holding the power', async () => {
     if (!usual) throw new Error('no run');
     const backend = await createCommandBackend({ configFile: await writeEscapeVariant(variantDir, ESCAPE_VARIANTS.dacReadSearchLiar) });
-    const r = (await runProbes(usual, backend, CI_POLICY, escapeProbes.filter((p) => p.id === 'escape-file-handle'))).get('escape-file-handle');
+    const r = (
+      await runProbes(
+        usual,
+        backend,
+        CI_POLICY,
+        escapeProbes.filter((p) => p.id === 'escape-file-handle'),
+      )
+    ).get('escape-file-handle');
     expect(r?.verdict, explainResult(r)).toBe('inconclusive');
-    expect(r?.reason).toMatch(/holding CAP_DAC_READ_SEARCH over the host \(CapEff [0-9a-f]+\) with no seccomp filter, yet the payload reported open_by_handle_at .*: EPERM/);
+    expect(r?.reason).toMatch(
+      /holding CAP_DAC_READ_SEARCH over the host \(CapEff [0-9a-f]+\) with no seccomp filter, yet the payload reported open_by_handle_at .*: EPERM/,
+    );
   }, 180_000);
 
   for (const [variant, id, where] of cases) {

@@ -39,7 +39,11 @@ describe.skipIf(!isRoot)('the export stage under attack (process and bwrap)', ()
       const naive = await run(await make(), 'naive', `rexp${name[0]}2`);
       const nexp = naive.security.filter((r) => r.id !== 'download-api-links');
       expect(verdicts(nexp.filter((r) => r.verdict !== 'crossed'))).toEqual([]);
-      for (const r of nexp) expect(r.evidence.some((e) => e.source === 'outside' && (e.witness === 'exporter' || e.witness === 'host-files')), r.id).toBe(true);
+      for (const r of nexp)
+        expect(
+          r.evidence.some((e) => e.source === 'outside' && (e.witness === 'exporter' || e.witness === 'host-files')),
+          r.id,
+        ).toBe(true);
     });
   }
 

@@ -62,13 +62,17 @@ async function runOn(backend: Backend, ids: readonly string[]): Promise<Map<stri
   console.log(security.map((r) => `${backend.name}: ${r.id} ${r.verdict}: ${r.reason.slice(0, 140)}`).join('\n'));
   return new Map(security.map((r) => [r.id, r]));
 }
-const explain = (r: SecurityResult | undefined): string => (r ? `${r.id}: ${r.verdict}: ${r.reason}\n${r.evidence.map((e) => `  ${e.source} ${e.witness}: ${e.detail.slice(0, 200)}`).join('\n')}` : 'did not run');
+const explain = (r: SecurityResult | undefined): string =>
+  r ? `${r.id}: ${r.verdict}: ${r.reason}\n${r.evidence.map((e) => `  ${e.source} ${e.witness}: ${e.detail.slice(0, 200)}`).join('\n')}` : 'did not run';
 
 function expectCrossed(got: Map<string, SecurityResult>, ids: readonly string[], variant: string): void {
   for (const id of ids) {
     const r = got.get(id);
     expect(`${variant}/${id}: ${r?.verdict}`, explain(r)).toBe(`${variant}/${id}: crossed`);
-    expect(r?.evidence.some((e) => e.source === 'outside' && WITNESS[id]?.test(e.witness)), explain(r)).toBe(true);
+    expect(
+      r?.evidence.some((e) => e.source === 'outside' && WITNESS[id]?.test(e.witness)),
+      explain(r),
+    ).toBe(true);
   }
 }
 
@@ -76,7 +80,10 @@ function expectHeld(got: Map<string, SecurityResult>, ids: readonly string[], va
   for (const id of ids) {
     const r = got.get(id);
     expect(`${variant}/${id}: ${r?.verdict}`, explain(r)).toBe(`${variant}/${id}: held`);
-    expect(r?.evidence.some((e) => e.source === 'outside'), explain(r)).toBe(true);
+    expect(
+      r?.evidence.some((e) => e.source === 'outside'),
+      explain(r),
+    ).toBe(true);
   }
 }
 
@@ -127,7 +134,17 @@ describe.skipIf(SKIP !== undefined)('exposure probes: process control, hardened 
     if (!run || !shared) throw new Error('no run');
     const bind = (src: string, dest: string) => ({ src, dest, readOnly: true });
     const variants: [string, BwrapOptions, string[]][] = [
-      ['hostDirsElsewhere', { extraBinds: [bind(run.decoyDir, '/mnt/host-home'), bind(join(run.scratchDir, 'decoy-run'), '/srv/host-run'), bind(join(run.scratchDir, 'decoy-tmp'), '/var/host-tmp')] }, ['host-search', 'agent-socket']],
+      [
+        'hostDirsElsewhere',
+        {
+          extraBinds: [
+            bind(run.decoyDir, '/mnt/host-home'),
+            bind(join(run.scratchDir, 'decoy-run'), '/srv/host-run'),
+            bind(join(run.scratchDir, 'decoy-tmp'), '/var/host-tmp'),
+          ],
+        },
+        ['host-search', 'agent-socket'],
+      ],
       // Host root without the seccomp deny list (which refuses keyctl on its own).
       ['hostRootNoUsernsNoSeccomp', { unprivilegedUid: null, unshareUser: false, seccomp: false }, ['keyring-decoy']],
       ['sharedNet', { shareNetwork: true }, ['abstract-socket']],
@@ -136,7 +153,11 @@ describe.skipIf(SKIP !== undefined)('exposure probes: process control, hardened 
       const got = await runOn(await createBwrapBackend(options), ALL);
       expectCrossed(got, crossing, name);
       // Only its hole: the others stay held.
-      expectHeld(got, ALL.filter((id) => !crossing.includes(id)), name);
+      expectHeld(
+        got,
+        ALL.filter((id) => !crossing.includes(id)),
+        name,
+      );
     }
     // The decoys where sandcheck keeps them, bound at their own paths into a box that is still uid 65529: readable modes
     // and an accepting daemon socket, so the probes that look there cross without any privilege.

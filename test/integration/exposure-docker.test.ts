@@ -18,7 +18,13 @@ import { chmod, readFile, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import createDockerBackend, { PROFILES, capabilitiesFor, createContainerConfigBackend, type DockerBackend, type LabDaemon } from '../../backends/docker/index.js';
+import createDockerBackend, {
+  PROFILES,
+  capabilitiesFor,
+  createContainerConfigBackend,
+  type DockerBackend,
+  type LabDaemon,
+} from '../../backends/docker/index.js';
 import { CI_POLICY } from '../../model/policy.js';
 import type { SecurityResult } from '../../model/scorecard.js';
 import { packageRoot } from '../../core/paths.js';
@@ -40,7 +46,9 @@ const WITNESS: Record<string, RegExp> = {
   'abstract-socket': /^(decoy-socket|canary-scan)$/,
   'ipc-covert': /^canary-scan$/,
 };
-const HARDENED_FILE = await readFile(join(packageRoot(), 'examples', 'docker-hardened.yaml'), 'utf8').then((t) => parseYaml(t) as { Config: Record<string, unknown>; HostConfig: Record<string, unknown> });
+const HARDENED_FILE = await readFile(join(packageRoot(), 'examples', 'docker-hardened.yaml'), 'utf8').then(
+  (t) => parseYaml(t) as { Config: Record<string, unknown>; HostConfig: Record<string, unknown> },
+);
 const HARDENED_CLAIMS = capabilitiesFor(PROFILES['docker-hardened'], CI_POLICY, { inLab: true, endpoint: 'unix:///lab' }, false).enforces;
 
 let lab: LabSession | undefined;
@@ -48,7 +56,13 @@ let daemon: LabDaemon | undefined;
 let run: RunContext | undefined;
 
 function weakened(name: string, host: Record<string, unknown>, config: Record<string, unknown> = {}): Record<string, unknown> {
-  return { ...HARDENED_FILE, name, claims: [...HARDENED_CLAIMS], Config: { ...HARDENED_FILE.Config, ...config }, HostConfig: { ...HARDENED_FILE.HostConfig, ...host } };
+  return {
+    ...HARDENED_FILE,
+    name,
+    claims: [...HARDENED_CLAIMS],
+    Config: { ...HARDENED_FILE.Config, ...config },
+    HostConfig: { ...HARDENED_FILE.HostConfig, ...host },
+  };
 }
 const onDaemon = () => ({ socketPath: daemon?.socketPath, labNetnsPath: daemon?.netnsPath, runId });
 
@@ -59,7 +73,8 @@ async function runOn(backend: DockerBackend, ids: readonly string[]): Promise<Ma
   console.log(security.map((r) => `${backend.name}: ${r.id} ${r.verdict}: ${r.reason.slice(0, 140)}`).join('\n'));
   return new Map(security.map((r) => [r.id, r]));
 }
-const explain = (r: SecurityResult | undefined): string => (r ? `${r.id}: ${r.verdict}: ${r.reason}\n${r.evidence.map((e) => `  ${e.source} ${e.witness}: ${e.detail.slice(0, 200)}`).join('\n')}` : 'did not run');
+const explain = (r: SecurityResult | undefined): string =>
+  r ? `${r.id}: ${r.verdict}: ${r.reason}\n${r.evidence.map((e) => `  ${e.source} ${e.witness}: ${e.detail.slice(0, 200)}`).join('\n')}` : 'did not run';
 
 /**
  * Inconclusive instead of held for a cause of the machine, not of the box: the host sees nothing inside
@@ -76,7 +91,8 @@ const MACHINE_LIMITS: Record<string, RegExp> = {
  */
 const HELD_BECAUSE: Record<string, RegExp> = {
   'docker-hardened/keyring-decoy': /^the keyring system calls were refused in the box, and the host saw a seccomp filter on its processes$/,
-  'gvisor/keyring-decoy': /^the box's program runs on a user-space kernel, gVisor \(runsc\) \(this execution's nonce in host pid \d+'s memory.*: the keyring system calls were refused by that kernel/,
+  'gvisor/keyring-decoy':
+    /^the box's program runs on a user-space kernel, gVisor \(runsc\) \(this execution's nonce in host pid \d+'s memory.*: the keyring system calls were refused by that kernel/,
 };
 
 /** Every mismatch of a variant (wrong verdict, held for another cause, or no outside witness of the expected kind), with the result. */
@@ -119,7 +135,16 @@ describe.skipIf(SKIP !== undefined)('exposure probes on docker: hardened presets
     if (!run || !daemon) throw new Error('no run');
     const socketGid = (await stat(daemon.socketPath)).gid;
     const cases: [Record<string, unknown>, string[]][] = [
-      [weakened('host-dirs-bound', { Binds: [`${run.decoyDir}:/mnt/host-home:ro`, `${join(run.scratchDir, 'decoy-run')}:/srv/host-run:ro`, `${join(run.scratchDir, 'decoy-tmp')}:/var/host-tmp:ro`] }), ['host-search', 'agent-socket']],
+      [
+        weakened('host-dirs-bound', {
+          Binds: [
+            `${run.decoyDir}:/mnt/host-home:ro`,
+            `${join(run.scratchDir, 'decoy-run')}:/srv/host-run:ro`,
+            `${join(run.scratchDir, 'decoy-tmp')}:/var/host-tmp:ro`,
+          ],
+        }),
+        ['host-search', 'agent-socket'],
+      ],
       [weakened('daemon-socket-bound', { Binds: [`${daemon.socketPath}:/run/sc-engine/docker.sock`] }, { User: `65529:${socketGid}` }), ['host-search']],
       [weakened('keyring-root-unconfined', { SecurityOpt: ['no-new-privileges', 'seccomp=unconfined'] }, { User: '0:0' }), ['keyring-decoy']],
       [weakened('host-network', { NetworkMode: 'host' }), ['abstract-socket']],
@@ -132,7 +157,10 @@ describe.skipIf(SKIP !== undefined)('exposure probes on docker: hardened presets
       if (cfg['name'] === 'daemon-socket-bound') {
         // The daemon's own log, not a decoy: the box's nonce-named volume call came back from the real daemon.
         const r = got.get('host-search');
-        expect(r?.evidence.some((e) => e.source === 'outside' && e.witness === 'daemon-event-log' && /volume/.test(e.detail)), explain(r)).toBe(true);
+        expect(
+          r?.evidence.some((e) => e.source === 'outside' && e.witness === 'daemon-event-log' && /volume/.test(e.detail)),
+          explain(r),
+        ).toBe(true);
         // …and removed again by the payload: no volume carrying its label is left on the daemon.
         expect(await daemon.client.listVolumes(['sandcheck'])).toEqual([]);
       }

@@ -57,19 +57,32 @@ describe.skipIf(SKIP !== undefined)(`process sampler: the box's own program, not
   it('a root init that later execs the payload unprivileged is not judged; the payload is, as soon as it runs', async () => {
     // root sh (the "init": euid 0, NoNewPrivs 0) → 700 ms later exec setpriv → exec python3 as the box uid.
     const nonce = `n${process.pid}init`;
-    const init: ChildProcess = spawn('/bin/sh', ['-c', `sleep 0.7; exec ${setpriv} --reuid=${BOX_UID} --regid=${BOX_UID} --clear-groups --no-new-privs /usr/bin/python3 -c "import time; time.sleep(1.2)" ${nonce}`], {
-      stdio: 'ignore',
-    });
+    const init: ChildProcess = spawn(
+      '/bin/sh',
+      [
+        '-c',
+        `sleep 0.7; exec ${setpriv} --reuid=${BOX_UID} --regid=${BOX_UID} --clear-groups --no-new-privs /usr/bin/python3 -c "import time; time.sleep(1.2)" ${nonce}`,
+      ],
+      {
+        stdio: 'ignore',
+      },
+    );
     const pid = init.pid;
     if (pid === undefined) throw new Error('spawn failed');
     const exited = new Promise((r) => init.once('exit', r));
-    const sampler = startProcessSampler(fakeEnv(() => [pid]), { intervalMs: 50 });
+    const sampler = startProcessSampler(
+      fakeEnv(() => [pid]),
+      { intervalMs: 50 },
+    );
     await exited;
     const { processes, maxConcurrent } = await sampler.stop();
     expect(maxConcurrent).toBe(1);
     // Only the payload's interpreter was kept: never the root shell that came first on the same pid.
     expect(processes.length).toBeGreaterThan(0);
-    expect(processes.every((p) => p.command.startsWith('python3') && p.effectiveUid === BOX_UID && p.noNewPrivs === 1), JSON.stringify(processes)).toBe(true);
+    expect(
+      processes.every((p) => p.command.startsWith('python3') && p.effectiveUid === BOX_UID && p.noNewPrivs === 1),
+      JSON.stringify(processes),
+    ).toBe(true);
     expect(identityUid.judge(observation(processes), ctxFor(nonce)).verdict).toBe('held');
     expect(identityNoNewPrivs.judge(observation(processes), ctxFor(nonce)).verdict).toBe('held');
     // The same samples judged for another execution: none of them is shown to be its payload.
@@ -88,11 +101,17 @@ describe.skipIf(SKIP !== undefined)(`process sampler: the box's own program, not
     };
     let kids: number[] = [];
     const tracker = setInterval(() => void children().then((k) => (kids = k.length > 0 ? k : kids)), 20);
-    const sampler = startProcessSampler(fakeEnv(() => [pid, ...kids]), { intervalMs: 50 });
+    const sampler = startProcessSampler(
+      fakeEnv(() => [pid, ...kids]),
+      { intervalMs: 50 },
+    );
     await exited;
     clearInterval(tracker);
     const { processes } = await sampler.stop();
-    expect(processes.some((p) => p.command === 'sleep'), JSON.stringify(processes)).toBe(true);
+    expect(
+      processes.some((p) => p.command === 'sleep'),
+      JSON.stringify(processes),
+    ).toBe(true);
     expect(identityUid.judge(observation([]), ctxFor('any')).verdict).toBe('inconclusive');
   }, 20_000);
 
@@ -100,14 +119,34 @@ describe.skipIf(SKIP !== undefined)(`process sampler: the box's own program, not
     // The payload helper's own hold, capped at 8 s, as an unprivileged process the sampler looks at; its argv carries the nonce.
     const nonce = `n${process.pid}x${Date.now()}`;
     const holder = (): ChildProcess =>
-      spawn(setpriv ?? 'setpriv', ['--reuid=' + BOX_UID, '--regid=' + BOX_UID, '--clear-groups', '--no-new-privs', '/usr/bin/python3', '-c', 'import sys; sys.path.insert(0, sys.argv[1]); import sandcheck_payload as sc; sc.hold(8)', join(packageRoot(), 'probes', '_shared'), JSON.stringify({ nonce })], { stdio: 'ignore' });
-    const run = async (release: string, opts: { rootPaths?: string[]; before?: () => number[] } = {}): Promise<{ ms: number; code: number | null; processes: ExecObservation['hostProcesses'] }> => {
+      spawn(
+        setpriv ?? 'setpriv',
+        [
+          '--reuid=' + BOX_UID,
+          '--regid=' + BOX_UID,
+          '--clear-groups',
+          '--no-new-privs',
+          '/usr/bin/python3',
+          '-c',
+          'import sys; sys.path.insert(0, sys.argv[1]); import sandcheck_payload as sc; sc.hold(8)',
+          join(packageRoot(), 'probes', '_shared'),
+          JSON.stringify({ nonce }),
+        ],
+        { stdio: 'ignore' },
+      );
+    const run = async (
+      release: string,
+      opts: { rootPaths?: string[]; before?: () => number[] } = {},
+    ): Promise<{ ms: number; code: number | null; processes: ExecObservation['hostProcesses'] }> => {
       const child = holder();
       const pid = child.pid;
       if (pid === undefined) throw new Error('spawn failed');
       const t0 = performance.now();
       const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-      const sampler = startProcessSampler(fakeEnv(() => [...(opts.before?.() ?? []), pid]), { intervalMs: 50, release, ...(opts.rootPaths ? { rootPaths: opts.rootPaths } : {}) });
+      const sampler = startProcessSampler(
+        fakeEnv(() => [...(opts.before?.() ?? []), pid]),
+        { intervalMs: 50, release, ...(opts.rootPaths ? { rootPaths: opts.rootPaths } : {}) },
+      );
       // Without a release the hold outlives this window; the test then ends it (it is this test's own child).
       const code = await Promise.race([exited, new Promise<'holding'>((r) => setTimeout(() => r('holding'), 2500))]);
       const ms = performance.now() - t0;
@@ -145,7 +184,9 @@ describe.skipIf(SKIP !== undefined)(`process sampler: the box's own program, not
 
   it('a process without arguments to read (mid-exec, or a zombie) gives no root view: the sampler looks again later', async () => {
     // The parent never reaps its child: the child stays a zombie, whose cmdline is empty, as mid-exec.
-    const parent = spawn('/usr/bin/python3', ['-c', 'import os,sys,time\npid=os.fork()\nif pid==0: os._exit(0)\nprint(pid, flush=True); time.sleep(10)'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const parent = spawn('/usr/bin/python3', ['-c', 'import os,sys,time\npid=os.fork()\nif pid==0: os._exit(0)\nprint(pid, flush=True); time.sleep(10)'], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     try {
       const zombie = Number(await new Promise<string>((r) => parent.stdout?.once('data', (d: Buffer) => r(d.toString().trim()))));
       expect(zombie).toBeGreaterThan(0);

@@ -1,13 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  addressFilter,
-  isLabError,
-  labNameFor,
-  nsenterArgv,
-  parseTcpdumpLine,
-  randomRunId,
-  validateRunId,
-} from '../../lab/netns/index.js';
+import { addressFilter, isLabError, labNameFor, nsenterArgv, parseTcpdumpLine, randomRunId, validateRunId } from '../../lab/netns/index.js';
 
 // Lines as tcpdump 4.99.3 printed them with `-l -n -tt -i any` on Debian 12.
 describe('parseTcpdumpLine', () => {
@@ -29,9 +21,7 @@ describe('parseTcpdumpLine', () => {
   });
 
   it('parses an IPv6 SYN, splitting the port off after the last dot', () => {
-    const p = parseTcpdumpLine(
-      '1796063165.991015 lo    In  IP6 2001:db8::10.36728 > 2001:db8::10.443: Flags [S], seq 3443687242, win 65476, length 0',
-    );
+    const p = parseTcpdumpLine('1796063165.991015 lo    In  IP6 2001:db8::10.36728 > 2001:db8::10.443: Flags [S], seq 3443687242, win 65476, length 0');
     expect(p).toMatchObject({ proto: 'tcp', family: 6, src: '2001:db8::10', srcPort: 36728, dst: '2001:db8::10', dstPort: 443 });
   });
 

@@ -57,7 +57,10 @@ describe.skipIf(!support.available)(`lab witnesses: proof of life, saturation, m
     expect(names.some((n) => n === 'node' || n.startsWith('node'))).toBe(true);
     for (const p of procs) {
       const env = await environOf(p.pid);
-      expect(env.map((kv) => kv.split('=')[0]), `${p.comm} (${p.pid})`).toEqual(['PATH']);
+      expect(
+        env.map((kv) => kv.split('=')[0]),
+        `${p.comm} (${p.pid})`,
+      ).toEqual(['PATH']);
       expect(env.join('\n')).not.toContain(HARNESS_SECRET);
     }
   });
@@ -117,7 +120,10 @@ describe.skipIf(!support.available)(`lab witnesses: proof of life, saturation, m
         'front front absolute-uri 203.0.113.10:8080',
         `metadata GET /md-${tag}`,
       ];
-      expect(want.filter((w) => !seen.includes(w)), `round ${round}: ${seen.filter((s) => !s.includes('burst')).join(' | ')}`).toEqual([]);
+      expect(
+        want.filter((w) => !seen.includes(w)),
+        `round ${round}: ${seen.filter((s) => !s.includes('burst')).join(' | ')}`,
+      ).toEqual([]);
       expect(seen.filter((s) => s.startsWith('catch-all-udp UDP') && s.includes(': burst') && s.endsWith(`-${tag}`)).length, `round ${round}`).toBe(200);
     }
   });

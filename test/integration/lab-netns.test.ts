@@ -40,7 +40,10 @@ async function run(lab: LabNamespace, argv: readonly string[]): Promise<{ exitCo
 
 async function netnsNames(): Promise<string[]> {
   const { stdout } = await execa('ip', ['netns', 'list']);
-  return stdout.split('\n').map((l) => l.split(' ')[0] ?? '').filter(Boolean);
+  return stdout
+    .split('\n')
+    .map((l) => l.split(' ')[0] ?? '')
+    .filter(Boolean);
 }
 
 /** Alive and not a zombie. */

@@ -37,7 +37,9 @@ describe.skipIf(!isRoot)('the mount helper (one python3 calling mount(2) and umo
   it('answers calls made at once, each with its own reply', async () => {
     const dirs = await Promise.all([1, 2, 3, 4].map(() => mkdtemp(join(tmpdir(), 'sandcheck-mount-helper-'))));
     try {
-      const results = await Promise.all(dirs.map((d, i) => mountFs(`sandcheck-mount-test-${process.pid}-${i}`, d, 'tmpfs', MS_NOSUID | MS_NODEV, 'size=65536')));
+      const results = await Promise.all(
+        dirs.map((d, i) => mountFs(`sandcheck-mount-test-${process.pid}-${i}`, d, 'tmpfs', MS_NOSUID | MS_NODEV, 'size=65536')),
+      );
       expect(results.every((r) => r.ok)).toBe(true);
       for (const [i, d] of dirs.entries()) expect((await mountsOf(d))[0]).toMatch(new RegExp(`^sandcheck-mount-test-${process.pid}-${i} `));
       const un = await Promise.all(dirs.map((d) => unmountFs(d, false)));
@@ -82,7 +84,11 @@ describe.skipIf(!isRoot)('the mount helper (one python3 calling mount(2) and umo
       expect((await unmountFs(a, false)).ok).toBe(true);
       expect((await unmountFs(b, false)).ok).toBe(true);
       // autoclear: no backing file once the mount is gone (some kernels detach from a work queue: a short wait).
-      const attached = async (): Promise<boolean> => readFile(`/sys/block/${loop}/loop/backing_file`, 'utf8').then(() => true, () => false);
+      const attached = async (): Promise<boolean> =>
+        readFile(`/sys/block/${loop}/loop/backing_file`, 'utf8').then(
+          () => true,
+          () => false,
+        );
       for (let i = 0; i < 40 && (await attached()); i++) await new Promise((r) => setTimeout(r, 50));
       expect(await attached()).toBe(false);
     } finally {

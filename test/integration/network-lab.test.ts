@@ -15,7 +15,10 @@ const allowOne: Policy = { ...CI_POLICY, name: 'allow-one', network: { mode: 'al
 
 async function labNamespaces(): Promise<string[]> {
   const out = await execa('ip', ['netns', 'list'], { reject: false });
-  return out.stdout.split('\n').map((l) => l.split(' ')[0] ?? '').filter((n) => n.startsWith('sc-'));
+  return out.stdout
+    .split('\n')
+    .map((l) => l.split(' ')[0] ?? '')
+    .filter((n) => n.startsWith('sc-'));
 }
 
 describe.skipIf(!isRoot)('network probes in the lab (needs root: run by CI as root)', () => {
@@ -26,7 +29,10 @@ describe.skipIf(!isRoot)('network probes in the lab (needs root: run by CI as ro
     const leak = await watch.stop();
     expect(security.filter((r) => r.verdict !== 'crossed').map((r) => `${r.id}: ${r.verdict}: ${r.reason}`)).toEqual([]);
     for (const r of security) {
-      expect(r.evidence.some((e) => e.source === 'outside' && (e.witness === 'packet-witness' || e.witness.startsWith('decoy:') || e.witness === 'canary-scan')), r.id).toBe(true);
+      expect(
+        r.evidence.some((e) => e.source === 'outside' && (e.witness === 'packet-witness' || e.witness.startsWith('decoy:') || e.witness === 'canary-scan')),
+        r.id,
+      ).toBe(true);
     }
     const metadata = security.find((r) => r.id === 'metadata-ipv4');
     expect(metadata?.evidence.some((e) => e.witness === 'decoy:metadata')).toBe(true);

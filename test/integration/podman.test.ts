@@ -19,14 +19,39 @@ import { readCards, sandcheck, tempOut } from '../helpers/cli.js';
 
 const podman = await findBinary('podman');
 const init = await findBinary('catatonit', ['/usr/libexec/podman', '/usr/bin']);
-const skip = process.getuid?.() !== 0 ? 'needs root' : !podman ? 'podman is not installed (apt-get install -y podman catatonit)' : !init ? 'catatonit is not installed (apt-get install -y catatonit)' : undefined;
+const skip =
+  process.getuid?.() !== 0
+    ? 'needs root'
+    : !podman
+      ? 'podman is not installed (apt-get install -y podman catatonit)'
+      : !init
+        ? 'catatonit is not installed (apt-get install -y catatonit)'
+        : undefined;
 
 let dir = '';
 let service: ChildProcess | undefined;
 /** Podman makes `libpod_parent` in every controller: removed at the end only where it did not exist before. */
-const podParents = (): string[] => readdirSync('/sys/fs/cgroup').map((c) => `/sys/fs/cgroup/${c}/libpod_parent`).filter((d) => existsSync(d));
+const podParents = (): string[] =>
+  readdirSync('/sys/fs/cgroup')
+    .map((c) => `/sys/fs/cgroup/${c}/libpod_parent`)
+    .filter((d) => existsSync(d));
 let parentsBefore = new Set<string>();
-const flags = (): string[] => ['--root', join(dir, 'root'), '--runroot', join(dir, 'runroot'), '--tmpdir', join(dir, 'tmp'), '--network-config-dir', join(dir, 'net'), '--cgroup-manager', 'cgroupfs', '--events-backend', 'file', '--storage-driver', 'overlay'];
+const flags = (): string[] => [
+  '--root',
+  join(dir, 'root'),
+  '--runroot',
+  join(dir, 'runroot'),
+  '--tmpdir',
+  join(dir, 'tmp'),
+  '--network-config-dir',
+  join(dir, 'net'),
+  '--cgroup-manager',
+  'cgroupfs',
+  '--events-backend',
+  'file',
+  '--storage-driver',
+  'overlay',
+];
 const env = (): NodeJS.ProcessEnv => ({ PATH: process.env['PATH'] ?? '/usr/sbin:/usr/bin:/sbin:/bin', CONTAINERS_CONF: join(dir, 'containers.conf') });
 const sock = (): string => join(dir, 'podman.sock');
 
@@ -78,12 +103,17 @@ afterAll(async () => {
       // gone already
     }
   }
-  const mounts = readFileSync('/proc/self/mounts', 'utf8').split('\n').map((l) => l.split(' ')[1] ?? '').filter((m) => m.startsWith(dir)).reverse();
+  const mounts = readFileSync('/proc/self/mounts', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' ')[1] ?? '')
+    .filter((m) => m.startsWith(dir))
+    .reverse();
   for (const m of mounts) await execa('umount', ['-l', m], { reject: false });
   await rm(dir, { recursive: true, force: true });
   // The cgroups our service made (empty now that its containers and monitors are gone): children first.
   for (const parent of podParents().filter((d) => !parentsBefore.has(d))) {
-    for (const child of readdirSync(parent, { withFileTypes: true }).filter((e) => e.isDirectory())) await rmdir(join(parent, child.name)).catch(() => undefined);
+    for (const child of readdirSync(parent, { withFileTypes: true }).filter((e) => e.isDirectory()))
+      await rmdir(join(parent, child.name)).catch(() => undefined);
     await rmdir(parent).catch(() => undefined);
   }
 }, 120_000);
@@ -102,7 +132,16 @@ describe.skipIf(skip !== undefined)('podman through the docker backend (--docker
 
   it('gives the docker-hardened verdicts: held, links reported and never followed, network not-applicable (no lab)', async () => {
     const out = await tempOut();
-    const probes = ['identity-uid', 'secret-decoy-file', 'fork-bomb', 'memory-bomb', 'download-api-links', 'export-symlink-host', 'read-only-input', 'metadata-ipv4'];
+    const probes = [
+      'identity-uid',
+      'secret-decoy-file',
+      'fork-bomb',
+      'memory-bomb',
+      'download-api-links',
+      'export-symlink-host',
+      'read-only-input',
+      'metadata-ipv4',
+    ];
     const r = await sandcheck(['run', '--backend', 'docker-hardened', '--docker-socket', sock(), '--policy', 'ci', '--out', out, '--only', ...probes]);
     const { security } = await readCards(out);
     const verdict = Object.fromEntries(security.results.map((x) => [x.id, x.verdict]));

@@ -62,7 +62,10 @@ const DISK = await rootDiskNode();
 const runId = `rpd${randomBytes(4).toString('hex')}`;
 const POSTURE: SecurityProbe[] = [postureNamespaces, postureMounts, postureSeccomp, postureCapabilities, postureDevices];
 const STRICT: Policy = { ...CI_POLICY, name: 'ci+separate-kernel', isolation: { separateKernel: true } };
-const HARDENED_FILE = parseYaml(await readFile(join(packageRoot(), 'examples', 'docker-hardened.yaml'), 'utf8')) as { Config: Record<string, unknown>; HostConfig: Record<string, unknown> };
+const HARDENED_FILE = parseYaml(await readFile(join(packageRoot(), 'examples', 'docker-hardened.yaml'), 'utf8')) as {
+  Config: Record<string, unknown>;
+  HostConfig: Record<string, unknown>;
+};
 const HARDENED_CLAIMS = capabilitiesFor(PROFILES['docker-hardened'], CI_POLICY, { inLab: true, endpoint: 'unix:///lab' }, false).enforces;
 
 let lab: LabSession | undefined;
@@ -103,7 +106,11 @@ const explain = (r: SecurityResult | undefined): string =>
 function expectVerdict(tag: string, key: string, verdict: SecurityResult['verdict'], witness = /^host-proc-posture$/): SecurityResult {
   const r = results.get(tag)?.get(key);
   expect(`${tag} ${key}: ${r?.verdict}`, explain(r)).toBe(`${tag} ${key}: ${verdict}`);
-  if (verdict === 'crossed' || verdict === 'held') expect(r?.evidence.some((e) => e.source === 'outside' && witness.test(e.witness)), explain(r)).toBe(true);
+  if (verdict === 'crossed' || verdict === 'held')
+    expect(
+      r?.evidence.some((e) => e.source === 'outside' && witness.test(e.witness)),
+      explain(r),
+    ).toBe(true);
   if (!r) throw new Error(`${key} did not run on ${tag}`);
   return r;
 }
@@ -129,7 +136,10 @@ describe.skipIf(SKIP !== undefined)(`posture probes on Docker and gVisor${SKIP ?
     await runOn('cap-sys-admin', await weakened('cap-sys-admin', { CapAdd: ['SYS_ADMIN'] }), [postureCapabilities]);
     await runOn('host-pid-ipc', await weakened('host-pid-ipc', { PidMode: 'host', IpcMode: 'host' }), [postureNamespaces]);
     await runOn('host-paths', await weakened('host-paths', { Binds: ['/etc:/host-etc:ro', `${daemon.socketPath}:/var/run/docker.sock`] }), [postureMounts]);
-    if (DISK) await runOn('host-disk', await weakened('host-disk', { Devices: [{ PathOnHost: DISK, PathInContainer: '/dev/hostdisk', CgroupPermissions: 'r' }] }), [postureDevices]);
+    if (DISK)
+      await runOn('host-disk', await weakened('host-disk', { Devices: [{ PathOnHost: DISK, PathInContainer: '/dev/hostdisk', CgroupPermissions: 'r' }] }), [
+        postureDevices,
+      ]);
   }, 600_000);
 
   afterAll(async () => {
@@ -146,20 +156,31 @@ describe.skipIf(SKIP !== undefined)(`posture probes on Docker and gVisor${SKIP ?
     expectVerdict('claims-kernel', 'kernel-identity@strict', 'crossed', /^host-kernel$/);
   });
 
-  it.skipIf(!HAVE_RUNSC)("gVisor: posture judged on runsc's stubs, Sentry and gofer (the nonce found in a stub's memory), a required separate kernel held from outside", () => {
-    const lead = /^the box's program runs on a user-space kernel, gVisor \(runsc\) \(this execution's nonce in host pid \d+'s memory at [0-9a-f]+-[0-9a-f]+, mapped from \/memfd:runsc-memory; its address spaces: pid [\d, ]+; its kernel: pid \d+/;
-    for (const id of ['posture-seccomp', 'posture-capabilities', 'posture-devices']) {
-      const r = expectVerdict('gvisor', id, 'held');
-      expect(r.reason).toMatch(lead);
-      expect(r.evidence.some((e) => e.witness === 'host-proc-mem'), explain(r)).toBe(true);
-    }
-    // The ptrace platform keeps the Sentry and its stubs in the host's pid namespace; the gofer (root) has the host's
-    // tini-static bound writable: findings about this runsc build, from the host's reads.
-    expect(expectVerdict('gvisor', 'posture-namespaces', 'crossed').reason).toMatch(/address space \(pid \d+\) shares the host's pid namespace/);
-    expect(expectVerdict('gvisor', 'posture-mounts', 'crossed').reason).toMatch(/file server \(pid \d+\) writable host \/usr\/bin\/tini-static at \/usr\/sbin\/docker-init/);
-    // Held on positive proof: the payload's and its marked child's address spaces found in the Sentry's processes.
-    expect(expectVerdict('gvisor', 'kernel-identity@strict', 'held', /^host-proc-mem$/).reason).toMatch(/^the box's program runs on a user-space kernel, gVisor \(runsc\): the payload's address space \(this execution's nonce in host pid \d+'s memory.*\) and its marked child's \(this execution's program mark in host pid \d+'s memory.*\) belong to its kernel \(pid \d+\)/);
-  });
+  it.skipIf(!HAVE_RUNSC)(
+    "gVisor: posture judged on runsc's stubs, Sentry and gofer (the nonce found in a stub's memory), a required separate kernel held from outside",
+    () => {
+      const lead =
+        /^the box's program runs on a user-space kernel, gVisor \(runsc\) \(this execution's nonce in host pid \d+'s memory at [0-9a-f]+-[0-9a-f]+, mapped from \/memfd:runsc-memory; its address spaces: pid [\d, ]+; its kernel: pid \d+/;
+      for (const id of ['posture-seccomp', 'posture-capabilities', 'posture-devices']) {
+        const r = expectVerdict('gvisor', id, 'held');
+        expect(r.reason).toMatch(lead);
+        expect(
+          r.evidence.some((e) => e.witness === 'host-proc-mem'),
+          explain(r),
+        ).toBe(true);
+      }
+      // The ptrace platform keeps the Sentry and its stubs in the host's pid namespace; the gofer (root) has the host's
+      // tini-static bound writable: findings about this runsc build, from the host's reads.
+      expect(expectVerdict('gvisor', 'posture-namespaces', 'crossed').reason).toMatch(/address space \(pid \d+\) shares the host's pid namespace/);
+      expect(expectVerdict('gvisor', 'posture-mounts', 'crossed').reason).toMatch(
+        /file server \(pid \d+\) writable host \/usr\/bin\/tini-static at \/usr\/sbin\/docker-init/,
+      );
+      // Held on positive proof: the payload's and its marked child's address spaces found in the Sentry's processes.
+      expect(expectVerdict('gvisor', 'kernel-identity@strict', 'held', /^host-proc-mem$/).reason).toMatch(
+        /^the box's program runs on a user-space kernel, gVisor \(runsc\): the payload's address space \(this execution's nonce in host pid \d+'s memory.*\) and its marked child's \(this execution's program mark in host pid \d+'s memory.*\) belong to its kernel \(pid \d+\)/,
+      );
+    },
+  );
 
   it('each weakened configuration crosses exactly what it opens, with outside evidence', () => {
     for (const id of ['posture-seccomp', 'posture-capabilities', 'posture-devices']) expectVerdict('privileged', id, 'crossed');
@@ -167,8 +188,14 @@ describe.skipIf(SKIP !== undefined)(`posture probes on Docker and gVisor${SKIP ?
     expect(expectVerdict('cap-sys-admin', 'posture-capabilities', 'crossed').reason).toMatch(/CAP_SYS_ADMIN/);
     expect(expectVerdict('host-pid-ipc', 'posture-namespaces', 'crossed').reason).toMatch(/shares the host's pid, ipc namespaces/);
     const mounts = expectVerdict('host-paths', 'posture-mounts', 'crossed');
-    expect(mounts.evidence.some((e) => /host path \/etc at \/host-etc/.test(e.detail)), explain(mounts)).toBe(true);
-    expect(mounts.evidence.some((e) => /host Unix socket .* at \/var\/run\/docker\.sock/.test(e.detail)), explain(mounts)).toBe(true);
+    expect(
+      mounts.evidence.some((e) => /host path \/etc at \/host-etc/.test(e.detail)),
+      explain(mounts),
+    ).toBe(true);
+    expect(
+      mounts.evidence.some((e) => /host Unix socket .* at \/var\/run\/docker\.sock/.test(e.detail)),
+      explain(mounts),
+    ).toBe(true);
   });
 
   it.skipIf(DISK === undefined)('a host disk given to the box as a device: posture-devices crossed', () => {

@@ -109,7 +109,11 @@ const results = new Map<string, Map<string, SecurityResult>>();
 const disk = await rootDiskNode();
 
 /** The example's bwrap command line with one change, claiming the posture items too. */
-async function commandVariant(name: string, change: (argv: string[]) => string[], more: { wrap?: string[]; claims?: PolicyItem[]; exec?: Record<string, unknown> } = {}): Promise<Backend> {
+async function commandVariant(
+  name: string,
+  change: (argv: string[]) => string[],
+  more: { wrap?: string[]; claims?: PolicyItem[]; exec?: Record<string, unknown> } = {},
+): Promise<Backend> {
   const example = parseYaml(await readFile('examples/command-bwrap.yaml', 'utf8')) as Example;
   const argv = change(example.exec.argv.map((a) => (a === 'command-cgroup-limits.sh' ? 'examples/command-cgroup-limits.sh' : a)));
   const claims = [...new Set([...example.claims, ...POSTURE_ITEMS, ...(more.claims ?? [])])];
@@ -151,7 +155,11 @@ function expectVerdictReason(tag: string, id: string): string {
 function expectVerdict(tag: string, id: string, verdict: SecurityResult['verdict'], witness = /^host-proc-posture$/): void {
   const r = result(tag, id);
   expect(`${tag} ${id}: ${r.verdict}`, explain(r)).toBe(`${tag} ${id}: ${verdict}`);
-  if (verdict === 'crossed' || verdict === 'held') expect(r.evidence.some((e) => e.source === 'outside' && witness.test(e.witness)), explain(r)).toBe(true);
+  if (verdict === 'crossed' || verdict === 'held')
+    expect(
+      r.evidence.some((e) => e.source === 'outside' && witness.test(e.witness)),
+      explain(r),
+    ).toBe(true);
 }
 
 describe.skipIf(SKIP !== undefined)(`posture probes on the process control and bubblewrap${SKIP ? ` (skipped: ${SKIP})` : ''}`, () => {
@@ -164,10 +172,18 @@ describe.skipIf(SKIP !== undefined)(`posture probes on the process control and b
     await run('pc', await createProcessBackend(), STRICT, ALL);
     // Claims a separate kernel it does not have: the host must catch it.
     await run('ch', await commandVariant('hardened', (a) => a, { claims: ['isolation.separateKernel'] }), STRICT, ALL);
-    await run('cs', await commandVariant('seccomp', afterArg('--unshare-all', ['--seccomp', '9']), { wrap: ['/bin/sh', '-c', 'exec 9<"$0" && exec "$@"', filter] }), CI_POLICY, [postureSeccomp]);
-    const noPidNs = (a: string[]) => a.flatMap((x) => (x === '--unshare-all' ? ['--unshare-ipc', '--unshare-net', '--unshare-uts', '--unshare-cgroup-try'] : [x]));
+    await run(
+      'cs',
+      await commandVariant('seccomp', afterArg('--unshare-all', ['--seccomp', '9']), { wrap: ['/bin/sh', '-c', 'exec 9<"$0" && exec "$@"', filter] }),
+      CI_POLICY,
+      [postureSeccomp],
+    );
+    const noPidNs = (a: string[]) =>
+      a.flatMap((x) => (x === '--unshare-all' ? ['--unshare-ipc', '--unshare-net', '--unshare-uts', '--unshare-cgroup-try'] : [x]));
     // Without a pid namespace bwrap's child-pid is the program itself (the file says so, as a user's would).
-    await run('cp', await commandVariant('shared-pid', noPidNs, { exec: { status: { format: 'bwrap-json', fd: 3, childPid: 'program' } } }), CI_POLICY, [postureNamespaces]);
+    await run('cp', await commandVariant('shared-pid', noPidNs, { exec: { status: { format: 'bwrap-json', fd: 3, childPid: 'program' } } }), CI_POLICY, [
+      postureNamespaces,
+    ]);
     await run('ce', await commandVariant('host-etc', afterArg('--unshare-all', ['--ro-bind', '/etc', '/hostetc'])), CI_POLICY, [postureMounts]);
     // After `--dev /dev` (which mounts a fresh /dev over anything bound there before).
     const afterDev = (extra: string[]) => (argv: string[]) => argv.flatMap((a, i) => (argv[i - 1] === '--dev' ? [a, ...extra] : [a]));
@@ -179,7 +195,16 @@ describe.skipIf(SKIP !== undefined)(`posture probes on the process control and b
     await writeFile(fakeBoot, '11111111-2222-3333-4444-555555555555\n', { mode: 0o644 });
     // bwrap binds it as the box uid: the directory must be traversable.
     await chmod(dir, 0o755);
-    await run('cl', await commandVariant('fake-boot-id', (a) => a.flatMap((x, i) => (a[i - 1] === '--proc' ? [x, '--ro-bind', fakeBoot, '/proc/sys/kernel/random/boot_id'] : [x])), { claims: ['isolation.separateKernel'] }), STRICT, [kernelIdentity]);
+    await run(
+      'cl',
+      await commandVariant(
+        'fake-boot-id',
+        (a) => a.flatMap((x, i) => (a[i - 1] === '--proc' ? [x, '--ro-bind', fakeBoot, '/proc/sys/kernel/random/boot_id'] : [x])),
+        { claims: ['isolation.separateKernel'] },
+      ),
+      STRICT,
+      [kernelIdentity],
+    );
     // The native backend with the posture claims it is asked to make (backends/bwrap is not changed here).
     await run('bh', claiming(await createBwrapBackend()), CI_POLICY, POSTURE);
     await run('br', claiming(await createBwrapBackend({ unprivilegedUid: null, unshareUser: false })), CI_POLICY, [postureCapabilities, postureDevices]);
@@ -202,11 +227,14 @@ describe.skipIf(SKIP !== undefined)(`posture probes on the process control and b
     expect(result('ch', 'kernel-identity').reason).toMatch(/host's process scan saw the payload's marked child/);
   });
 
-  it('a box on the host kernel that shows a fake boot id and claims a separate kernel is still crossed, by the host\'s own witnesses', () => {
+  it("a box on the host kernel that shows a fake boot id and claims a separate kernel is still crossed, by the host's own witnesses", () => {
     expectVerdict('cl', 'kernel-identity', 'crossed', /^host-kernel$/);
     const r = result('cl', 'kernel-identity');
     expect(r.reason, explain(r)).not.toMatch(/boot id/);
-    expect(r.evidence.some((e) => e.witness === 'payload-report' && /11111111-2222/.test(e.detail)), explain(r)).toBe(true);
+    expect(
+      r.evidence.some((e) => e.witness === 'payload-report' && /11111111-2222/.test(e.detail)),
+      explain(r),
+    ).toBe(true);
   });
 
   it('native hardened bwrap: the same verdicts as the command line, and its own seccomp deny list held', () => {

@@ -83,7 +83,8 @@ function processDroppedToBoxUid(setpriv: string): Backend {
           await env.putFiles(files);
           for (const f of files) if (f.readOnly && f.mode !== undefined) await chmod(join(work, f.path), f.mode & 0o7555);
         },
-        exec: (req) => env.exec({ ...req, argv: [setpriv, `--reuid=${BOX_UID}`, `--regid=${BOX_UID}`, '--clear-groups', '/usr/bin/python3', ...req.argv.slice(1)] }),
+        exec: (req) =>
+          env.exec({ ...req, argv: [setpriv, `--reuid=${BOX_UID}`, `--regid=${BOX_UID}`, '--clear-groups', '/usr/bin/python3', ...req.argv.slice(1)] }),
         getFiles: (paths, o) => env.getFiles(paths, o),
         hostPids: () => env.hostPids?.() ?? Promise.resolve([]),
         destroy: () => env.destroy(),
@@ -97,16 +98,25 @@ describe.skipIf(SKIP !== undefined)(`identity judged on the box's own program${S
     const r = await runOn(new ProcessBackend(), IDENTITY);
     for (const id of IDENTITY) expect(verdict(r, id).verdict, explain(verdict(r, id))).toBe('crossed');
     const setuid = verdict(r, 'identity-setuid');
-    expect(setuid.evidence.some((e) => e.witness === 'host-proc-status' && /suid-sleep/.test(e.detail)), explain(setuid)).toBe(true);
+    expect(
+      setuid.evidence.some((e) => e.witness === 'host-proc-status' && /suid-sleep/.test(e.detail)),
+      explain(setuid),
+    ).toBe(true);
   }, 60_000);
 
   it('hardened bwrap: held, and the planted setuid binary was seen running without euid 0', async () => {
     const r = await runOn({}, IDENTITY);
     for (const id of IDENTITY) expect(verdict(r, id).verdict, explain(verdict(r, id))).toBe('held');
     const setuid = verdict(r, 'identity-setuid');
-    expect(setuid.evidence.some((e) => e.witness === 'host-proc-status' && /suid-sleep.*euid 65529/.test(e.detail)), explain(setuid)).toBe(true);
+    expect(
+      setuid.evidence.some((e) => e.witness === 'host-proc-status' && /suid-sleep.*euid 65529/.test(e.detail)),
+      explain(setuid),
+    ).toBe(true);
     // Only the box's own program is judged: bwrap's own processes never appear.
-    expect(setuid.evidence.filter((e) => e.witness === 'host-proc-status').every((e) => /python3|suid-sleep/.test(e.detail)), explain(setuid)).toBe(true);
+    expect(
+      setuid.evidence.filter((e) => e.witness === 'host-proc-status').every((e) => /python3|suid-sleep/.test(e.detail)),
+      explain(setuid),
+    ).toBe(true);
   }, 60_000);
 
   it('the setuid bit itself: an unprivileged program without no_new_privs gains euid 0 through the planted binary (crossed)', async () => {
@@ -134,11 +144,17 @@ describe.skipIf(SKIP !== undefined)(`read-only inputs checked from outside by th
     expect(control.verdict, explain(control)).toBe('crossed');
     const weak = verdict(await runOn({ readOnlyInputs: 'ignored' }, ['read-only-input']), 'read-only-input');
     expect(weak.verdict, explain(weak)).toBe('crossed');
-    expect(weak.evidence.some((e) => e.source === 'outside' && e.witness === 'input-hashes' && /changed/.test(e.detail)), explain(weak)).toBe(true);
+    expect(
+      weak.evidence.some((e) => e.source === 'outside' && e.witness === 'input-hashes' && /changed/.test(e.detail)),
+      explain(weak),
+    ).toBe(true);
     const hardened = verdict(await runOn({}, ['read-only-input']), 'read-only-input');
-    if (process.env.SC_DEBUG) console.log([control, weak, hardened].map(explain).join("\n"));
+    if (process.env.SC_DEBUG) console.log([control, weak, hardened].map(explain).join('\n'));
     expect(hardened.verdict, explain(hardened)).toBe('held');
-    expect(hardened.evidence.some((e) => e.witness === 'input-hashes' && /7 of 7/.test(e.detail)), explain(hardened)).toBe(true);
+    expect(
+      hardened.evidence.some((e) => e.witness === 'input-hashes' && /7 of 7/.test(e.detail)),
+      explain(hardened),
+    ).toBe(true);
   }, 90_000);
 });
 
@@ -154,7 +170,10 @@ describe.skipIf(SKIP !== undefined)(`CPU quota measured from the cgroup${SKIP ? 
     const hardened = verdict(await runOn({}, ['cpu-quota'], LOW_CPU), 'cpu-quota');
     if (process.env.SC_DEBUG) console.log([weak, hardened].map(explain).join('\n'));
     expect(weak.verdict, explain(weak)).toBe('crossed');
-    expect(weak.evidence.some((e) => e.source === 'outside' && e.witness === 'cgroup'), explain(weak)).toBe(true);
+    expect(
+      weak.evidence.some((e) => e.source === 'outside' && e.witness === 'cgroup'),
+      explain(weak),
+    ).toBe(true);
     expect(hardened.verdict, explain(hardened)).toBe('held');
     expect(hardened.reason).toMatch(/throttled/);
   }, 90_000);
@@ -180,9 +199,15 @@ describe.skipIf(SKIP !== undefined)(`disk-fill held only when the disk limit its
     if (process.env.SC_DEBUG) console.log([control, weak, hardened, tmpfs].map(explain).join('\n'));
     expect(control.verdict, explain(control)).toBe('crossed');
     expect(weak.verdict, explain(weak)).toBe('crossed');
-    expect(weak.evidence.some((e) => e.source === 'outside' && e.witness === 'box-disk'), explain(weak)).toBe(true);
+    expect(
+      weak.evidence.some((e) => e.source === 'outside' && e.witness === 'box-disk'),
+      explain(weak),
+    ).toBe(true);
     expect(hardened.verdict, explain(hardened)).toBe('held');
-    expect(hardened.evidence.some((e) => e.witness === 'cgroup' && /OOM kills 0/.test(e.detail)), explain(hardened)).toBe(true);
+    expect(
+      hardened.evidence.some((e) => e.witness === 'cgroup' && /OOM kills 0/.test(e.detail)),
+      explain(hardened),
+    ).toBe(true);
     // CI policy: 512 MiB of memory, 1024 MiB of disk on a tmpfs charged to the memory cgroup.
     expect(tmpfs.verdict, explain(tmpfs)).toBe('inconclusive');
     expect(tmpfs.reason).toMatch(/memory limit stopped the writer first/);
@@ -228,7 +253,8 @@ describe.skipIf(SKIP !== undefined)(`cleanup${SKIP ? ` (skipped: ${SKIP})` : ''}
     left.push(...(await execa('losetup', ['-a'], { reject: false })).stdout.split('\n').filter((l) => l.includes(PREFIX)));
     left.push(...(await readdir(DEFAULT_STATE_DIR).catch(() => [] as string[])).filter((e) => e.startsWith(PREFIX)));
     left.push(...(await readdir(tmpdir()).catch(() => [] as string[])).filter((e) => e.startsWith(`sandcheck-${PREFIX}`)));
-    for (const c of ['memory', 'pids', 'cpu', 'freezer']) left.push(...(await readdir(join('/sys/fs/cgroup', c)).catch(() => [] as string[])).filter((e) => e.startsWith(`sandcheck-${PREFIX}`)));
+    for (const c of ['memory', 'pids', 'cpu', 'freezer'])
+      left.push(...(await readdir(join('/sys/fs/cgroup', c)).catch(() => [] as string[])).filter((e) => e.startsWith(`sandcheck-${PREFIX}`)));
     expect(left).toEqual([]);
   });
 });

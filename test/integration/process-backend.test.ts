@@ -40,7 +40,9 @@ describe('process backend (the unsandboxed control)', () => {
     // kernel-identity reports a fact ci does not require (not-applicable); its crossing under a strict policy is in posture-local.test.ts.
     // Escapes this host cannot offer any box are not-applicable here (their crossings: escapes-local.test.ts, on a loop disk).
     const untestable = hostUntestableEscapes();
-    const local = securitySuite.filter((p) => p.category !== 'network' && p.enforcedBy !== 'exporter' && p.id !== 'cpu-quota' && p.id !== 'kernel-identity' && !untestable.has(p.id));
+    const local = securitySuite.filter(
+      (p) => p.category !== 'network' && p.enforcedBy !== 'exporter' && p.id !== 'cpu-quota' && p.id !== 'kernel-identity' && !untestable.has(p.id),
+    );
     const { security, task } = await run([...local, ...taskSuite], 'rproc1');
     // A run against no sandbox at all leaves the machine healthy: disk back, nothing of the run left.
     expect(Math.abs((await freeDisk()) - diskBefore)).toBeLessThan(200 * 2 ** 20);
@@ -49,7 +51,11 @@ describe('process backend (the unsandboxed control)', () => {
     const notCrossed = security.filter((r) => r.verdict !== 'crossed').map((r) => `${r.id}: ${r.verdict}: ${r.reason}`);
     expect(notCrossed).toEqual([]);
     expect(security).toHaveLength(local.length);
-    for (const r of security) expect(r.evidence.some((e) => e.source === 'outside'), r.id).toBe(true);
+    for (const r of security)
+      expect(
+        r.evidence.some((e) => e.source === 'outside'),
+        r.id,
+      ).toBe(true);
     const byId = new Map(security.map((r) => [r.id, r]));
     expect(byId.get('wall-clock-spin')?.observation?.killedBy).toBe('harness-deadline');
     expect(byId.get('wall-clock-sleep')?.observation?.killedBy).toBe('harness-deadline');
@@ -71,7 +77,12 @@ describe('process backend (the unsandboxed control)', () => {
     const ctx = await openRunContext('rproc5');
     try {
       const runWith = (corrections: number) =>
-        new Runner({ backend: new ProcessBackend(), policy: { ...REFERENCE_POLICY, attempts: { ...REFERENCE_POLICY.attempts, corrections } }, probes: [averageCorrected], run: ctx }).run();
+        new Runner({
+          backend: new ProcessBackend(),
+          policy: { ...REFERENCE_POLICY, attempts: { ...REFERENCE_POLICY.attempts, corrections } },
+          probes: [averageCorrected],
+          run: ctx,
+        }).run();
       const ref = (await runWith(3)).task[0];
       expect(ref).toMatchObject({ verdict: 'accepted', outcome: 'as-expected' });
       expect(ref?.attempts.map((a) => [a.attempt, a.verdict, a.exitCode])).toEqual([

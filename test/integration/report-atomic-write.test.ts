@@ -30,7 +30,7 @@ describe('writeReportFile', () => {
     const err = await writeReportFile(path, 'x'.repeat(1024 * 1024)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ReportWriteError);
     expect((err as SandcheckError).code).toBe('REPORT_WRITE_FAILED');
-    expect((err as SandcheckError).format()).toMatch(/no space left.*\n  hint: .*sandcheck report --recover /);
+    expect((err as SandcheckError).format()).toMatch(/no space left.*\n {2}hint: .*sandcheck report --recover /);
     expect(await readFile(path, 'utf8')).toBe('{"earlier":true}\n');
     expect(await readdir(small)).toEqual(['security.json']);
   });

@@ -42,7 +42,9 @@ describe('adapter check report', () => {
     const xml = checkReportJunit(r);
     expect(XMLValidator.validate(xml)).toBe(true);
     expect(xml).not.toContain('\u001b');
-    const doc = new XMLParser({ ignoreAttributes: false }).parse(xml) as { testsuites: { testsuite: { '@_name': string; '@_failures': string; '@_skipped': string }[] } };
+    const doc = new XMLParser({ ignoreAttributes: false }).parse(xml) as {
+      testsuites: { testsuite: { '@_name': string; '@_failures': string; '@_skipped': string }[] };
+    };
     const suites = Object.fromEntries(doc.testsuites.testsuite.map((s) => [s['@_name'], s]));
     expect(suites['mine.adapter']).toMatchObject({ '@_failures': '1', '@_skipped': '1' });
     expect(suites['mine.adapter.advisory']).toMatchObject({ '@_failures': '1' });
@@ -64,7 +66,9 @@ describe('adapter check report', () => {
     expect(text).toContain(`[NOT APPLICABLE in part: ${why}]`);
     expect(text).toMatch(/1 passed \(files\.nested only in part: the rest not applicable\)/);
     expect(checkReportText(report([check({ id: 'files.nested', status: 'pass' })]))).not.toMatch(/NOT APPLICABLE/);
-    const doc = new XMLParser({ ignoreAttributes: false }).parse(checkReportJunit(partly)) as { testsuites: { testsuite: { testcase: { properties: { property: { '@_name': string; '@_value': string }[] } } } } };
+    const doc = new XMLParser({ ignoreAttributes: false }).parse(checkReportJunit(partly)) as {
+      testsuites: { testsuite: { testcase: { properties: { property: { '@_name': string; '@_value': string }[] } } } };
+    };
     expect(doc.testsuites.testsuite.testcase.properties.property).toContainEqual({ '@_name': 'not-applicable', '@_value': why });
   });
 });

@@ -86,7 +86,9 @@ describe('--backend <module>', () => {
     expect((await refusal(join(dir, 'missing.mjs'))).code).toBe('BACKEND_UNKNOWN');
     const pkg = await refusal('sandcheck-no-such-adapter-package');
     expect(pkg.code).toBe('BACKEND_UNKNOWN');
-    expect(pkg.hint).toBe(`choose one of: ${backendNames().join(', ')}; or a module path (./my-adapter.mjs) or package name whose default export is the adapter factory`);
+    expect(pkg.hint).toBe(
+      `choose one of: ${backendNames().join(', ')}; or a module path (./my-adapter.mjs) or package name whose default export is the adapter factory`,
+    );
   });
 
   it("a SandcheckError from the adapter's own copy of the package keeps its code", async () => {

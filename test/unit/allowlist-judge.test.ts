@@ -56,18 +56,42 @@ describe('allowlist probes: judged from the lab only', () => {
 
   it('the control target comes from the allowlist; the front routes by CONNECT, absolute URI, Host and SNI', () => {
     expect(controlTarget(ALLOW)).toEqual({ address: '203.0.113.20', port: 80, name: 'control.allowed.sandcheck.example' });
-    expect(controlTarget({ ...CI_POLICY, network: { mode: 'allowlist', allow: ['udp:192.0.2.53:53', 'tcp:198.51.100.0/24:443'] } })).toEqual({ address: '198.51.100.10', port: 443 });
-    expect(frontRoute(Buffer.from('CONNECT [64:ff9b::a9fe:a9fe]:80 HTTP/1.1\r\n\r\n'))).toEqual({ how: 'connect', via: 'CONNECT', host: '64:ff9b::a9fe:a9fe', port: 80 });
-    expect(frontRoute(Buffer.from('GET http://203.0.113.66/x HTTP/1.0\r\n\r\n'))).toEqual({ how: 'forward', via: 'absolute-uri', host: '203.0.113.66', port: 80 });
-    expect(frontRoute(Buffer.from('GET /x HTTP/1.0\r\nHost: Denied.Example:8080\r\n\r\n'))).toEqual({ how: 'forward', via: 'host', host: 'denied.example', port: 8080 });
+    expect(controlTarget({ ...CI_POLICY, network: { mode: 'allowlist', allow: ['udp:192.0.2.53:53', 'tcp:198.51.100.0/24:443'] } })).toEqual({
+      address: '198.51.100.10',
+      port: 443,
+    });
+    expect(frontRoute(Buffer.from('CONNECT [64:ff9b::a9fe:a9fe]:80 HTTP/1.1\r\n\r\n'))).toEqual({
+      how: 'connect',
+      via: 'CONNECT',
+      host: '64:ff9b::a9fe:a9fe',
+      port: 80,
+    });
+    expect(frontRoute(Buffer.from('GET http://203.0.113.66/x HTTP/1.0\r\n\r\n'))).toEqual({
+      how: 'forward',
+      via: 'absolute-uri',
+      host: '203.0.113.66',
+      port: 80,
+    });
+    expect(frontRoute(Buffer.from('GET /x HTTP/1.0\r\nHost: Denied.Example:8080\r\n\r\n'))).toEqual({
+      how: 'forward',
+      via: 'host',
+      host: 'denied.example',
+      port: 8080,
+    });
     expect(frontRoute(Buffer.from('hello\n'))).toBeUndefined();
   });
 });
 
 describe('the policy-filter test mode with holes', () => {
   it('takes policy allow entries as holes, only in policy-filter mode, and refuses an entry it cannot read', () => {
-    expect(new ProcessBackend({ network: 'policy-filter', filterHoles: ['127.0.0.0/8', '64:ff9b::/96', 'tcp:192.0.2.53:53'] }).description).toMatch(/with holes for 127\.0\.0\.0\/8, 64:ff9b::\/96, tcp:192\.0\.2\.53:53$/);
-    expect(() => new ProcessBackend({ filterHoles: ['127.0.0.0/8'] })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID', message: expect.stringMatching(/only to the policy-filter/) }));
-    expect(() => new ProcessBackend({ network: 'policy-filter', filterHoles: ['tcp:nowhere'] })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID', message: expect.stringMatching(/filter hole "tcp:nowhere"/) }));
+    expect(new ProcessBackend({ network: 'policy-filter', filterHoles: ['127.0.0.0/8', '64:ff9b::/96', 'tcp:192.0.2.53:53'] }).description).toMatch(
+      /with holes for 127\.0\.0\.0\/8, 64:ff9b::\/96, tcp:192\.0\.2\.53:53$/,
+    );
+    expect(() => new ProcessBackend({ filterHoles: ['127.0.0.0/8'] })).toThrow(
+      expect.objectContaining({ code: 'CONFIG_INVALID', message: expect.stringMatching(/only to the policy-filter/) }),
+    );
+    expect(() => new ProcessBackend({ network: 'policy-filter', filterHoles: ['tcp:nowhere'] })).toThrow(
+      expect.objectContaining({ code: 'CONFIG_INVALID', message: expect.stringMatching(/filter hole "tcp:nowhere"/) }),
+    );
   });
 });

@@ -69,7 +69,13 @@ describe('BoundedCapture', () => {
       const cap = new BoundedCapture({ canaries });
       const junk = Buffer.alloc(256 * 1024, 'junk line\n');
       cap.write(junk);
-      cap.write(Buffer.from(`${Buffer.from(secret.value).toString('base64').replace(/(.{10})/g, '$1\n')}\n`));
+      cap.write(
+        Buffer.from(
+          `${Buffer.from(secret.value)
+            .toString('base64')
+            .replace(/(.{10})/g, '$1\n')}\n`,
+        ),
+      );
       cap.write(junk);
       expect(cap.canaryHits().map((h) => [h.label, h.form, h.acrossLines])).toEqual([[secret.label, 'base64', true]]);
     });

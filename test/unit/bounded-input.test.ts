@@ -92,7 +92,10 @@ describe('bounded input', () => {
     const dir = await tempDir();
     await mkdir(join(dir, 'cases'));
     const write = (file: string): void =>
-      writeFileSync(join(dir, 'cases', 'dev.yaml'), `id: dev\ntitle: t\nexpected: accept\nprogram: print(1)\ninputs: [{path: in.bin, file: ${file}}]\npredicate: {type: exit-code, code: 0}\n`);
+      writeFileSync(
+        join(dir, 'cases', 'dev.yaml'),
+        `id: dev\ntitle: t\nexpected: accept\nprogram: print(1)\ninputs: [{path: in.bin, file: ${file}}]\npredicate: {type: exit-code, code: 0}\n`,
+      );
     write('/dev/zero');
     const absolute = await loadTaskDir(join(dir, 'cases')).catch((e: unknown) => e);
     expect((absolute as SandcheckError).message).toMatch(/inputs\.0\.file: expected a relative path/);

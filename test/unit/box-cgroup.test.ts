@@ -13,8 +13,8 @@ const MOUNTINFO = [
 
 const procCgroup = (memory: string, pids: string, cpu: string): string => `9:pids:${pids}\n4:memory:${memory}\n2:cpu,cpuacct:${cpu}\n0::/\n`;
 
-describe('the host reads a box process\'s own cgroups', () => {
-  it('finds each controller\'s hierarchy by its mount, never through a bind of a sub-cgroup', () => {
+describe("the host reads a box process's own cgroups", () => {
+  it("finds each controller's hierarchy by its mount, never through a bind of a sub-cgroup", () => {
     const mounts = cgroupMountsFrom(MOUNTINFO);
     expect(mounts.map((m) => `${m.fstype} ${m.mountPoint} ${m.controllers.join(',')}`)).toEqual([
       'cgroup2 /sys/fs/cgroup/unified ',
@@ -26,11 +26,20 @@ describe('the host reads a box process\'s own cgroups', () => {
 
   it('parses /proc/<pid>/cgroup, dropping paths that climb out (..)', () => {
     const m = parseProcCgroup('4:memory:/box/a\n2:cpu,cpuacct:/box\n5:devices:/../x\n0::/u\n');
-    expect([...m]).toEqual([['memory', '/box/a'], ['cpu', '/box'], ['cpuacct', '/box'], ['', '/u']]);
+    expect([...m]).toEqual([
+      ['memory', '/box/a'],
+      ['cpu', '/box'],
+      ['cpuacct', '/box'],
+      ['', '/u'],
+    ]);
   });
 
-  it('a box in cgroups of its own: every controller\'s directory', () => {
-    const cg = boxCgroupOf(procCgroup('/sandcheck-r1-e1', '/sandcheck-r1-e1', '/sandcheck-r1-e1'), procCgroup('/harness', '/', '/'), cgroupMountsFrom(MOUNTINFO));
+  it("a box in cgroups of its own: every controller's directory", () => {
+    const cg = boxCgroupOf(
+      procCgroup('/sandcheck-r1-e1', '/sandcheck-r1-e1', '/sandcheck-r1-e1'),
+      procCgroup('/harness', '/', '/'),
+      cgroupMountsFrom(MOUNTINFO),
+    );
     expect(cg && Object.fromEntries(cg.v1)).toEqual({
       memory: '/sys/fs/cgroup/memory/sandcheck-r1-e1',
       pids: '/sys/fs/cgroup/pids/sandcheck-r1-e1',
@@ -52,8 +61,13 @@ describe('the host reads a box process\'s own cgroups', () => {
     expect(boxCgroupOf(procCgroup('/h', '/h', '/h'), procCgroup('/h', '/h', '/h'), mounts)).toBeUndefined();
   });
 
-  it('counts events since the first read (an earlier OOM kill is not this execution\'s); peaks and limits stay as read', () => {
-    expect(sinceFirstRead({ oomKills: 1, memoryFailcnt: 5, memoryPeakBytes: 90, cpuUsageNs: 300, pidsMaxEvents: 2 }, { oomKills: 1, memoryFailcnt: 2, memoryPeakBytes: 80, cpuUsageNs: 100 })).toEqual({
+  it("counts events since the first read (an earlier OOM kill is not this execution's); peaks and limits stay as read", () => {
+    expect(
+      sinceFirstRead(
+        { oomKills: 1, memoryFailcnt: 5, memoryPeakBytes: 90, cpuUsageNs: 300, pidsMaxEvents: 2 },
+        { oomKills: 1, memoryFailcnt: 2, memoryPeakBytes: 80, cpuUsageNs: 100 },
+      ),
+    ).toEqual({
       oomKills: 0,
       memoryFailcnt: 3,
       memoryPeakBytes: 90,
@@ -63,7 +77,9 @@ describe('the host reads a box process\'s own cgroups', () => {
   });
 
   it('joins reads: counters that only grow at their highest, limits as last read', () => {
-    expect(joinCounters({ memoryPeakBytes: 90, oomKills: 1, memoryLimitBytes: 100 }, { memoryPeakBytes: 40, oomKills: 0, memoryLimitBytes: 120, pidsMaxEvents: 3 })).toEqual({
+    expect(
+      joinCounters({ memoryPeakBytes: 90, oomKills: 1, memoryLimitBytes: 100 }, { memoryPeakBytes: 40, oomKills: 0, memoryLimitBytes: 120, pidsMaxEvents: 3 }),
+    ).toEqual({
       memoryPeakBytes: 90,
       oomKills: 1,
       memoryLimitBytes: 120,

@@ -10,7 +10,13 @@ const canaries: Canary[] = makeCanaries().all;
 const target = canaries[1]!; // env:AWS_SECRET_ACCESS_KEY
 const value = target.value;
 const raw = Buffer.from(value);
-const noise = (n: number): Buffer => Buffer.from(randomBytes(4 * n + 64).toString('base64').replace(/[^a-z]/g, '').slice(0, n));
+const noise = (n: number): Buffer =>
+  Buffer.from(
+    randomBytes(4 * n + 64)
+      .toString('base64')
+      .replace(/[^a-z]/g, '')
+      .slice(0, n),
+  );
 
 /** How each form is produced by an attacker: a whole-value encoding, preceded by `lead` other bytes. */
 const encodings: { form: CanaryForm; encode: (lead: Buffer) => Buffer }[] = [
@@ -65,7 +71,10 @@ describe('scanBytes', () => {
     for (const k of [0, 1, 2]) {
       const url = Buffer.concat([randomBytes(k), oddRaw, Buffer.from('!')]).toString('base64url');
       expect(url).toMatch(/[-_]/);
-      expect(scanBytes(Buffer.from(`q=${url}&`), [odd]).map((h) => h.form), `alignment ${k}`).toEqual(['base64url']);
+      expect(
+        scanBytes(Buffer.from(`q=${url}&`), [odd]).map((h) => h.form),
+        `alignment ${k}`,
+      ).toEqual(['base64url']);
     }
   });
 
@@ -206,17 +215,42 @@ describe('scanDnsNames', () => {
 });
 
 describe('scanDecoyEvents', () => {
-  const ev = (service: DecoyEvent['service'], proto: 'tcp' | 'udp', address: string, port: number, payload: Buffer, detail?: Record<string, string>): DecoyEvent =>
-    buildDecoyEvent({ service, proto, local: endpoint(address, port), peer: endpoint('10.0.0.2', 40000), summary: 's', payload, ...(detail ? { detail } : {}) });
+  const ev = (
+    service: DecoyEvent['service'],
+    proto: 'tcp' | 'udp',
+    address: string,
+    port: number,
+    payload: Buffer,
+    detail?: Record<string, string>,
+  ): DecoyEvent =>
+    buildDecoyEvent({
+      service,
+      proto,
+      local: endpoint(address, port),
+      peer: endpoint('10.0.0.2', 40000),
+      summary: 's',
+      payload,
+      ...(detail ? { detail } : {}),
+    });
 
   it('finds canaries in HTTP bodies and heads, TCP streams, UDP datagrams and DNS names, and says where', () => {
     const body = `data=${raw.toString('base64')}`;
     const events = [
       ev('canary-http', 'tcp', '203.0.113.10', 80, Buffer.from(`POST /up HTTP/1.1\r\nHost: a\r\nContent-Length: ${body.length}\r\n\r\n${body}`)),
-      ev('canary-http', 'tcp', '::ffff:198.51.100.7', 8080, Buffer.from(`GET /?k=${value.slice(0, 5)}%${raw[5]!.toString(16)}${value.slice(6)} HTTP/1.1\r\n\r\n`), { localIPv4: '198.51.100.7' }),
+      ev(
+        'canary-http',
+        'tcp',
+        '::ffff:198.51.100.7',
+        8080,
+        Buffer.from(`GET /?k=${value.slice(0, 5)}%${raw[5]!.toString(16)}${value.slice(6)} HTTP/1.1\r\n\r\n`),
+        { localIPv4: '198.51.100.7' },
+      ),
       ev('catch-all-tcp', 'tcp', '2001:db8::10', 9000, Buffer.from([...value].reverse().join(''))),
       ev('catch-all-udp', 'udp', '192.0.2.9', 5353, Buffer.from(value, 'utf16le')),
-      ev('dns', 'udp', '192.0.2.53', 53, Buffer.alloc(12), { qname: `${raw.toString('hex').slice(0, 50)}.${raw.toString('hex').slice(50)}.x.exfil.example`, qtype: 'A' }),
+      ev('dns', 'udp', '192.0.2.53', 53, Buffer.alloc(12), {
+        qname: `${raw.toString('hex').slice(0, 50)}.${raw.toString('hex').slice(50)}.x.exfil.example`,
+        qtype: 'A',
+      }),
     ];
     expect(scanDecoyEvents(events, canaries).map((h) => [h.form, h.where])).toEqual([
       ['base64', 'decoy:http body 203.0.113.10:80'],
@@ -243,14 +277,19 @@ describe('scanDecoyEvents', () => {
   });
 
   it('reads a separately recorded body (chunked, line-wrapped base64) and recorded DNS names', () => {
-    const wrapped = Buffer.from(`junk${value}`).toString('base64').replace(/(.{20})/g, '$1\r\n');
+    const wrapped = Buffer.from(`junk${value}`)
+      .toString('base64')
+      .replace(/(.{20})/g, '$1\r\n');
     const chunked = `${(wrapped.length - 30).toString(16)}\r\n${wrapped.slice(0, -30)}\r\n1e\r\n${wrapped.slice(-30)}\r\n0\r\n\r\n`;
     const http: DecoyEvent & { bodyBase64?: string } = {
       ...ev('canary-http', 'tcp', '203.0.113.10', 80, Buffer.from('POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n')),
       bodyBase64: Buffer.from(chunked).toString('base64'),
     };
     const hex = raw.toString('hex');
-    const dns: DecoyEvent & { dnsNames?: string[] } = { ...ev('dns', 'udp', '192.0.2.53', 53, Buffer.alloc(12)), dnsNames: [`${hex.slice(0, 40)}.${hex.slice(40)}.q.example`] };
+    const dns: DecoyEvent & { dnsNames?: string[] } = {
+      ...ev('dns', 'udp', '192.0.2.53', 53, Buffer.alloc(12)),
+      dnsNames: [`${hex.slice(0, 40)}.${hex.slice(40)}.q.example`],
+    };
     expect(scanDecoyEvents([http, dns], canaries).map((h) => [h.form, h.where, h.acrossLines])).toEqual([
       ['base64', 'decoy:http body 203.0.113.10:80', true],
       ['hex', 'decoy:dns query 192.0.2.53:53', undefined],

@@ -38,7 +38,13 @@ const memory = (oomKills: number) => ({ source: 'cgroup v1 test', memoryLimitByt
 describe('disk-fill: held only when the disk limit itself was reached, seen from outside', () => {
   it('the finding: an exit code of 28 or an OOM kill at 448 MiB is not held', () => {
     expect(diskFill.judge(obs({ exitCode: 28 }), ctx).verdict).toBe('inconclusive');
-    const oom = diskFill.judge(obs({ exitCode: 137, backendReport: { timedOut: false, oomKilled: true, outputTruncated: false }, resources: memory(1) }, { artifacts: fill(448 * MiB), finished: false }), ctx);
+    const oom = diskFill.judge(
+      obs(
+        { exitCode: 137, backendReport: { timedOut: false, oomKilled: true, outputTruncated: false }, resources: memory(1) },
+        { artifacts: fill(448 * MiB), finished: false },
+      ),
+      ctx,
+    );
     expect(oom.verdict).toBe('inconclusive');
     expect(oom.reason).toMatch(/memory limit stopped the writer first/);
   });
@@ -51,9 +57,17 @@ describe('disk-fill: held only when the disk limit itself was reached, seen from
     expect(diskFill.judge(obs({ killedBy: 'harness-deadline', resources: memory(0) }, { artifacts: fill(988 * MiB) }), ctx).verdict).toBe('inconclusive');
     expect(diskFill.judge(obs({ resources: memory(0) }, { artifacts: fill(300 * MiB) }), ctx).verdict).toBe('inconclusive');
     // A per-file size limit (firejail --rlimit-fsize, docker --ulimit fsize) at the disk limit's size: a second file passes it.
-    const perFile = diskFill.judge(obs({ exitCode: 0, resources: memory(0), stdout: capture('write stopped after 1000 MiB: EFBIG\n') }, { artifacts: fill(1000 * MiB) }), ctx);
+    const perFile = diskFill.judge(
+      obs({ exitCode: 0, resources: memory(0), stdout: capture('write stopped after 1000 MiB: EFBIG\n') }, { artifacts: fill(1000 * MiB) }),
+      ctx,
+    );
     expect(`${perFile.verdict}: ${perFile.reason}`).toMatch(/^inconclusive: a per-file size limit \(EFBIG\)/);
-    expect(diskFill.judge(obs({ exitCode: 0, resources: memory(0), stdout: capture('write stopped after 1000 MiB: ENOSPC\n') }, { artifacts: fill(1000 * MiB) }), ctx).verdict).toBe('held');
+    expect(
+      diskFill.judge(
+        obs({ exitCode: 0, resources: memory(0), stdout: capture('write stopped after 1000 MiB: ENOSPC\n') }, { artifacts: fill(1000 * MiB) }),
+        ctx,
+      ).verdict,
+    ).toBe('held');
   });
 
   it('crossed: more than the limit on the box filesystem', () => {
@@ -61,7 +75,12 @@ describe('disk-fill: held only when the disk limit itself was reached, seen from
   });
 
   it('where the harness reads the workspace on the host, its own lstat decides: a download API that under-reports earns no held', () => {
-    const onHost = (size: number) => ({ hostRead: { before: [{ path: FILL_FILE, kind: 'missing' as const }], after: [{ path: FILL_FILE, kind: 'file' as const, size, dev: 1, ino: 2, sha256: 'x' }] } });
+    const onHost = (size: number) => ({
+      hostRead: {
+        before: [{ path: FILL_FILE, kind: 'missing' as const }],
+        after: [{ path: FILL_FILE, kind: 'file' as const, size, dev: 1, ino: 2, sha256: 'x' }],
+      },
+    });
     const ok = { exitCode: 0, resources: memory(0) };
     expect(diskFill.judge(obs(ok, { artifacts: fill(988 * MiB), ...onHost(988 * MiB) }), ctx).verdict).toBe('held');
     // The API says 988 MiB, the host holds 1280 MiB: crossed on the host's number.
@@ -77,7 +96,9 @@ describe('disk-fill: held only when the disk limit itself was reached, seen from
 
 describe('cpu-quota: CPU time from the cgroup against cpus × elapsed', () => {
   const low = ctxWith({ ...CI_POLICY, resources: { ...CI_POLICY.resources, cpus: 0.1 } });
-  const cpu = (usageS: number, throttled: number) => ({ resources: { source: 'cgroup v1 test', cpuUsageNs: usageS * 1e9, cpuThrottledPeriods: throttled, cpuQuotaCores: 0.1 } });
+  const cpu = (usageS: number, throttled: number) => ({
+    resources: { source: 'cgroup v1 test', cpuUsageNs: usageS * 1e9, cpuThrottledPeriods: throttled, cpuQuotaCores: 0.1 },
+  });
   it('crossed past the bound, held within it with throttling, inconclusive without a counter or a throttled period', () => {
     expect(cpuQuota.judge(obs({ wallMs: 2600, ...cpu(1.4, 0) }), low).verdict).toBe('crossed');
     expect(cpuQuota.judge(obs({ wallMs: 3000, ...cpu(0.3, 30) }), low).verdict).toBe('held');
@@ -128,9 +149,13 @@ describe('read-only-input: the bytes of every input, from outside', () => {
     // Nothing writable in the box: the API hands back the inputs as put and the control unchanged.
     const asPut = (readOnlyInput.files?.(ctx) ?? []).map((f): GotFile => ({ path: f.path, kind: 'file', size: f.content.byteLength, content: f.content }));
     const onHost = (): HostFileState[] =>
-      (readOnlyInput.files?.(ctx) ?? []).filter((f) => f.readOnly).map((f, i) => ({ path: f.path, kind: 'file', dev: 2049, ino: 9000 + i, size: f.content.byteLength, sha256: sha(f.content) }));
-    const boxSaw = (files: HostFileState[]): string => `SANDCHECK-REPORT ${JSON.stringify({ inodes: Object.fromEntries(files.map((f) => [f.path, [f.dev, f.ino]])) })}\n`;
-    const judge = (before: HostFileState[], after: HostFileState[], report: string) => readOnlyInput.judge(obs({ stdout: capture(report) }, { artifacts: asPut, hostRead: { before, after } }), ctx);
+      (readOnlyInput.files?.(ctx) ?? [])
+        .filter((f) => f.readOnly)
+        .map((f, i) => ({ path: f.path, kind: 'file', dev: 2049, ino: 9000 + i, size: f.content.byteLength, sha256: sha(f.content) }));
+    const boxSaw = (files: HostFileState[]): string =>
+      `SANDCHECK-REPORT ${JSON.stringify({ inodes: Object.fromEntries(files.map((f) => [f.path, [f.dev, f.ino]])) })}\n`;
+    const judge = (before: HostFileState[], after: HostFileState[], report: string) =>
+      readOnlyInput.judge(obs({ stdout: capture(report) }, { artifacts: asPut, hostRead: { before, after } }), ctx);
 
     it('held: unchanged on the host, and the box named the very files the host read', () => {
       const j = judge(onHost(), onHost(), boxSaw(onHost()));
@@ -166,7 +191,17 @@ describe('read-only-input: the bytes of every input, from outside', () => {
 });
 
 describe('identity-setuid: judged on the planted binary as the host saw it', () => {
-  const proc = (command: string, realUid: number, effectiveUid: number) => ({ pid: 7, command, realUid, effectiveUid, capEff: '0000000000000000', noNewPrivs: 1, seccomp: 0, peakRssBytes: null, hostUserNamespace: true });
+  const proc = (command: string, realUid: number, effectiveUid: number) => ({
+    pid: 7,
+    command,
+    realUid,
+    effectiveUid,
+    capEff: '0000000000000000',
+    noNewPrivs: 1,
+    seccomp: 0,
+    peakRssBytes: null,
+    hostUserNamespace: true,
+  });
   it('crossed when it ran with euid 0 (setuid took effect), held when it ran as the box uid, inconclusive when never seen', () => {
     const crossed = identitySetuid.judge(obs({ hostProcesses: [proc('python3', 65529, 65529), proc('suid-sleep', 65529, 0)] }), ctx);
     expect(crossed.verdict).toBe('crossed');
@@ -174,7 +209,17 @@ describe('identity-setuid: judged on the planted binary as the host saw it', () 
     // Held needs the payload (its command line, read with its posture, carries the nonce) and a setuid-root file run.
     const payload = (cmdline = `python3 payload.py ${ctx.nonce}`) => {
       const id = proc('python3', 65529, 65529);
-      attachPosture(id, { pid: 7, cmdline, sharedNamespaces: {}, capBnd: '0', capAmb: '0', mounts: [], mountsTruncated: false, devNodes: [], devEntriesSeen: 0 });
+      attachPosture(id, {
+        pid: 7,
+        cmdline,
+        sharedNamespaces: {},
+        capBnd: '0',
+        capAmb: '0',
+        mounts: [],
+        mountsTruncated: false,
+        devNodes: [],
+        devEntriesSeen: 0,
+      });
       return id;
     };
     const planted = (mode: number, uid: number) => ({ ...proc('suid-sleep', 65529, 65529), executable: { mode, uid } });
@@ -182,7 +227,9 @@ describe('identity-setuid: judged on the planted binary as the host saw it', () 
     expect(held.verdict).toBe('held');
     expect(held.evidence.some((e) => e.witness === 'host-proc-exe' && /mode 4755, owner uid 0/.test(e.detail))).toBe(true);
     // The backend dropped the setuid bit, or handed the file to the box's uid: the attack never ran.
-    expect(identitySetuid.judge(obs({ hostProcesses: [payload(), planted(0o755, 0)] }), ctx).reason).toMatch(/not setuid-root as the host stats it \(mode 755, owner uid 0\)/);
+    expect(identitySetuid.judge(obs({ hostProcesses: [payload(), planted(0o755, 0)] }), ctx).reason).toMatch(
+      /not setuid-root as the host stats it \(mode 755, owner uid 0\)/,
+    );
     expect(identitySetuid.judge(obs({ hostProcesses: [payload(), planted(0o4755, 65529)] }), ctx).verdict).toBe('inconclusive');
     expect(identitySetuid.judge(obs({ hostProcesses: [payload(), proc('suid-sleep', 65529, 65529)] }), ctx).verdict).toBe('inconclusive');
     // Not this execution's payload: another python3 and its child.

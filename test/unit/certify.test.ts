@@ -15,7 +15,7 @@ import { fabricatedRun, secResult } from './gate-fixtures.js';
 const dirs: string[] = [];
 afterAll(async () => Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))));
 
-const UNSEEN = 'the daemon runs outside the run\'s lab: its boxes must not send network probes';
+const UNSEEN = "the daemon runs outside the run's lab: its boxes must not send network probes";
 const egress = securitySuite.find((p) => p.policyItem === 'network.egress');
 const other = securitySuite.find((p) => p.policyItem !== 'network.egress');
 
@@ -24,8 +24,14 @@ describe('--certify refuses skips for a missing tool or lab part', () => {
     const results = [
       secResult('metadata-ipv4', 'not-applicable', { reason: 'no lab: `ip` is not installed', policyItem: 'network.egress' }),
       secResult('public-egress', 'not-applicable', { reason: UNSEEN, policyItem: 'network.egress' }),
-      secResult('disk-fill', 'not-applicable', { reason: 'resources.diskMb is not required by policy ci; the backend does not enforce it: no quota', policyItem: 'resources.diskMb' }),
-      secResult('cpu-quota', 'not-applicable', { reason: 'this machine has 2 cores: the policy\'s 2 cpus cannot be told apart from the host', policyItem: 'resources.cpus' }),
+      secResult('disk-fill', 'not-applicable', {
+        reason: 'resources.diskMb is not required by policy ci; the backend does not enforce it: no quota',
+        policyItem: 'resources.diskMb',
+      }),
+      secResult('cpu-quota', 'not-applicable', {
+        reason: "this machine has 2 cores: the policy's 2 cpus cannot be told apart from the host",
+        policyItem: 'resources.cpus',
+      }),
       secResult('fork-bomb', 'held'),
     ];
     expect(skipsForMissingParts(results, { 'network.egress': UNSEEN }).map((r) => r.id)).toEqual(['metadata-ipv4', 'public-egress']);
@@ -45,7 +51,9 @@ describe('--certify refuses skips for a missing tool or lab part', () => {
     const environment = await collectEnvironment({ policy: FAST_POLICY, backendName: 'fake' });
     const ctx = { backend: new FakeBackend(() => ({})), backendKind: 'fake', policy: FAST_POLICY, probes: [], environment };
     const noLab = fabricatedRun('a', [secResult('metadata-ipv4', 'not-applicable', { reason: 'no lab: not root', policyItem: 'network.egress' })]);
-    await expect(certifyAfterRun(bundle, { ...noLab, files: cardFiles(dir) }, ctx)).rejects.toThrow(/skipped because a tool or lab part is missing: metadata-ipv4/);
+    await expect(certifyAfterRun(bundle, { ...noLab, files: cardFiles(dir) }, ctx)).rejects.toThrow(
+      /skipped because a tool or lab part is missing: metadata-ipv4/,
+    );
     const done = fabricatedRun('b', [secResult('fork-bomb', 'held')]);
     const incomplete = { ...done.security, run: { ...done.security.run, incomplete: true } };
     await expect(certifyAfterRun(bundle, { security: incomplete, task: done.task, files: cardFiles(dir) }, ctx)).rejects.toThrow(/did not finish/);

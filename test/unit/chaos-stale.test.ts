@@ -33,7 +33,10 @@ describe('a chaos script that was killed leaves nothing for good', () => {
     const scratch = join(tmpdir(), `sandcheck-${runId}-abc`);
     mkdirSync(scratch);
     made.push(scratch);
-    const lines = [{ op: 'run', runId, pid, startTime: 1, bootId: boot, createdAt: new Date().toISOString() }, { op: 'own', resource: { kind: 'dir', path: scratch } }];
+    const lines = [
+      { op: 'run', runId, pid, startTime: 1, bootId: boot, createdAt: new Date().toISOString() },
+      { op: 'own', resource: { kind: 'dir', path: scratch } },
+    ];
     writeFileSync(join(dead, `${runId}.jsonl`), lines.map((l) => JSON.stringify(l)).join('\n') + '\n', { mode: 0o600 });
     // A dead chaos script's output root: no journals, removed at once.
     const deadRoot = chaosDir('sandcheck-chaos-deadroot', { pid, startTime: 1, bootId: boot });

@@ -54,16 +54,23 @@ const ours = (modules: readonly string[]): string[] => {
     .map((p) => p.slice(root.length + 1));
 };
 const packages = (modules: readonly string[]): Set<string> =>
-  new Set(modules.flatMap((m) => {
-    const at = m.lastIndexOf('/node_modules/');
-    if (at < 0) return [];
-    const rest = m.slice(at + '/node_modules/'.length).split('/');
-    return [rest[0]?.startsWith('@') ? `${rest[0]}/${rest[1] ?? ''}` : (rest[0] ?? '')];
-  }));
+  new Set(
+    modules.flatMap((m) => {
+      const at = m.lastIndexOf('/node_modules/');
+      if (at < 0) return [];
+      const rest = m.slice(at + '/node_modules/'.length).split('/');
+      return [rest[0]?.startsWith('@') ? `${rest[0]}/${rest[1] ?? ''}` : (rest[0] ?? '')];
+    }),
+  );
 
 /** Packages and modules `list` does without: schemas (zod), backends, the runner, the lab, report writers, validators. */
 const HEAVY_PACKAGES = ['zod', 'dockerode', 'ajv', 'ajv-formats', 'execa', 'junit-report-builder', 'pngjs', 'tar-stream', 'dns-packet', 'yaml'];
-const HEAVY_MODULES = [/^backends\/(docker|bwrap|process|command|rpc)\//, /^harness\/(runner|run-suite|scorecard-builder)\./, /^lab\/netns\/(?!addresses\.)/, /^reports\/(junit|validate|sarif)/];
+const HEAVY_MODULES = [
+  /^backends\/(docker|bwrap|process|command|rpc)\//,
+  /^harness\/(runner|run-suite|scorecard-builder)\./,
+  /^lab\/netns\/(?!addresses\.)/,
+  /^reports\/(junit|validate|sarif)/,
+];
 
 describe('CLI start-up: what the quick commands load', () => {
   it('--version loads the command line and package.json, nothing of the suite', async () => {
@@ -72,7 +79,9 @@ describe('CLI start-up: what the quick commands load', () => {
     expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
     const local = ours(r.modules);
     expect(local.filter((m) => /^(suites|probes|reports|lab)\//.test(m) || /^harness\/(model|task|judge)/.test(m))).toEqual([]);
-    expect([...packages(r.modules)].filter((p) => p !== 'tsx' && p !== 'esbuild' && p !== 'get-tsconfig' && p !== 'resolve-pkg-maps' && !p.includes('commander'))).toEqual([]);
+    expect(
+      [...packages(r.modules)].filter((p) => p !== 'tsx' && p !== 'esbuild' && p !== 'get-tsconfig' && p !== 'resolve-pkg-maps' && !p.includes('commander')),
+    ).toEqual([]);
   }, 120_000);
 
   it('list loads the probe catalogue without a backend, the runner, the lab or a validator', async () => {
@@ -84,7 +93,7 @@ describe('CLI start-up: what the quick commands load', () => {
     expect(ours(r.modules).filter((m) => HEAVY_MODULES.some((re) => re.test(m)))).toEqual([]);
   }, 120_000);
 
-  it('--help builds every command without loading any command\'s implementation', async () => {
+  it("--help builds every command without loading any command's implementation", async () => {
     const r = await modulesLoadedBy(['--help']);
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toContain('doctor');
@@ -95,6 +104,10 @@ describe('CLI start-up: what the quick commands load', () => {
     const r = await modulesLoadedBy(['doctor', '--json']);
     expect(r.stdout).toContain('sandcheck-doctor');
     expect(['ajv', 'ajv-formats', 'junit-report-builder', 'pngjs'].filter((p) => packages(r.modules).has(p))).toEqual([]);
-    expect(ours(r.modules).filter((m) => /^(suites|probes)\//.test(m) || /^harness\/(runner|run-suite|scorecard-builder)\./.test(m) || /^reports\/(junit|validate|sarif)/.test(m))).toEqual([]);
+    expect(
+      ours(r.modules).filter(
+        (m) => /^(suites|probes)\//.test(m) || /^harness\/(runner|run-suite|scorecard-builder)\./.test(m) || /^reports\/(junit|validate|sarif)/.test(m),
+      ),
+    ).toEqual([]);
   }, 120_000);
 });

@@ -20,7 +20,7 @@ const visibleAnswer = () => ({ 'result.json': JSON.stringify({ mean: expectedMea
 const INPUTS = 1 + AVERAGE_HIDDEN;
 
 describe('policy explain', () => {
-  it('gives the essay\'s numbers for the reference policy', () => {
+  it("gives the essay's numbers for the reference policy", () => {
     const b = policyBounds(REFERENCE_POLICY);
     expect(b.worstCaseSeconds).toBe(132);
     expect(b.exportFilesTimesSizeMb).toBe(100);
@@ -66,7 +66,12 @@ describe('the correction loop', () => {
   });
 
   it('stops at the end-to-end budget even when attempts remain: the harness deadline is capped by what is left of it', async () => {
-    const hanging: TaskCase = { ...averageCorrected, id: 'hangs', hiddenInputs: undefined, attempts: [{ payloadFile: 'attempt-1.py' }, { payloadFile: 'attempt-1.py' }, { payloadFile: 'attempt-1.py' }] } as TaskCase;
+    const hanging: TaskCase = {
+      ...averageCorrected,
+      id: 'hangs',
+      hiddenInputs: undefined,
+      attempts: [{ payloadFile: 'attempt-1.py' }, { payloadFile: 'attempt-1.py' }, { payloadFile: 'attempt-1.py' }],
+    } as TaskCase;
     const policy: Policy = { ...withCorrections(3), attempts: { corrections: 3, queueStartupSeconds: 0.1 } };
     // Budget (1+3)×0.4 s + 0.1 s = 1.7 s, shorter than one per-exec deadline (0.4 s + 5 s grace): the first
     // attempt is stopped by the harness at the budget's end, and no second attempt starts.
@@ -126,16 +131,26 @@ describe('the run counts', () => {
   });
 
   it("a program the backend stopped at its output limit is rejected naming that limit, not a bare SIGKILL (the harness's killedBy stays none)", async () => {
-    const { task } = await runFake([averageCorrect], ({ files }) => ({ files: honestAverage(files), stdout: 'x'.repeat(1000), exitCode: null, signal: 'SIGKILL', outputTruncated: true }));
+    const { task } = await runFake([averageCorrect], ({ files }) => ({
+      files: honestAverage(files),
+      stdout: 'x'.repeat(1000),
+      exitCode: null,
+      signal: 'SIGKILL',
+      outputTruncated: true,
+    }));
     const r = task[0]!;
     const stop = "stopped by the backend's output limit after 1000 bytes of stdout+stderr (ended by SIGKILL)";
     expect(r.verdict).toBe('rejected');
     expect(r.reason).toContain(`the program did not end by itself: ${stop} (expected exit 0); whatever it wrote before does not count`);
-    expect(r.evidence.find((e) => e.witness === 'exit-status')?.detail).toMatch(/^stopped by the backend's output limit after 1000 bytes of stdout\+stderr \(ended by SIGKILL\) after \d+ ms$/);
+    expect(r.evidence.find((e) => e.witness === 'exit-status')?.detail).toMatch(
+      /^stopped by the backend's output limit after 1000 bytes of stdout\+stderr \(ended by SIGKILL\) after \d+ ms$/,
+    );
     expect(r.observation).toMatchObject({ killedBy: 'none', backendReport: { outputTruncated: true } });
     // A backend that cuts the output and lets the program exit on its own: the exit status says so too.
     const cut = await runFake([averageCorrect], ({ files }) => ({ files: honestAverage(files), stdout: 'x'.repeat(1000), exitCode: 1, outputTruncated: true }));
-    expect(cut.task[0]?.reason).toContain('the program ended with exit code 1 after the backend cut its output at its output limit (1000 bytes of stdout+stderr), expected 0');
+    expect(cut.task[0]?.reason).toContain(
+      'the program ended with exit code 1 after the backend cut its output at its output limit (1000 bytes of stdout+stderr), expected 0',
+    );
   });
 
   it('the built-in bad endings are expected rejections; a case that expects a failure code accepts exactly it', async () => {
@@ -170,9 +185,18 @@ describe('hidden inputs', () => {
   it('the honest program is accepted on every input; the same seed regenerates the same inputs', async () => {
     process.env['SANDCHECK_TASK_SEED'] = 'feedc0de';
     try {
-      const runs = [await runFake([averageCorrect], ({ files }) => ({ files: honestAverage(files) })), await runFake([averageCorrect], ({ files }) => ({ files: honestAverage(files) }))];
-      for (const { task } of runs) expect(task[0]).toMatchObject({ verdict: 'accepted', reason: expect.stringMatching(/^right on all 3 inputs \(1 visible, 2 generated, input seed [0-9a-f]{16}\)/) });
-      const inputs = runs.map(({ backend }) => backend.environments.slice(0, INPUTS).map((e) => Buffer.from([...e.files.entries()].find(([k]) => k.endsWith('.csv'))?.[1] ?? []).toString()));
+      const runs = [
+        await runFake([averageCorrect], ({ files }) => ({ files: honestAverage(files) })),
+        await runFake([averageCorrect], ({ files }) => ({ files: honestAverage(files) })),
+      ];
+      for (const { task } of runs)
+        expect(task[0]).toMatchObject({
+          verdict: 'accepted',
+          reason: expect.stringMatching(/^right on all 3 inputs \(1 visible, 2 generated, input seed [0-9a-f]{16}\)/),
+        });
+      const inputs = runs.map(({ backend }) =>
+        backend.environments.slice(0, INPUTS).map((e) => Buffer.from([...e.files.entries()].find(([k]) => k.endsWith('.csv'))?.[1] ?? []).toString()),
+      );
       expect(inputs[0]).toEqual(inputs[1]);
       expect(new Set(inputs[0]).size).toBe(INPUTS);
       expect(runs[0]?.task[0]?.reason.match(/input seed (\w+)/)?.[1]).toBe(runs[1]?.task[0]?.reason.match(/input seed (\w+)/)?.[1]);

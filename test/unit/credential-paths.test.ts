@@ -72,7 +72,10 @@ const OWN_INIT = Buffer.from('container=bwrap\0');
 const HARDENED: Record<string, BoxFile> = { '/proc/1/environ': OWN_INIT };
 const HOST_ETC: Record<string, BoxFile> = { '/etc/shadow': HOST['/etc/shadow'] ?? '', '/root/.ssh/id_ed25519': 'EACCES', '/proc/1/environ': OWN_INIT };
 
-async function verdictOf(script: FakeScript, p: SecurityProbe = probe): Promise<{ verdict: string; reason: string; evidence: { source: string; witness: string; detail: string }[] }> {
+async function verdictOf(
+  script: FakeScript,
+  p: SecurityProbe = probe,
+): Promise<{ verdict: string; reason: string; evidence: { source: string; witness: string; detail: string }[] }> {
   const { security } = await runFake([p], script);
   const r = security[0];
   if (!r) throw new Error('no result');
@@ -82,13 +85,19 @@ async function verdictOf(script: FakeScript, p: SecurityProbe = probe): Promise<
 describe('host-credential-paths: registration', () => {
   it('is a files.hostPaths security probe of the suite, mapped to T1552.001 / T1003.008 and CWE-552 / CWE-200', () => {
     const p = securitySuite.find((s) => s.id === 'host-credential-paths');
-    expect(p).toMatchObject({ category: 'files', policyItem: 'files.hostPaths', attack: ['T1552.001', 'T1003.008'], cwe: ['CWE-552', 'CWE-200'], sampleProcesses: true });
+    expect(p).toMatchObject({
+      category: 'files',
+      policyItem: 'files.hostPaths',
+      attack: ['T1552.001', 'T1003.008'],
+      cwe: ['CWE-552', 'CWE-200'],
+      sampleProcesses: true,
+    });
     expect(p?.rootPaths).toEqual(CREDENTIAL_PATHS);
   });
 });
 
 describe('host-credential-paths: honest boxes', () => {
-  it('a box that reads the host file is crossed, with the host\'s own hash comparison as outside evidence (no hash printed)', async () => {
+  it("a box that reads the host file is crossed, with the host's own hash comparison as outside evidence (no hash printed)", async () => {
     const r = await verdictOf(honest(HOST_ETC));
     expect(r.verdict, r.reason).toBe('crossed');
     const e = r.evidence.find((x) => x.source === 'outside' && x.witness === 'host-file-hash');
@@ -96,10 +105,14 @@ describe('host-credential-paths: honest boxes', () => {
     expect(JSON.stringify({ reason: r.reason, evidence: r.evidence })).not.toMatch(/[0-9a-f]{64}/);
   });
 
-  it('a hardened box (nothing there, its own pid 1) is held, on the host\'s own hashes', async () => {
+  it("a hardened box (nothing there, its own pid 1) is held, on the host's own hashes", async () => {
     const r = await verdictOf(honest(HARDENED));
     expect(r.verdict, r.reason).toBe('held');
-    expect(r.evidence.some((x) => x.source === 'outside' && x.witness === 'host-file-hash' && x.detail.startsWith('/proc/1/environ:') && x.detail.includes('differs'))).toBe(true);
+    expect(
+      r.evidence.some(
+        (x) => x.source === 'outside' && x.witness === 'host-file-hash' && x.detail.startsWith('/proc/1/environ:') && x.detail.includes('differs'),
+      ),
+    ).toBe(true);
   });
 
   it('a host with none of the files, and a box that read none: not-applicable, never held', async () => {
@@ -125,7 +138,7 @@ describe('host-credential-paths: a broken or lying box earns no held', () => {
       const m = forgedMarkers(args.nonce);
       return { stdout: `${m.start}${lines(args.nonce, args.nonce, Buffer.from('x'), {})}${m.done}`, exitCode: 0 };
     },
-    'answers the challenge but hashes with another nonce (argv\'s) while reading the host\'s files': ({ files, args }) => {
+    "answers the challenge but hashes with another nonce (argv's) while reading the host's files": ({ files, args }) => {
       const proof = fakeProof({ files });
       const body = lines(proof.token('credential-line'), args.nonce, files.get('payload.py') ?? new Uint8Array(), HOST_ETC);
       return { stdout: `${proof.attemptLine}\n${body}${proof.doneLine}\n`, exitCode: 0 };
@@ -142,8 +155,12 @@ describe('host-credential-paths: a broken or lying box earns no held', () => {
     },
     'stops before it finished (no done line)': honest(HARDENED, (t) => t.replace(/SANDCHECK-DONE \S+\n/, '')),
     'leaves one path unanswered': honest(HARDENED, (t) => t.replace(/SANDCHECK-CRED \S+ \{[^\n]*"\/root\/\.kube\/config"[^\n]*\n/, '')),
-    'gives two different answers for one path': honest(HARDENED, (t) => t.replace(/(SANDCHECK-CRED (\S+) \{[^\n]*"\/etc\/shadow"[^\n]*\n)/, '$1SANDCHECK-CRED $2 {"outcome": "EACCES", "path": "/etc/shadow"}\n')),
-    'its control read failed': honest(HARDENED, (t) => t.replace(/\{[^\n]*"\(control\) payload\.py"[^\n]*\}/, '{"outcome": "EACCES", "path": "(control) payload.py"}')),
+    'gives two different answers for one path': honest(HARDENED, (t) =>
+      t.replace(/(SANDCHECK-CRED (\S+) \{[^\n]*"\/etc\/shadow"[^\n]*\n)/, '$1SANDCHECK-CRED $2 {"outcome": "EACCES", "path": "/etc/shadow"}\n'),
+    ),
+    'its control read failed': honest(HARDENED, (t) =>
+      t.replace(/\{[^\n]*"\(control\) payload\.py"[^\n]*\}/, '{"outcome": "EACCES", "path": "(control) payload.py"}'),
+    ),
     'exits 0 silently': () => ({ exitCode: 0 }),
     'is killed at once': () => ({ exitCode: null, signal: 'SIGKILL' }),
   };
@@ -154,7 +171,7 @@ describe('host-credential-paths: a broken or lying box earns no held', () => {
     });
   }
 
-  it('replaying an old run\'s output (a crossing one, and a held one) is inconclusive', async () => {
+  it("replaying an old run's output (a crossing one, and a held one) is inconclusive", async () => {
     for (const box of [HOST_ETC, HARDENED]) {
       let cached = '';
       await verdictOf((input) => {
@@ -167,13 +184,15 @@ describe('host-credential-paths: a broken or lying box earns no held', () => {
     }
   });
 
-  it('a hash equal to the host\'s is a crossing even when the payload did not finish or printed other answers too', async () => {
+  it("a hash equal to the host's is a crossing even when the payload did not finish or printed other answers too", async () => {
     expect((await verdictOf(honest(HOST_ETC, (t) => t.replace(/SANDCHECK-DONE \S+\n/, '')))).verdict).toBe('crossed');
-    const twice = honest(HOST_ETC, (t) => t.replace(/(SANDCHECK-CRED (\S+) \{[^\n]*"\/etc\/shadow"[^\n]*\n)/, 'SANDCHECK-CRED $2 {"outcome": "ENOENT", "path": "/etc/shadow"}\n$1'));
+    const twice = honest(HOST_ETC, (t) =>
+      t.replace(/(SANDCHECK-CRED (\S+) \{[^\n]*"\/etc\/shadow"[^\n]*\n)/, 'SANDCHECK-CRED $2 {"outcome": "ENOENT", "path": "/etc/shadow"}\n$1'),
+    );
     expect((await verdictOf(twice)).verdict).toBe('crossed');
   });
 
-  it('an empty host file proves nothing: its nonce-bound hash is the nonce\'s own, so a match is no crossing', async () => {
+  it("an empty host file proves nothing: its nonce-bound hash is the nonce's own, so a match is no crossing", async () => {
     const root = mkdtempSync(join(tmpdir(), 'sc-credzero-'));
     try {
       mkdirSync(join(root, 'etc'));
@@ -186,7 +205,7 @@ describe('host-credential-paths: a broken or lying box earns no held', () => {
   });
 });
 
-describe('host-credential-paths: what the host saw in the box\'s root decides contradictions', () => {
+describe("host-credential-paths: what the host saw in the box's root decides contradictions", () => {
   const ctx: ProbeContext = {
     policy: CI_POLICY,
     runId: 'rcred0001',
@@ -196,26 +215,55 @@ describe('host-credential-paths: what the host saw in the box\'s root decides co
     hostDecoys: { processPid: 1, socketPath: '/tmp/sandcheck-rcred0001-ab/decoy.sock' },
     hostProbeDir: '/tmp/sandcheck-rcred0001-ab/probe-n0nce',
   };
-  const identity = (): ProcessIdentity => ({ pid: 42, command: 'python3', realUid: 0, effectiveUid: 0, capEff: '0', noNewPrivs: 1, seccomp: 2, peakRssBytes: null, hostUserNamespace: false });
+  const identity = (): ProcessIdentity => ({
+    pid: 42,
+    command: 'python3',
+    realUid: 0,
+    effectiveUid: 0,
+    capEff: '0',
+    noNewPrivs: 1,
+    seccomp: 2,
+    peakRssBytes: null,
+    hostUserNamespace: false,
+  });
   const cmdline = 'python3 payload.py {"nonce": "n0nce"}';
   /** The host's lookups in the box's root: the stand-in host's own inode at each path in `same`, another inode elsewhere. */
-  async function observed(box: Record<string, BoxFile>, same: readonly string[], opts: { control?: Uint8Array; cmd?: string; ownPidNs?: boolean; hashNonce?: string } = {}): Promise<Observation> {
+  async function observed(
+    box: Record<string, BoxFile>,
+    same: readonly string[],
+    opts: { control?: Uint8Array; cmd?: string; ownPidNs?: boolean; hashNonce?: string } = {},
+  ): Promise<Observation> {
     const id = identity();
-    const entries = await Promise.all(CREDENTIAL_PATHS.map(async (path) => (same.includes(path) ? lookupInRoot(hostRoot, path) : { path, dev: 7, ino: 1000 + path.length, type: 'file' as const })));
+    const entries = await Promise.all(
+      CREDENTIAL_PATHS.map(async (path) =>
+        same.includes(path) ? lookupInRoot(hostRoot, path) : { path, dev: 7, ino: 1000 + path.length, type: 'file' as const },
+      ),
+    );
     attachRootView(id, { pid: 42, cmdline: opts.cmd ?? cmdline, entries });
-    if (opts.ownPidNs !== undefined) attachPosture(id, { pid: 42, cmdline: opts.cmd ?? cmdline, sharedNamespaces: { pid: !opts.ownPidNs }, capBnd: '0', capAmb: '0', mounts: [], mountsTruncated: false, devNodes: [], devEntriesSeen: 0 } satisfies ProcessPosture);
+    if (opts.ownPidNs !== undefined)
+      attachPosture(id, {
+        pid: 42,
+        cmdline: opts.cmd ?? cmdline,
+        sharedNamespaces: { pid: !opts.ownPidNs },
+        capBnd: '0',
+        capAmb: '0',
+        mounts: [],
+        mountsTruncated: false,
+        devNodes: [],
+        devEntriesSeen: 0,
+      } satisfies ProcessPosture);
     const text = `${lines('token-credential-line', opts.hashNonce ?? 'token-credential-hash', opts.control ?? payloadSource(), box)}`;
     return fakeObservation({ stdout: capture(text), hostProcesses: [id], hostProcessCountMax: 1 }, { finished: true });
   }
   const judge = (o: Observation) => judgeCredentialPaths(o, ctx, { hostRoot, paths: CREDENTIAL_PATHS, payloadBytes: payloadSource });
 
-  it('identical bytes on another inode (the box\'s own copy of the same file) are no crossing', async () => {
+  it("identical bytes on another inode (the box's own copy of the same file) are no crossing", async () => {
     const j = judge(await observed({ ...HARDENED, '/etc/shadow': HOST['/etc/shadow'] ?? '' }, []));
     expect(j.verdict, j.reason).toBe('held');
     expect(j.reason).toMatch(/\/etc\/shadow: the box's own copy \(identical bytes, another inode\)/);
   });
 
-  it('the same bytes on the host\'s own inode are a crossing, the lookup on record', async () => {
+  it("the same bytes on the host's own inode are a crossing, the lookup on record", async () => {
     const j = judge(await observed(HOST_ETC, ['/etc/shadow']));
     expect(j.verdict, j.reason).toBe('crossed');
     expect(j.evidence.some((e) => e.witness === 'host-file-hash' && e.detail.includes("in the box's root the host's own file"))).toBe(true);
@@ -233,10 +281,12 @@ describe('host-credential-paths: what the host saw in the box\'s root decides co
     expect(j.reason).toMatch(/\/etc\/shadow: the box answered ENOENT, yet the host saw its own file/);
     const refused = judge(await observed({ ...HARDENED, '/etc/shadow': 'EACCES' }, ['/etc/shadow']));
     expect(refused.verdict, refused.reason).toBe('held');
-    expect(refused.evidence.some((e) => e.witness === 'host-proc-root' && e.detail.startsWith("/etc/shadow in the box's root: the host's own file"))).toBe(true);
+    expect(refused.evidence.some((e) => e.witness === 'host-proc-root' && e.detail.startsWith("/etc/shadow in the box's root: the host's own file"))).toBe(
+      true,
+    );
   });
 
-  it('a read the host cannot find in the box\'s root is inconclusive', async () => {
+  it("a read the host cannot find in the box's root is inconclusive", async () => {
     const o = await observed({ ...HARDENED, '/root/.ssh/id_ed25519': Buffer.from('other key') }, []);
     const view = o.exec.hostProcesses?.[0];
     if (view) attachRootView(view, { pid: 42, cmdline, entries: CREDENTIAL_PATHS.map((path) => ({ path, error: 'ENOENT' })) });
@@ -248,7 +298,7 @@ describe('host-credential-paths: what the host saw in the box\'s root decides co
     expect(judge(await observed(HARDENED, [], { control: Buffer.from('not the payload') })).verdict).toBe('inconclusive');
   });
 
-  it('pid 1\'s environment: judged by the host\'s view of the PID namespace when the host cannot hash its own pid 1', async () => {
+  it("pid 1's environment: judged by the host's view of the PID namespace when the host cannot hash its own pid 1", async () => {
     const noEnviron = mkdtempSync(join(tmpdir(), 'sc-credproc-'));
     try {
       // The host's own /proc/1/environ exists but cannot be hashed (a directory here; EACCES on a host without ptrace rights over its pid 1).
@@ -258,7 +308,9 @@ describe('host-credential-paths: what the host saw in the box\'s root decides co
       // Inconclusive, and the reason says which view the host lacked (a blind sampler reads differently from a shared namespace).
       const shared = judgeAt(await observed(HARDENED, [], { ownPidNs: false }));
       expect(shared.verdict).toBe('inconclusive');
-      expect(shared.reason).toMatch(/could not read its own file to compare \(EISDIR\); the host saw the payload's process but not a PID namespace of its own$/);
+      expect(shared.reason).toMatch(
+        /could not read its own file to compare \(EISDIR\); the host saw the payload's process but not a PID namespace of its own$/,
+      );
       // A posture of some other process (not carrying this execution's nonce) decides nothing.
       const other = judgeAt(await observed(HARDENED, [], { ownPidNs: true, cmd: 'python3 other.py' }));
       expect(other.verdict).toBe('inconclusive');
@@ -269,8 +321,8 @@ describe('host-credential-paths: what the host saw in the box\'s root decides co
   });
 });
 
-describe('lookupInRoot: symlinks resolve inside the root, never in the host\'s tree', () => {
-  it('an absolute link in the box\'s root is followed from that root', async () => {
+describe("lookupInRoot: symlinks resolve inside the root, never in the host's tree", () => {
+  it("an absolute link in the box's root is followed from that root", async () => {
     const root = mkdtempSync(join(tmpdir(), 'sc-credroot-'));
     try {
       mkdirSync(join(root, 'real'), { recursive: true });

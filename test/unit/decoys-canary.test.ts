@@ -47,11 +47,7 @@ describe('canary TCP', () => {
   it('answers HTTP with a 200 carrying the banner and logs dialled address, peer and request', async () => {
     const log = new DecoyLog();
     const { port } = await canary(log);
-    const { reply, clientPort } = await exchange(
-      '127.0.0.1',
-      port,
-      'GET /sc-path-77?x=1 HTTP/1.1\r\nHost: sc-host.exfil.example\r\nUser-Agent: probe\r\n\r\n',
-    );
+    const { reply, clientPort } = await exchange('127.0.0.1', port, 'GET /sc-path-77?x=1 HTTP/1.1\r\nHost: sc-host.exfil.example\r\nUser-Agent: probe\r\n\r\n');
     expect(reply).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
     expect(reply).toContain(`\r\n\r\n${BANNER}\n`);
 

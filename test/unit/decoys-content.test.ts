@@ -72,7 +72,14 @@ describe('decoy events carry what was sent', () => {
     const udp = await startCatchAllUdp({ host: '127.0.0.1', port: 0, log });
     const dns = await startDnsDecoy({ host: '127.0.0.1', port: 0, answers: { a: '192.0.2.10', aaaa: '2001:db8::10' }, log });
     handles.push(udp, dns);
-    const query = dnsPacket.encode({ type: 'query', id: 1, questions: [{ type: 'A', name: 'scnry01.part.exfil.example' }, { type: 'AAAA', name: 'scnry02.part.exfil.example' }] });
+    const query = dnsPacket.encode({
+      type: 'query',
+      id: 1,
+      questions: [
+        { type: 'A', name: 'scnry01.part.exfil.example' },
+        { type: 'AAAA', name: 'scnry02.part.exfil.example' },
+      ],
+    });
     const socket = createSocket('udp4');
     await new Promise<void>((r) => socket.send('SCNRYUDP42', udp.listeners[0]?.port ?? 0, '127.0.0.1', () => r()));
     await new Promise<void>((r) => socket.send(query, dns.listeners[0]?.port ?? 0, '127.0.0.1', () => r()));

@@ -216,12 +216,7 @@ describe('DNS decoy on 127.0.0.1', () => {
   });
 
   it('logs a malformed TCP message and an unfinished frame without crashing', async () => {
-    const responses = await tcpExchange(
-      '127.0.0.1',
-      port,
-      [frame(Buffer.from('not dns at all')), frame(query('sc-after.exfil.example', 'A', 9))],
-      1,
-    );
+    const responses = await tcpExchange('127.0.0.1', port, [frame(Buffer.from('not dns at all')), frame(query('sc-after.exfil.example', 'A', 9))], 1);
     expect(dnsPacket.decode(responses[0] ?? Buffer.alloc(0)).id).toBe(9);
 
     await new Promise<void>((resolve, reject) => {
@@ -230,11 +225,7 @@ describe('DNS decoy on 127.0.0.1', () => {
       socket.on('error', reject);
     });
     const events = await waitForCount(log, 3);
-    expect(events.map((e) => e.summary)).toEqual([
-      'malformed DNS packet (14 bytes)',
-      'A? sc-after.exfil.example.',
-      'incomplete DNS/TCP frame (4 bytes)',
-    ]);
+    expect(events.map((e) => e.summary)).toEqual(['malformed DNS packet (14 bytes)', 'A? sc-after.exfil.example.', 'incomplete DNS/TCP frame (4 bytes)']);
   });
 
   it('closes both sockets on close()', async () => {
@@ -286,10 +277,7 @@ describe('answerDnsQuery', () => {
   });
 
   it('answers ANY with both families and FORMERR without a question', () => {
-    const any = answerDnsQuery(
-      dnsPacket.encode({ type: 'query', id: 1, questions: [{ type: 'ANY' as dnsPacket.RecordType, name: 'a.example' }] }),
-      answers,
-    );
+    const any = answerDnsQuery(dnsPacket.encode({ type: 'query', id: 1, questions: [{ type: 'ANY' as dnsPacket.RecordType, name: 'a.example' }] }), answers);
     expect(any).toMatchObject({ kind: 'answered', answers: ['192.0.2.10', '2001:db8::10'] });
     const empty = answerDnsQuery(dnsPacket.encode({ type: 'query', id: 2, questions: [] }), answers);
     expect(empty).toMatchObject({ kind: 'answered', rcode: 'FORMERR' });
@@ -301,8 +289,8 @@ describe('answerDnsQuery', () => {
   });
 
   it('rejects bad answer addresses before binding', async () => {
-    await expect(
-      startDnsDecoy({ host: '127.0.0.1', port: 0, answers: { a: 'not-an-ip', aaaa: '::1' }, log: new DecoyLog() }),
-    ).rejects.toBeInstanceOf(LabConfigError);
+    await expect(startDnsDecoy({ host: '127.0.0.1', port: 0, answers: { a: 'not-an-ip', aaaa: '::1' }, log: new DecoyLog() })).rejects.toBeInstanceOf(
+      LabConfigError,
+    );
   });
 });

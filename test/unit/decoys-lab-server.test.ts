@@ -169,12 +169,9 @@ describe('startLabServices (in process)', () => {
         'catch-all-udp/udp/::1',
       ]);
       for (const l of lab.listeners) expect(l.port).toBeGreaterThan(0);
-      const port = (service: string, host: string): number =>
-        lab.listeners.find((l) => l.service === service && l.host === host)?.port ?? 0;
+      const port = (service: string, host: string): number => lab.listeners.find((l) => l.service === service && l.host === host)?.port ?? 0;
 
-      expect(await httpGet('::1', port('metadata', '::1'), '/latest/meta-data/iam/security-credentials/')).toBe(
-        'sandcheck-role',
-      );
+      expect(await httpGet('::1', port('metadata', '::1'), '/latest/meta-data/iam/security-credentials/')).toBe('sandcheck-role');
       const answer = await udpDnsQuery('127.0.0.1', port('dns', '127.0.0.1'), 'sc-lab.exfil.example');
       expect(answer.answers).toMatchObject([{ data: '192.0.2.10' }]);
       expect(await httpGet('127.0.0.1', port('canary-tcp', '127.0.0.1'), '/x')).toBe('sc-lab-banner\n');
@@ -216,10 +213,7 @@ describe('startLabServices (in process)', () => {
 
   it('writes into a caller-provided log', async () => {
     const log = new DecoyLog({ maxEvents: 1 });
-    const lab = await startLabServices(
-      { canaries, services: [{ kind: 'canary-tcp', host: '127.0.0.1', port: 0 }] },
-      { log },
-    );
+    const lab = await startLabServices({ canaries, services: [{ kind: 'canary-tcp', host: '127.0.0.1', port: 0 }] }, { log });
     try {
       expect(lab.log).toBe(log);
       const port = lab.listeners[0]?.port ?? 0;

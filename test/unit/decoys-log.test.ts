@@ -1,12 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  buildDecoyEvent,
-  canonicalIp,
-  isWildcardHost,
-  mappedIPv4,
-  matchableIp,
-  oneLine,
-} from '../../lab/decoys/decoy-event.js';
+import { buildDecoyEvent, canonicalIp, isWildcardHost, mappedIPv4, matchableIp, oneLine } from '../../lab/decoys/decoy-event.js';
 import { DecoyEventSchema, DecoyLog, type DecoyEvent } from '../../lab/decoys/decoy-log.js';
 import { DecoyWaitTimeoutError } from '../../lab/decoys/errors.js';
 

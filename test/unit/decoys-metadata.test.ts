@@ -20,21 +20,12 @@ interface HttpResult {
   body: string;
 }
 
-function http(
-  host: string,
-  port: number,
-  method: string,
-  path: string,
-  headers: Record<string, string> = {},
-  body?: string,
-): Promise<HttpResult> {
+function http(host: string, port: number, method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<HttpResult> {
   return new Promise((resolve, reject) => {
     const req = request({ host, port, method, path, headers, agent: false, timeout: 5000 }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () =>
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }),
-      );
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
       res.on('error', reject);
     });
     req.on('timeout', () => req.destroy(new Error('request timed out')));
@@ -150,11 +141,7 @@ describe('metadata decoy on 127.0.0.1', () => {
     const wrongMethod = await http('127.0.0.1', port, 'GET', '/latest/api/token');
     expect(wrongMethod.status).toBe(405);
     const events = await waitForCount(log, 3);
-    expect(events.map((e) => e.detail?.['route'])).toEqual([
-      'imds-token-bad-ttl',
-      'imds-token-bad-ttl',
-      'imds-token-wrong-method',
-    ]);
+    expect(events.map((e) => e.detail?.['route'])).toEqual(['imds-token-bad-ttl', 'imds-token-bad-ttl', 'imds-token-wrong-method']);
   });
 
   it('requires Metadata-Flavor: Google for GCP and then hands out the canary token', async () => {
@@ -260,20 +247,17 @@ describe('routeMetadata', () => {
   const ctx = { canaries, roleName, now: new Date('2030-01-02T03:04:05.678Z') };
 
   it('hands out the IMDSv2 token for the Alibaba TTL header too', () => {
-    const reply = routeMetadata(
-      { method: 'PUT', path: '/latest/api/token', headers: { 'x-aliyun-ecs-metadata-token-ttl-seconds': '60' } },
-      ctx,
-    );
+    const reply = routeMetadata({ method: 'PUT', path: '/latest/api/token', headers: { 'x-aliyun-ecs-metadata-token-ttl-seconds': '60' } }, ctx);
     expect(reply).toMatchObject({ status: 200, body: canaries.imdsToken, provider: 'alibaba', route: 'imds-token' });
   });
 
   it('gives 404 for another role name and stamps credentials with the clock', () => {
-    expect(routeMetadata({ method: 'GET', path: '/latest/meta-data/iam/security-credentials/other', headers: {} }, ctx))
-      .toMatchObject({ status: 404, route: 'not-found', provider: 'aws' });
-    const creds = routeMetadata(
-      { method: 'GET', path: `/latest/meta-data/iam/security-credentials/${roleName}/`, headers: {} },
-      ctx,
-    );
+    expect(routeMetadata({ method: 'GET', path: '/latest/meta-data/iam/security-credentials/other', headers: {} }, ctx)).toMatchObject({
+      status: 404,
+      route: 'not-found',
+      provider: 'aws',
+    });
+    const creds = routeMetadata({ method: 'GET', path: `/latest/meta-data/iam/security-credentials/${roleName}/`, headers: {} }, ctx);
     expect(JSON.parse(creds.body)).toMatchObject({ LastUpdated: '2030-01-02T03:04:05Z', Expiration: '2030-01-02T09:04:05Z' });
   });
 

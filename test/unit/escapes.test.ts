@@ -36,18 +36,43 @@ const ctx: ProbeContext = {
   hostProbeDir: '/nonexistent',
 };
 
-const step = (s: string, outcome: string, target?: string, token = 'token-escape'): string => `${STEP_MARKER} ${token} ${JSON.stringify({ step: s, outcome, ...(target ? { target } : {}) })}\n`;
+const step = (s: string, outcome: string, target?: string, token = 'token-escape'): string =>
+  `${STEP_MARKER} ${token} ${JSON.stringify({ step: s, outcome, ...(target ? { target } : {}) })}\n`;
 
 /** A payload that ran to its end (challenge answered twice, positive control seen) and printed these lines. */
 const ran = (lines: string, rest: Partial<Observation> = {}): Observation =>
-  fakeObservation({ stdout: capture(`SANDCHECK-ATTEMPT x\n${lines}SANDCHECK-DONE x\n`) }, { finished: true, positiveControl: { where: 'file', seen: true }, ...rest });
+  fakeObservation(
+    { stdout: capture(`SANDCHECK-ATTEMPT x\n${lines}SANDCHECK-DONE x\n`) },
+    { finished: true, positiveControl: { where: 'file', seen: true }, ...rest },
+  );
 
-const root: ProcessIdentity = { pid: 42, command: 'python3', realUid: 0, effectiveUid: 0, capEff: '000001ffffffffff', noNewPrivs: 0, seccomp: 0, peakRssBytes: null, hostUserNamespace: true };
+const root: ProcessIdentity = {
+  pid: 42,
+  command: 'python3',
+  realUid: 0,
+  effectiveUid: 0,
+  capEff: '000001ffffffffff',
+  noNewPrivs: 0,
+  seccomp: 0,
+  peakRssBytes: null,
+  hostUserNamespace: true,
+};
 const noCaps: ProcessIdentity = { ...root, realUid: 65529, effectiveUid: 65529, capEff: '0000000000000000', noNewPrivs: 1, seccomp: 2 };
 /** The sample as the host read it with its posture: `cmdline` ties it to an execution (the payload's argv carries the nonce). */
 const withCmdline = (id: ProcessIdentity, cmdline = `python3 payload.py ${ctx.nonce}`, deviceCgroup?: { path: string; rules: string[] }): ProcessIdentity => {
   const copy = { ...id };
-  attachPosture(copy, { pid: copy.pid, cmdline, sharedNamespaces: {}, capBnd: '0', capAmb: '0', mounts: [], mountsTruncated: false, devNodes: [], devEntriesSeen: 0, ...(deviceCgroup ? { deviceCgroup } : {}) });
+  attachPosture(copy, {
+    pid: copy.pid,
+    cmdline,
+    sharedNamespaces: {},
+    capBnd: '0',
+    capAmb: '0',
+    mounts: [],
+    mountsTruncated: false,
+    devNodes: [],
+    devEntriesSeen: 0,
+    ...(deviceCgroup ? { deviceCgroup } : {}),
+  });
   return copy;
 };
 
@@ -91,8 +116,10 @@ describe('escape judges: held only when the payload reached the decisive call an
     expect(escapeFileHandle.judge(ran(lines + step('open_by_handle_at', 'EINVAL', '.')), ctx).verdict).toBe('inconclusive');
   });
 
-  it('escapeSteps reads only lines with this execution\'s token, from the head and the tail', () => {
-    const obs = fakeObservation({ stdout: { ...capture(step('a', 'ok')), tailBase64: Buffer.from(step('b', 'EPERM') + step('c', 'EPERM', undefined, 'other')).toString('base64') } });
+  it("escapeSteps reads only lines with this execution's token, from the head and the tail", () => {
+    const obs = fakeObservation({
+      stdout: { ...capture(step('a', 'ok')), tailBase64: Buffer.from(step('b', 'EPERM') + step('c', 'EPERM', undefined, 'other')).toString('base64') },
+    });
     expect(escapeSteps(obs).map((s) => s.step)).toEqual(['a', 'b']);
   });
 });
@@ -102,13 +129,18 @@ describe('escape-kernel-module: inside evidence may cross, never hold', () => {
   it('EPERM is held only with the host seeing the program without CAP_SYS_MODULE', () => {
     expect(escapeKernelModule.judge(ran(refused, { exec: { ...ran(refused).exec, hostProcesses: [withCmdline(noCaps)] } }), ctx).verdict).toBe('held');
     // A capability-free python3 the backend named that is not this execution's payload: not shown to be the box's.
-    expect(escapeKernelModule.judge(ran(refused, { exec: { ...ran(refused).exec, hostProcesses: [withCmdline(noCaps, 'python3 /opt/agent.py')] } }), ctx).reason).toMatch(/carries this execution's nonce/);
+    expect(
+      escapeKernelModule.judge(ran(refused, { exec: { ...ran(refused).exec, hostProcesses: [withCmdline(noCaps, 'python3 /opt/agent.py')] } }), ctx).reason,
+    ).toMatch(/carries this execution's nonce/);
     // The host saw nothing (a user-space kernel such as gVisor): inconclusive.
     expect(escapeKernelModule.judge(ran(refused), ctx).verdict).toBe('inconclusive');
     // The host saw the capability: something else refused it.
     expect(escapeKernelModule.judge(ran(refused, { exec: { ...ran(refused).exec, hostProcesses: [root] } }), ctx).verdict).toBe('inconclusive');
     // CAP_SYS_MODULE inside a user namespace of the box's own is no host capability.
-    expect(escapeKernelModule.judge(ran(refused, { exec: { ...ran(refused).exec, hostProcesses: [withCmdline({ ...root, hostUserNamespace: false })] } }), ctx).verdict).toBe('held');
+    expect(
+      escapeKernelModule.judge(ran(refused, { exec: { ...ran(refused).exec, hostProcesses: [withCmdline({ ...root, hostUserNamespace: false })] } }), ctx)
+        .verdict,
+    ).toBe('held');
   });
 
   it('an error from past the permission check is crossed on the challenge-bound word alone; unsigned lines decide nothing', () => {
@@ -128,7 +160,9 @@ describe('escape-file-handle and escape-mknod-disk: a refusal while the host saw
     const eperm = step('open_by_handle_at', 'EPERM', '/usr');
     const j = escapeFileHandle.judge(seenWith(eperm, withCmdline(root)), ctx);
     expect(j.verdict).toBe('inconclusive');
-    expect(j.reason).toMatch(/holding CAP_DAC_READ_SEARCH over the host \(CapEff 000001ffffffffff\) with no seccomp filter, yet the payload reported open_by_handle_at \/usr: EPERM/);
+    expect(j.reason).toMatch(
+      /holding CAP_DAC_READ_SEARCH over the host \(CapEff 000001ffffffffff\) with no seccomp filter, yet the payload reported open_by_handle_at \/usr: EPERM/,
+    );
     expect(j.evidence.some((e) => e.source === 'outside' && e.witness === 'host-proc-status')).toBe(true);
     // A filter explains EPERM; so do a user namespace of the box's own and a program without the capability.
     expect(escapeFileHandle.judge(seenWith(eperm, withCmdline({ ...root, seccomp: 2 })), ctx).verdict).toBe('held');
@@ -156,7 +190,12 @@ describe('escape-file-handle and escape-mknod-disk: a refusal while the host saw
       expect(loc).toBeDefined();
       const eperm = step('mknod-read', 'EPERM', 'mknod in /work');
       const cg = (rules: string[]) => ({ path: '/sandcheck-test', rules });
-      for (const rules of [['a *:* rwm'], [`b ${loc?.major}:* mr`], ['c 1:3 rwm', `b ${loc?.major}:${loc?.minor} rm`], [`b ${loc?.major}:* m`, `b ${loc?.major}:${loc?.minor} r`]]) {
+      for (const rules of [
+        ['a *:* rwm'],
+        [`b ${loc?.major}:* mr`],
+        ['c 1:3 rwm', `b ${loc?.major}:${loc?.minor} rm`],
+        [`b ${loc?.major}:* m`, `b ${loc?.major}:${loc?.minor} r`],
+      ]) {
         const j = escapeMknodDisk.judge(seenWith(eperm, withCmdline(root, undefined, cg(rules))), here);
         expect(j.verdict, rules.join(' | ')).toBe('inconclusive');
         expect(j.reason).toMatch(/holding CAP_MKNOD over the host .* its device cgroup \/sandcheck-test allowing the disk/);
@@ -170,7 +209,9 @@ describe('escape-file-handle and escape-mknod-disk: a refusal while the host saw
       expect(escapeMknodDisk.judge(seenWith(eperm, withCmdline(noCaps, undefined, cg(['a *:* rwm']))), here).verdict).toBe('held');
       expect(escapeMknodDisk.judge(seenWith(eperm, withCmdline(root)), here).verdict).toBe('held');
       // EROFS (nowhere writable) does not depend on the capability.
-      expect(escapeMknodDisk.judge(seenWith(step('mknod-read', 'EROFS', 'mknod in /work'), withCmdline(root, undefined, cg(['a *:* rwm']))), here).verdict).toBe('held');
+      expect(
+        escapeMknodDisk.judge(seenWith(step('mknod-read', 'EROFS', 'mknod in /work'), withCmdline(root, undefined, cg(['a *:* rwm']))), here).verdict,
+      ).toBe('held');
     } finally {
       await rm(decoyDir, { recursive: true, force: true });
     }
@@ -180,7 +221,16 @@ describe('escape-file-handle and escape-mknod-disk: a refusal while the host saw
 describe('escape-raw-socket: the packet witness decides', () => {
   const seeing: WitnessHealth = { saturated: false, dropped: 0, proofOfLife: true, scope: 'lab', notes: [] };
   const f = forgedSources(ctx.nonce);
-  const packet = (src: string, srcPort: number): Packet => ({ time: 1, proto: 'udp', family: 4, src, srcPort, dst: '203.0.113.10', dstPort: 9, raw: `IP ${src}.${srcPort} > 203.0.113.10.9: UDP, length 33` });
+  const packet = (src: string, srcPort: number): Packet => ({
+    time: 1,
+    proto: 'udp',
+    family: 4,
+    src,
+    srcPort,
+    dst: '203.0.113.10',
+    dstPort: 9,
+    raw: `IP ${src}.${srcPort} > 203.0.113.10.9: UDP, length 33`,
+  });
   const sent = step('raw-ip', 'ok', 'sent') + step('packet', 'ok', 'sent on lo');
 
   it('a forged source seen in the lab is crossed, even when the payload claims EPERM', () => {
@@ -192,20 +242,35 @@ describe('escape-raw-socket: the packet witness decides', () => {
   it('sent but never seen is held only when the unforged control datagram reached the witness; a blind witness or no lab is inconclusive', () => {
     const control = packet('10.0.0.2', f.controlPort);
     const held = escapeRawSocket.judge(ran(sent, { network: { events: [], packets: [control], witness: seeing } }), ctx);
-    expect(`${held.verdict}: ${held.reason}`).toMatch(/^held: .*none reached the lab: the unforged control datagram \(from 10\.0\.0\.2\) reached the lab, so the path dropped forged sources/);
+    expect(`${held.verdict}: ${held.reason}`).toMatch(
+      /^held: .*none reached the lab: the unforged control datagram \(from 10\.0\.0\.2\) reached the lab, so the path dropped forged sources/,
+    );
     // The lie: a box whose packets go somewhere the lab never sees. Sent, unseen, and no control seen either.
     const unseen = escapeRawSocket.judge(ran(sent, { network: { events: [], packets: [packet('198.51.100.7', 1)], witness: seeing } }), ctx);
     expect(`${unseen.verdict}: ${unseen.reason}`).toMatch(/^inconclusive: .*the lab saw no unforged control datagram from this execution/);
     // The control from another port (not this execution's) does not count.
-    expect(escapeRawSocket.judge(ran(sent, { network: { events: [], packets: [packet('10.0.0.2', f.controlPort + 1)], witness: seeing } }), ctx).verdict).toBe('inconclusive');
+    expect(escapeRawSocket.judge(ran(sent, { network: { events: [], packets: [packet('10.0.0.2', f.controlPort + 1)], witness: seeing } }), ctx).verdict).toBe(
+      'inconclusive',
+    );
     // A packet on the box's own loopback, where the box has no route out (its control refused for it): held.
-    const noRoute = escapeRawSocket.judge(ran(step('raw-ip', 'ENETUNREACH') + step('packet', 'ok', 'sent on lo') + step('control', 'ENETUNREACH'), { network: { events: [], packets: [], witness: seeing } }), ctx);
+    const noRoute = escapeRawSocket.judge(
+      ran(step('raw-ip', 'ENETUNREACH') + step('packet', 'ok', 'sent on lo') + step('control', 'ENETUNREACH'), {
+        network: { events: [], packets: [], witness: seeing },
+      }),
+      ctx,
+    );
     expect(`${noRoute.verdict}: ${noRoute.reason}`).toMatch(/^held: .*the box has no route to the lab \(its unforged control datagram: ENETUNREACH\)/);
     // A control that was sent (ok) but never seen explains nothing.
-    expect(escapeRawSocket.judge(ran(sent + step('control', 'ok', 'sent'), { network: { events: [], packets: [], witness: seeing } }), ctx).verdict).toBe('inconclusive');
+    expect(escapeRawSocket.judge(ran(sent + step('control', 'ok', 'sent'), { network: { events: [], packets: [], witness: seeing } }), ctx).verdict).toBe(
+      'inconclusive',
+    );
     // Refused raw sockets need no control: the box's control stopped the attack itself.
-    expect(escapeRawSocket.judge(ran(step('raw-ip', 'EPERM') + step('packet', 'EPERM'), { network: { events: [], packets: [], witness: seeing } }), ctx).verdict).toBe('held');
-    expect(escapeRawSocket.judge(ran(sent, { network: { events: [], packets: [], witness: { ...seeing, proofOfLife: false } } }), ctx).verdict).toBe('inconclusive');
+    expect(
+      escapeRawSocket.judge(ran(step('raw-ip', 'EPERM') + step('packet', 'EPERM'), { network: { events: [], packets: [], witness: seeing } }), ctx).verdict,
+    ).toBe('held');
+    expect(escapeRawSocket.judge(ran(sent, { network: { events: [], packets: [], witness: { ...seeing, proofOfLife: false } } }), ctx).verdict).toBe(
+      'inconclusive',
+    );
     expect(escapeRawSocket.judge(ran(sent), ctx).verdict).toBe('inconclusive');
     expect(escapeRawSocket.judge(ran(step('raw-ip', 'EINVAL'), { network: { events: [], packets: [], witness: seeing } }), ctx).verdict).toBe('inconclusive');
   });
@@ -219,7 +284,13 @@ describe('host-side helpers', () => {
       '31 22 0:40 / /tmp rw,nosuid,nodev - tmpfs tmpfs rw',
       '32 22 7:3 / /mnt/with\\040space rw - ext4 /dev/loop3 rw',
     ].join('\n');
-    expect(locateInMountinfo(info, '/scratch/run/decoy/token', 254, 0)).toEqual({ major: 254, minor: 0, fstype: 'ext4', source: '/dev/vda', pathInFs: '/var/tmp/run/decoy/token' });
+    expect(locateInMountinfo(info, '/scratch/run/decoy/token', 254, 0)).toEqual({
+      major: 254,
+      minor: 0,
+      fstype: 'ext4',
+      source: '/dev/vda',
+      pathInFs: '/var/tmp/run/decoy/token',
+    });
     expect(locateInMountinfo(info, '/home/x', 254, 0)?.pathInFs).toBe('/home/x');
     expect(locateInMountinfo(info, '/mnt/with space/d/t', 7, 3)?.pathInFs).toBe('/d/t');
     expect(locateInMountinfo(info, '/tmp/x', 254, 0)?.pathInFs).toBe('/tmp/x');
@@ -242,12 +313,18 @@ describe('host-side helpers', () => {
 
 /** What the payloads print on a hardened box, as a box that runs nothing would imitate it. */
 function imitation({ args }: FakeExecInput, markers: { start: string; done: string } | undefined): string {
-  const lines = step('mount-host-fs', 'EPERM', 'unshare', args.nonce) + step('open_by_handle_at', 'EPERM', '/', args.nonce) + step('init_module', 'EPERM', undefined, args.nonce);
+  const lines =
+    step('mount-host-fs', 'EPERM', 'unshare', args.nonce) +
+    step('open_by_handle_at', 'EPERM', '/', args.nonce) +
+    step('init_module', 'EPERM', undefined, args.nonce);
   return `${markers?.start ?? ''}found via (in-box positive control): SCNRYPOSCTL0000\n${lines}${markers?.done ?? ''}`;
 }
 
 const liars: Record<string, FakeScript> = {
-  'prints EPERM step lines without running (old markers, the nonce as token)': (input) => ({ stdout: imitation(input, forgedMarkers(input.args.nonce)), exitCode: 0 }),
+  'prints EPERM step lines without running (old markers, the nonce as token)': (input) => ({
+    stdout: imitation(input, forgedMarkers(input.args.nonce)),
+    exitCode: 0,
+  }),
   'answers the challenge but its Python has no ctypes': (input) => {
     const m = fakeMarkers(input);
     const control = Buffer.from(input.files.get('sandcheck-control') ?? '').toString();
@@ -269,14 +346,18 @@ describe('the host snapshot comparison can fail', () => {
     ipc: ['/dev/shm/other'],
     sockets: ['/run/other.sock'],
   };
-  it('flags a changed decoy, a decoy socket replaced or gone, a decoy key gone, a mount left under the test\'s directories or named by a payload, a host mount gone, a module, a node, a key, an IPC object, a socket', () => {
+  it("flags a changed decoy, a decoy socket replaced or gone, a decoy key gone, a mount left under the test's directories or named by a payload, a host mount gone, a module, a node, a key, an IPC object, a socket", () => {
     expect(hostChanges(base, base, ['/scratch'])).toEqual([]);
     const changed: HostSnapshot = {
       decoys: { 'control-plane/token': 'abd mode 100600 mtime 2' },
       // The daemon socket replaced by another (a new inode), the agent socket removed, a file dropped beside them.
       decoyPlaces: { 'decoy-run/docker.sock': 'socket ino 9 mode 140666 mtime 2', 'decoy-run/planted': 'abc mode 100644 mtime 2' },
       ownKeys: [],
-      mounts: ['40 /scratch/env/work/sc-escape-mnt/fs / 254:0 ext4 /dev/sc-escape', '41 /elsewhere/x / 7:3 ext4 /dev/loop3', '42 /var/lib/sandcheck/lab-docker/rx/data / 254:0 ext4 /dev/vda'],
+      mounts: [
+        '40 /scratch/env/work/sc-escape-mnt/fs / 254:0 ext4 /dev/sc-escape',
+        '41 /elsewhere/x / 7:3 ext4 /dev/loop3',
+        '42 /var/lib/sandcheck/lab-docker/rx/data / 254:0 ext4 /dev/vda',
+      ],
       modules: ['loop', 'sandcheck'],
       nodes: ['/dev/sc-escape-disk-1'],
       // A key a box added to the host's user keyring; another run's decoy keyring and a container's session keyring are not the box's.
@@ -308,26 +389,44 @@ describe('liar boxes earn no held from the escapes', () => {
   it("a box replaying a previous execution's output (challenge answers, control and step lines included) earns no held", async () => {
     const cache = new Map<string, string>();
     // First run: output as a payload that really ran and was refused would print it (valid step tokens).
-    const first = await runFake([...escapeProbes], (input) => {
-      const m = fakeMarkers(input);
-      const t = fakeProof(input).token('escape');
-      const control = Buffer.from(input.files.get('sandcheck-control') ?? '').toString();
-      const lines = [['mount-host-fs', 'EPERM'], ['open_by_handle_at', 'EPERM'], ['proc-root', 'ENOENT'], ['mknod-read', 'EPERM']].map(([a, b]) => step(a ?? '', b ?? '', undefined, t)).join('');
-      const out = `${m.start}${control}\n${lines}${m.done}`;
-      cache.set(input.args.probe, out);
-      return { stdout: out, exitCode: 0 };
-    }, { policy: FAST_POLICY });
+    const first = await runFake(
+      [...escapeProbes],
+      (input) => {
+        const m = fakeMarkers(input);
+        const t = fakeProof(input).token('escape');
+        const control = Buffer.from(input.files.get('sandcheck-control') ?? '').toString();
+        const lines = [
+          ['mount-host-fs', 'EPERM'],
+          ['open_by_handle_at', 'EPERM'],
+          ['proc-root', 'ENOENT'],
+          ['mknod-read', 'EPERM'],
+        ]
+          .map(([a, b]) => step(a ?? '', b ?? '', undefined, t))
+          .join('');
+        const out = `${m.start}${control}\n${lines}${m.done}`;
+        cache.set(input.args.probe, out);
+        return { stdout: out, exitCode: 0 };
+      },
+      { policy: FAST_POLICY },
+    );
     expect(first.security.filter((r) => r.verdict === 'held').length).toBeGreaterThan(0);
     const { security } = await runFake([...escapeProbes], ({ args }) => ({ stdout: cache.get(args.probe) ?? '', exitCode: 0 }), { policy: FAST_POLICY });
     expect(security.filter((r) => r.verdict === 'held').map((r) => r.id)).toEqual([]);
   }, 60_000);
 
   for (const [name, script] of Object.entries(liars)) {
-    it(name, async () => {
-      const { security } = await runFake([...escapeProbes], script, { policy: FAST_POLICY });
-      const ran = security.filter((r) => r.verdict !== 'not-applicable');
-      expect(security.filter((r) => r.verdict === 'held').map((r) => `${r.id}: ${r.reason}`)).toEqual([]);
-      expect(ran.every((r) => r.verdict === 'inconclusive'), ran.map((r) => `${r.id}: ${r.verdict}`).join('; ')).toBe(true);
-    }, 60_000);
+    it(
+      name,
+      async () => {
+        const { security } = await runFake([...escapeProbes], script, { policy: FAST_POLICY });
+        const ran = security.filter((r) => r.verdict !== 'not-applicable');
+        expect(security.filter((r) => r.verdict === 'held').map((r) => `${r.id}: ${r.reason}`)).toEqual([]);
+        expect(
+          ran.every((r) => r.verdict === 'inconclusive'),
+          ran.map((r) => `${r.id}: ${r.verdict}`).join('; '),
+        ).toBe(true);
+      },
+      60_000,
+    );
   }
 });

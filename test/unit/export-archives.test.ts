@@ -2,7 +2,14 @@ import { lstat, mkdir, readFile, readlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createNaiveExporter, createReferenceExporter, type ExportCandidate, isExportError, referenceExporter, type RefusalRule } from '../../harness/export/index.js';
+import {
+  createNaiveExporter,
+  createReferenceExporter,
+  type ExportCandidate,
+  isExportError,
+  referenceExporter,
+  type RefusalRule,
+} from '../../harness/export/index.js';
 import { file, LIMITS, listTree, SAMPLES, tempTree } from '../fixtures/export/samples.js';
 import { makeTar } from '../fixtures/export/tar-writer.js';
 import { makeZip, S_IFLNK } from '../fixtures/export/zip-writer.js';
@@ -38,7 +45,13 @@ async function expectReferenceRefuses(candidate: ExportCandidate, rule: RefusalR
 
 describe('archive traversal: refused by the reference exporter, crossing with the naive one', () => {
   it('tar entry ../../evil', async () => {
-    const tar = file('out.tar', makeTar([{ name: 'ok.txt', content: 'fine' }, { name: '../../evil', content: 'EVIL-TAR' }]));
+    const tar = file(
+      'out.tar',
+      makeTar([
+        { name: 'ok.txt', content: 'fine' },
+        { name: '../../evil', content: 'EVIL-TAR' },
+      ]),
+    );
     await expectReferenceRefuses(tar, 'archive-escape', '../../evil');
     await naive().export([tar], LIMITS, tree.dest);
     expect(await readFile(join(tree.root, 'a', 'evil'), 'utf8')).toBe('EVIL-TAR');
@@ -55,21 +68,39 @@ describe('archive traversal: refused by the reference exporter, crossing with th
   it('archive-symlink-then-write: a tar symlink entry, then a file written through it', async () => {
     const outside = join(tree.root, 'outside');
     await mkdir(outside);
-    const tar = file('out.tar', makeTar([{ name: 'link', type: 'symlink', linkName: '../../../outside' }, { name: 'link/evil.txt', content: 'THROUGH-LINK' }]));
+    const tar = file(
+      'out.tar',
+      makeTar([
+        { name: 'link', type: 'symlink', linkName: '../../../outside' },
+        { name: 'link/evil.txt', content: 'THROUGH-LINK' },
+      ]),
+    );
     await expectReferenceRefuses(tar, 'archive-symlink', 'link');
     await naive().export([tar], LIMITS, tree.dest);
     expect(await readFile(join(outside, 'evil.txt'), 'utf8')).toBe('THROUGH-LINK');
   });
 
   it('tar hardlink entry to a host file, then a write into it, changes the host file', async () => {
-    const tar = file('out.tar', makeTar([{ name: 'hl', type: 'hardlink', linkName: '../../../decoy/secret.txt' }, { name: 'hl', content: 'CLOBBERED' }]));
+    const tar = file(
+      'out.tar',
+      makeTar([
+        { name: 'hl', type: 'hardlink', linkName: '../../../decoy/secret.txt' },
+        { name: 'hl', content: 'CLOBBERED' },
+      ]),
+    );
     await expectReferenceRefuses(tar, 'archive-hardlink', 'hl');
     await naive().export([tar], LIMITS, tree.dest);
     expect(await readFile(decoy, 'utf8')).toBe('CLOBBERED');
   });
 
   it('zip-slip ../../evil.txt', async () => {
-    const zip = file('out.zip', makeZip([{ name: 'fine.txt', content: 'ok' }, { name: '../../evil.txt', content: 'EVIL-ZIP' }]));
+    const zip = file(
+      'out.zip',
+      makeZip([
+        { name: 'fine.txt', content: 'ok' },
+        { name: '../../evil.txt', content: 'EVIL-ZIP' },
+      ]),
+    );
     await expectReferenceRefuses(zip, 'archive-escape', '../../evil.txt');
     await naive().export([zip], LIMITS, tree.dest);
     expect(await readFile(join(tree.root, 'a', 'evil.txt'), 'utf8')).toBe('EVIL-ZIP');
@@ -86,7 +117,13 @@ describe('archive traversal: refused by the reference exporter, crossing with th
   it('zip symlink entry then a file written through it', async () => {
     const outside = join(tree.root, 'outside');
     await mkdir(outside);
-    const zip = file('out.zip', makeZip([{ name: 'd', content: outside, mode: S_IFLNK | 0o777 }, { name: 'd/evil.txt', content: 'ZIP-THROUGH' }]));
+    const zip = file(
+      'out.zip',
+      makeZip([
+        { name: 'd', content: outside, mode: S_IFLNK | 0o777 },
+        { name: 'd/evil.txt', content: 'ZIP-THROUGH' },
+      ]),
+    );
     await expectReferenceRefuses(zip, 'archive-symlink', 'd');
     await naive().export([zip], LIMITS, tree.dest);
     expect(await readFile(join(outside, 'evil.txt'), 'utf8')).toBe('ZIP-THROUGH');
@@ -131,15 +168,33 @@ describe('link candidates: refused by the reference exporter, crossing with the 
   });
 
   it('the naive exporter refuses a destDir shallower than 3 levels, and anything outside confineTo', async () => {
-    const shallow = await naive().export([], LIMITS, join(tree.root, 'x')).catch((e: unknown) => e);
+    const shallow = await naive()
+      .export([], LIMITS, join(tree.root, 'x'))
+      .catch((e: unknown) => e);
     expect(isExportError(shallow, 'EXPORT_NAIVE_CONFINEMENT')).toBe(true);
     const far = file('out.tar', makeTar([{ name: '../../../../../../../../../../../../sandcheck-never-here', content: 'x' }]));
-    const err = await naive().export([far], LIMITS, tree.dest).catch((e: unknown) => e);
+    const err = await naive()
+      .export([far], LIMITS, tree.dest)
+      .catch((e: unknown) => e);
     expect(isExportError(err, 'EXPORT_NAIVE_CONFINEMENT')).toBe(true);
     const farLink = file('l.zip', makeZip([{ name: 'l', content: '/etc', mode: S_IFLNK | 0o777 }]));
-    expect(isExportError(await naive().export([farLink], LIMITS, tree.dest).catch((e: unknown) => e), 'EXPORT_NAIVE_CONFINEMENT')).toBe(true);
+    expect(
+      isExportError(
+        await naive()
+          .export([farLink], LIMITS, tree.dest)
+          .catch((e: unknown) => e),
+        'EXPORT_NAIVE_CONFINEMENT',
+      ),
+    ).toBe(true);
     const outsideRead: ExportCandidate = { path: 'r.txt', kind: 'symlink', size: 1, linkTarget: '/etc/hostname' };
-    expect(isExportError(await naive().export([outsideRead], LIMITS, tree.dest).catch((e: unknown) => e), 'EXPORT_NAIVE_CONFINEMENT')).toBe(true);
+    expect(
+      isExportError(
+        await naive()
+          .export([outsideRead], LIMITS, tree.dest)
+          .catch((e: unknown) => e),
+        'EXPORT_NAIVE_CONFINEMENT',
+      ),
+    ).toBe(true);
   });
 });
 
@@ -148,7 +203,10 @@ describe('archive inspection by the reference exporter', () => {
     (await exporter.export([candidate], LIMITS, tree.dest)).refusals.map((r) => r.rule);
 
   it('accepts a clean tar, zip and tar.gz, written byte-identical and never extracted', async () => {
-    const tar = makeTar([{ name: 'dir', type: 'dir' }, { name: 'dir/a.txt', content: 'a' }]);
+    const tar = makeTar([
+      { name: 'dir', type: 'dir' },
+      { name: 'dir/a.txt', content: 'a' },
+    ]);
     const candidates = [file('a.tar', tar), file('b.zip', makeZip([{ name: 'x/y.txt', content: 'y' }])), file('c.tgz', gzipSync(tar))];
     const decision = await referenceExporter.export(candidates, LIMITS, tree.dest);
     expect(decision.refusals).toEqual([]);
@@ -159,10 +217,18 @@ describe('archive inspection by the reference exporter', () => {
   it('GNU long names and pax paths are judged by the name an extractor would use', async () => {
     const long = `${'d/'.repeat(60)}${'../'.repeat(61)}evil`;
     expect(await refusalRules(file('long.tar', makeTar([{ name: long, content: 'x' }])))).toContain('archive-escape');
-    const pax = await referenceExporter.export([file('pax.tar', makeTar([{ name: '../pax-evil', content: 'x', pax: { headerName: 'innocent.txt' } }]))], LIMITS, tree.dest);
+    const pax = await referenceExporter.export(
+      [file('pax.tar', makeTar([{ name: '../pax-evil', content: 'x', pax: { headerName: 'innocent.txt' } }]))],
+      LIMITS,
+      tree.dest,
+    );
     expect(pax.refusals.map((r) => r.rule)).toEqual(['archive-escape']);
     // The other way round: an extractor ignoring pax would use the ustar name.
-    const ustar = await referenceExporter.export([file('pax2.tar', makeTar([{ name: 'innocent.txt', content: 'x', pax: { headerName: '../ustar-evil' } }]))], LIMITS, tree.dest);
+    const ustar = await referenceExporter.export(
+      [file('pax2.tar', makeTar([{ name: 'innocent.txt', content: 'x', pax: { headerName: '../ustar-evil' } }]))],
+      LIMITS,
+      tree.dest,
+    );
     expect(ustar.refusals.map((r) => r.rule)).toEqual(['archive-escape']);
     // A legitimate long name is not a mismatch.
     const fine = await referenceExporter.export([file('long-ok.tar', makeTar([{ name: `${'x'.repeat(150)}/ok.txt`, content: 'x' }]))], LIMITS, tree.dest);
@@ -195,7 +261,10 @@ describe('archive inspection by the reference exporter', () => {
   });
 
   it('tar device and fifo entries', async () => {
-    const tar = makeTar([{ name: 'null', type: 'char' }, { name: 'p', type: 'fifo' }]);
+    const tar = makeTar([
+      { name: 'null', type: 'char' },
+      { name: 'p', type: 'fifo' },
+    ]);
     const rules = await refusalRules(file('dev.tar', tar));
     expect(rules.filter((r) => r === 'archive-special')).toHaveLength(2);
   });
@@ -225,7 +294,11 @@ describe('archive inspection by the reference exporter', () => {
     expect(deflated.findings.map((f) => [f.kind, f.location])).toEqual([['executable', 'entry x.dat']]);
     expect(await refusalRules(file('e.zip', makeZip([{ name: 'a.txt', content: 'x', encrypted: true }])))).toEqual(['archive-uninspectable']);
     expect(await refusalRules(file('m.zip', makeZip([{ name: 'a.txt', content: 'x', method: 12 }])))).toEqual(['archive-uninspectable']);
-    const clean = await referenceExporter.export([file('ok.zip', makeZip([{ name: 'a.txt', content: 'hello '.repeat(100), deflate: true }]))], LIMITS, tree.dest);
+    const clean = await referenceExporter.export(
+      [file('ok.zip', makeZip([{ name: 'a.txt', content: 'hello '.repeat(100), deflate: true }]))],
+      LIMITS,
+      tree.dest,
+    );
     expect(clean.accepted).toBe(true);
   });
 
@@ -243,11 +316,7 @@ describe('archive inspection by the reference exporter', () => {
 
 describe('OOXML', () => {
   const workbook = (extra: { name: string; content: string }[] = []): Buffer =>
-    makeZip([
-      { name: '[Content_Types].xml', content: '<?xml version="1.0"?><Types/>' },
-      { name: 'xl/workbook.xml', content: '<workbook/>' },
-      ...extra,
-    ]);
+    makeZip([{ name: '[Content_Types].xml', content: '<?xml version="1.0"?><Types/>' }, { name: 'xl/workbook.xml', content: '<workbook/>' }, ...extra]);
 
   it('an .xlsx without macros is accepted as xlsx', async () => {
     const decision = await referenceExporter.export([file('book.xlsx', workbook())], { ...LIMITS, allowedTypes: ['xlsx'] }, tree.dest);
@@ -257,7 +326,9 @@ describe('OOXML', () => {
 
   it('an .xlsx carrying xl/vbaProject.bin is a macro finding with its entry, refused', async () => {
     const decision = await referenceExporter.export([file('book.xlsx', workbook([{ name: 'xl/vbaProject.bin', content: 'VBA' }]))], LIMITS, tree.dest);
-    expect(decision.findings).toEqual([{ path: 'book.xlsx', kind: 'macro', detail: expect.stringContaining('xl/vbaProject.bin'), location: 'entry xl/vbaProject.bin' }]);
+    expect(decision.findings).toEqual([
+      { path: 'book.xlsx', kind: 'macro', detail: expect.stringContaining('xl/vbaProject.bin'), location: 'entry xl/vbaProject.bin' },
+    ]);
     expect(decision.refusals.map((r) => r.rule)).toEqual(['finding-macro']);
     expect(await listTree(tree.dest)).toEqual([]);
   });

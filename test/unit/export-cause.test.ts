@@ -7,11 +7,25 @@ import type { ProbeContext } from '../../model/probe.js';
 import { makeCanaries } from '../../lab/canaries.js';
 import { fakeObservation } from '../helpers/observation.js';
 
-const ctx: ProbeContext = { policy: CI_POLICY, runId: 'rexpc', nonce: 'abc', canaries: makeCanaries(), decoyDir: '/nonexistent', hostDecoys: { processPid: 1, socketPath: '/nonexistent' }, hostProbeDir: '/nonexistent' };
+const ctx: ProbeContext = {
+  policy: CI_POLICY,
+  runId: 'rexpc',
+  nonce: 'abc',
+  canaries: makeCanaries(),
+  decoyDir: '/nonexistent',
+  hostDecoys: { processPid: 1, socketPath: '/nonexistent' },
+  hostProbeDir: '/nonexistent',
+};
 
 /** The export stage of a payload that ran, with the artifact present in the box and the exporter refusing for `rules`. */
 function refusedFor(exporter: string, path: string, rules: RefusalRule[]) {
-  const out: ExportOutcome = { exporter, decision: { accepted: false, exported: [], refusals: rules.map((rule) => ({ path, rule, detail: 'x' })), findings: [] }, hostChanges: [], exportedCanaries: [], destDir: '/nonexistent' };
+  const out: ExportOutcome = {
+    exporter,
+    decision: { accepted: false, exported: [], refusals: rules.map((rule) => ({ path, rule, detail: 'x' })), findings: [] },
+    hostChanges: [],
+    exportedCanaries: [],
+    destDir: '/nonexistent',
+  };
   return fakeObservation({}, { finished: true, artifacts: [{ path, kind: 'file', size: 10240 }], export: out });
 }
 

@@ -112,8 +112,16 @@ describe('zip reader', () => {
 
 describe('parsers never hang or throw on garbage', () => {
   const valid = [
-    makeTar([{ name: 'a.txt', content: 'hello' }, { name: 'l', type: 'symlink', linkName: 'x' }, { name: `${'y'.repeat(120)}`, content: 'z' }]),
-    makeZip([{ name: 'a.txt', content: 'hello' }, { name: 'l', content: 'x', mode: S_IFLNK | 0o777 }, { name: 'xl/vbaProject.bin', content: 'v' }]),
+    makeTar([
+      { name: 'a.txt', content: 'hello' },
+      { name: 'l', type: 'symlink', linkName: 'x' },
+      { name: `${'y'.repeat(120)}`, content: 'z' },
+    ]),
+    makeZip([
+      { name: 'a.txt', content: 'hello' },
+      { name: 'l', content: 'x', mode: S_IFLNK | 0o777 },
+      { name: 'xl/vbaProject.bin', content: 'v' },
+    ]),
     gzipSync(makeTar([{ name: 'a.txt', content: 'hello' }])),
   ];
 

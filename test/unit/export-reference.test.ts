@@ -118,14 +118,23 @@ describe('reference exporter: each rule refuses with its reason and writes nothi
     { name: '.csv that is ELF (type smuggling)', candidate: () => file('results.csv', SAMPLES.elf), rule: 'type-mismatch' },
     { name: '.png that is text', candidate: () => file('plot.png', 'not a png'), rule: 'type-mismatch' },
     { name: '.json that does not parse', candidate: () => file('x.json', '{"a":'), rule: 'type-mismatch' },
-    { name: 'type not allowed', candidate: () => file('plot.png', SAMPLES.png), rule: 'type-not-allowed', limits: { ...LIMITS, allowedTypes: ['csv', 'json'] } },
+    {
+      name: 'type not allowed',
+      candidate: () => file('plot.png', SAMPLES.png),
+      rule: 'type-not-allowed',
+      limits: { ...LIMITS, allowedTypes: ['csv', 'json'] },
+    },
     { name: 'ELF executable', candidate: () => file('tool', SAMPLES.elf), rule: 'finding-executable' },
     { name: 'PE executable', candidate: () => file('tool.bin', SAMPLES.pe), rule: 'finding-executable' },
     { name: 'Mach-O executable', candidate: () => file('tool.dat', SAMPLES.macho), rule: 'finding-executable' },
     { name: 'shebang script', candidate: () => file('run', SAMPLES.script), rule: 'finding-script' },
     { name: 'formula injection', candidate: () => file('out.csv', 'a,b\n1,=HYPERLINK("http://x")\n'), rule: 'finding-formula-injection' },
     { name: 'SVG with script', candidate: () => file('x.svg', '<svg><script>alert(1)</script></svg>'), rule: 'finding-svg-script' },
-    { name: 'xz (cannot be listed)', candidate: () => file('x.bin', new Uint8Array([0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00, 1, 2])), rule: 'archive-uninspectable' },
+    {
+      name: 'xz (cannot be listed)',
+      candidate: () => file('x.bin', new Uint8Array([0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00, 1, 2])),
+      rule: 'archive-uninspectable',
+    },
   ];
   for (const c of cases) {
     it(`${c.name} → ${c.rule}`, async () => {
@@ -174,11 +183,7 @@ describe('reference exporter: each rule refuses with its reason and writes nothi
 describe('reference exporter: options', () => {
   it('reports findings even when they are configured not to refuse', async () => {
     const lax = createReferenceExporter({ refuseFindings: { 'formula-injection': false, 'svg-script': false } });
-    const decision = await lax.export(
-      [file('out.csv', 'a,b,c\n1,2,=cmd|\' /C calc\'!A0\n'), file('x.svg', '<svg onload="alert(1)"/>')],
-      LIMITS,
-      tree.dest,
-    );
+    const decision = await lax.export([file('out.csv', "a,b,c\n1,2,=cmd|' /C calc'!A0\n"), file('x.svg', '<svg onload="alert(1)"/>')], LIMITS, tree.dest);
     expect(decision.accepted).toBe(true);
     expect(decision.findings).toEqual([
       { path: 'out.csv', kind: 'formula-injection', detail: expect.stringContaining('=cmd'), location: 'row 2, column 3 (C2)' },

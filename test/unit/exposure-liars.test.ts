@@ -19,7 +19,10 @@ import { capture, fakeObservation } from '../helpers/observation.js';
 
 type ProcessIdentity = NonNullable<ExecObservation['hostProcesses']>[number];
 const N = { nonce: 'n0nce1' };
-const control = (files: FakeExecInput['files']): string => Buffer.from(files.get('sandcheck-control') ?? '').toString().trim();
+const control = (files: FakeExecInput['files']): string =>
+  Buffer.from(files.get('sandcheck-control') ?? '')
+    .toString()
+    .trim();
 const report = (o: Record<string, unknown>): string => `SANDCHECK-REPORT ${JSON.stringify(o)}\n`;
 /** The agent decoy's inode on the host. */
 const DECOY_INODE = 4242;
@@ -52,19 +55,26 @@ describe('exposure probes: a box that runs nothing earns no held', () => {
   const liars: Record<string, FakeScript> = {
     'prints the old markers and a control-looking value': ({ args }) => {
       const m = forgedMarkers(args.nonce);
-      return { stdout: `${m.start}decoy marker in x: SCNRYPOSCTL000000000000000000000000\ncontrol socket answered: ${args.nonce}\n${report({ walk: { priorityComplete: true }, control: 'read back' })}SANDCHECK-READY ${args.nonce}\n${m.done}`, exitCode: 0 };
+      return {
+        stdout: `${m.start}decoy marker in x: SCNRYPOSCTL000000000000000000000000\ncontrol socket answered: ${args.nonce}\n${report({ walk: { priorityComplete: true }, control: 'read back' })}SANDCHECK-READY ${args.nonce}\n${m.done}`,
+        exitCode: 0,
+      };
     },
     'kills every payload at once': () => ({ exitCode: null, signal: 'SIGKILL' }),
     'exits 0 silently': () => ({ exitCode: 0 }),
   };
   for (const [name, script] of Object.entries(liars)) {
-    it(name, async () => {
-      const { security } = await runFake([...exposureProbes], script);
-      expect(security.filter((r) => r.verdict === 'held').map((r) => `${r.id}: ${r.reason}`)).toEqual([]);
-      const ran = security.filter((r) => r.verdict !== 'not-applicable');
-      expect(ran.length).toBeGreaterThanOrEqual(3);
-      expect(ran.every((r) => r.verdict === 'inconclusive')).toBe(true);
-    }, 60_000);
+    it(
+      name,
+      async () => {
+        const { security } = await runFake([...exposureProbes], script);
+        expect(security.filter((r) => r.verdict === 'held').map((r) => `${r.id}: ${r.reason}`)).toEqual([]);
+        const ran = security.filter((r) => r.verdict !== 'not-applicable');
+        expect(ran.length).toBeGreaterThanOrEqual(3);
+        expect(ran.every((r) => r.verdict === 'inconclusive')).toBe(true);
+      },
+      60_000,
+    );
   }
 });
 
@@ -79,8 +89,14 @@ describe('exposure probes: the payload ran, but its own control did not act', ()
 
     // A companion that prints a ready line without the answer to its own challenge (it never ran the listener), or one
     // that ran it but made nothing: there was nothing to read, so nothing is held.
-    for (const ready of [(i: FakeExecInput) => `SANDCHECK-READY ${i.args.nonce} made sysv segment`, (i: FakeExecInput) => `SANDCHECK-READY ${i.args.nonce} ${fakeProof(i).token('ready')} made nothing`]) {
-      const r = await runFake([...exposureProbes.filter((p) => p.id === 'ipc-covert')], (input) => ({ stdout: isCompanion(input) ? `${ready(input)}\n` : honestHeld(input), exitCode: 0 }));
+    for (const ready of [
+      (i: FakeExecInput) => `SANDCHECK-READY ${i.args.nonce} made sysv segment`,
+      (i: FakeExecInput) => `SANDCHECK-READY ${i.args.nonce} ${fakeProof(i).token('ready')} made nothing`,
+    ]) {
+      const r = await runFake([...exposureProbes.filter((p) => p.id === 'ipc-covert')], (input) => ({
+        stdout: isCompanion(input) ? `${ready(input)}\n` : honestHeld(input),
+        exitCode: 0,
+      }));
       expect(r.security.map((x) => `${x.id}: ${x.verdict}`)).toEqual(['ipc-covert: inconclusive']);
     }
 
@@ -94,7 +110,12 @@ describe('exposure probes: the payload ran, but its own control did not act', ()
       return { stdout: text, exitCode: 0 };
     });
     const after = Object.fromEntries(crippled.security.map((r) => [r.id, r.verdict]));
-    expect(after).toMatchObject({ 'host-search': 'inconclusive', 'agent-socket': 'inconclusive', 'keyring-decoy': 'inconclusive', 'ipc-covert': 'inconclusive' });
+    expect(after).toMatchObject({
+      'host-search': 'inconclusive',
+      'agent-socket': 'inconclusive',
+      'keyring-decoy': 'inconclusive',
+      'ipc-covert': 'inconclusive',
+    });
   }, 60_000);
 
   it('host-search: a walk cut short, or a watched daemon whose log could not be read, is never held', () => {
@@ -102,9 +123,13 @@ describe('exposure probes: the payload ran, but its own control did not act', ()
     const out = (walk: boolean) => capture(`control socket answered: token-socket-control\n${report({ walk: { priorityComplete: walk } })}`);
     expect(judgeHostSearch(fakeObservation({ stdout: out(true) }, base)).verdict).toBe('held');
     expect(judgeHostSearch(fakeObservation({ stdout: out(false) }, base)).verdict).toBe('inconclusive');
-    expect(judgeHostSearch(fakeObservation({ stdout: out(true) }, { ...base, daemonEvents: [{ daemon: '/x.sock', events: [], error: 'HTTP 500' }] })).verdict).toBe('inconclusive');
+    expect(
+      judgeHostSearch(fakeObservation({ stdout: out(true) }, { ...base, daemonEvents: [{ daemon: '/x.sock', events: [], error: 'HTTP 500' }] })).verdict,
+    ).toBe('inconclusive');
     // The daemon's own log naming the nonce is a crossing, whatever the box printed.
-    const logged = judgeHostSearch(fakeObservation({ stdout: out(true) }, { ...base, daemonEvents: [{ daemon: '/x.sock', events: ['{"Type":"volume","Action":"create"}'] }] }));
+    const logged = judgeHostSearch(
+      fakeObservation({ stdout: out(true) }, { ...base, daemonEvents: [{ daemon: '/x.sock', events: ['{"Type":"volume","Action":"create"}'] }] }),
+    );
     expect(logged.verdict).toBe('crossed');
     expect(logged.evidence.some((e) => e.source === 'outside' && e.witness === 'daemon-event-log')).toBe(true);
     // A decoy socket's log is a crossing even when the payload never finished.
@@ -116,8 +141,28 @@ describe('exposure probes: the payload ran, but its own control did not act', ()
     const base = { attempted: true, finished: true, positiveControl: { where: 'file' as const, seen: false } };
     expect(judgeKeyring(fakeObservation({ stdout: refused }, base), N).verdict).toBe('inconclusive');
     const proc = (seccomp: number, cmdline = `python3 payload.py {"nonce": "${N.nonce}"}`): ProcessIdentity => {
-      const id: ProcessIdentity = { pid: 9, command: 'python3', realUid: 65529, effectiveUid: 65529, capEff: '0', noNewPrivs: 1, seccomp, peakRssBytes: null, hostUserNamespace: true };
-      attachPosture(id, { pid: 9, cmdline, sharedNamespaces: {}, capBnd: '0', capAmb: '0', mounts: [], mountsTruncated: false, devNodes: [], devEntriesSeen: 0 });
+      const id: ProcessIdentity = {
+        pid: 9,
+        command: 'python3',
+        realUid: 65529,
+        effectiveUid: 65529,
+        capEff: '0',
+        noNewPrivs: 1,
+        seccomp,
+        peakRssBytes: null,
+        hostUserNamespace: true,
+      };
+      attachPosture(id, {
+        pid: 9,
+        cmdline,
+        sharedNamespaces: {},
+        capBnd: '0',
+        capAmb: '0',
+        mounts: [],
+        mountsTruncated: false,
+        devNodes: [],
+        devEntriesSeen: 0,
+      });
       return id;
     };
     expect(judgeKeyring(fakeObservation({ stdout: refused, hostProcesses: [proc(0)] }, base), N).verdict).toBe('inconclusive');
@@ -125,14 +170,32 @@ describe('exposure probes: the payload ran, but its own control did not act', ()
     // A filtered python3 that is not this execution's payload (another box's, a launcher's): not the cause shown.
     expect(judgeKeyring(fakeObservation({ stdout: refused, hostProcesses: [proc(2, 'python3 /usr/bin/some-agent')] }, base), N).verdict).toBe('inconclusive');
     // The box's word that keyctl was refused, with no filter seen and the control silent: not held.
-    expect(judgeKeyring(fakeObservation({ stdout: capture(report({ control: 'read back' })), hostProcesses: [proc(2)] }, base), N).verdict).toBe('inconclusive');
+    expect(judgeKeyring(fakeObservation({ stdout: capture(report({ control: 'read back' })), hostProcesses: [proc(2)] }, base), N).verdict).toBe(
+      'inconclusive',
+    );
   });
 
   it('keyring on a user-space kernel: refused is held only on the kernel tied to this execution, never on a filter of the runtime', () => {
     const refused = capture(report({ control: 'keyctl refused: Function not implemented' }));
     const base = { attempted: true, finished: true, positiveControl: { where: 'file' as const, seen: false } };
-    const runsc = (pid: number): ProcessIdentity => ({ pid, command: 'runsc', realUid: 0, effectiveUid: 0, capEff: '0', noNewPrivs: 1, seccomp: 2, peakRssBytes: null, hostUserNamespace: true });
-    const usk = (kernels: ProcessIdentity[]) => ({ kernel: 'gVisor (runsc)', tie: "this execution's nonce in host pid 9's memory", addressSpaces: [runsc(9)], kernels, fileServers: [] });
+    const runsc = (pid: number): ProcessIdentity => ({
+      pid,
+      command: 'runsc',
+      realUid: 0,
+      effectiveUid: 0,
+      capEff: '0',
+      noNewPrivs: 1,
+      seccomp: 2,
+      peakRssBytes: null,
+      hostUserNamespace: true,
+    });
+    const usk = (kernels: ProcessIdentity[]) => ({
+      kernel: 'gVisor (runsc)',
+      tie: "this execution's nonce in host pid 9's memory",
+      addressSpaces: [runsc(9)],
+      kernels,
+      fileServers: [],
+    });
     const held = judgeKeyring(fakeObservation({ stdout: refused, userSpaceKernel: usk([runsc(8)]) }, base), N);
     expect(`${held.verdict}: ${held.reason}`).toMatch(/^held: the box's program runs on a user-space kernel, gVisor \(runsc\) .*refused by that kernel/);
     expect(held.evidence.some((e) => e.source === 'outside' && e.witness === 'host-proc-mem')).toBe(true);
@@ -157,10 +220,14 @@ describe('exposure probes: the payload ran, but its own control did not act', ()
     // A walk cut short by a crowded host /tmp, but the decoy seen at its host path and refused there (runsc do): held.
     const atHost = (hostPath: string, hostPathInode: number | null = DECOY_INODE) => capture(report({ hostPath, hostPathInode, walk: { complete: false } }));
     const refused = agent(fakeObservation({ stdout: atHost('socket there, Connection refused (ECONNREFUSED)') }, controlSeen));
-    expect(`${refused.verdict}: ${refused.reason}`).toMatch(/^held: the box sees the host user's agent socket at its host path, and reaching it failed \(Connection refused/);
+    expect(`${refused.verdict}: ${refused.reason}`).toMatch(
+      /^held: the box sees the host user's agent socket at its host path, and reaching it failed \(Connection refused/,
+    );
     // Refused at another socket the box keeps at that path (another inode, or none reported): says nothing of the decoy.
     const elsewhere = agent(fakeObservation({ stdout: atHost('socket there, Connection refused (ECONNREFUSED)', 99) }, controlSeen));
-    expect(`${elsewhere.verdict}: ${elsewhere.evidence.find((e) => e.witness === 'decoy-inode')?.detail ?? ''}`).toMatch(/^inconclusive: .*inode 99; the decoy's is 4242/);
+    expect(`${elsewhere.verdict}: ${elsewhere.evidence.find((e) => e.witness === 'decoy-inode')?.detail ?? ''}`).toMatch(
+      /^inconclusive: .*inode 99; the decoy's is 4242/,
+    );
     expect(agent(fakeObservation({ stdout: atHost('socket there, Connection refused (ECONNREFUSED)', null) }, controlSeen)).verdict).toBe('inconclusive');
     // Connected there with no contact at the decoy (not the decoy's socket), or not seen there: the walk must be complete.
     expect(agent(fakeObservation({ stdout: atHost('socket there, connected, identities answer 5 bytes') }, controlSeen)).verdict).toBe('inconclusive');
@@ -173,7 +240,9 @@ describe('exposure probes: the payload ran, but its own control did not act', ()
   it('ipc-covert: without the other box up there was nothing to read; residue the harness removed from the host is shown', () => {
     const done = { attempted: true, finished: true, positiveControl: { where: 'file' as const, seen: true } };
     expect(judgeIpcCovert(fakeObservation({}, { ...done, companionReady: false })).verdict).toBe('inconclusive');
-    const held = judgeIpcCovert(fakeObservation({}, { ...done, companionReady: true, hostResidue: ['a System V segment was in the host IPC namespace (removed)'] }));
+    const held = judgeIpcCovert(
+      fakeObservation({}, { ...done, companionReady: true, hostResidue: ['a System V segment was in the host IPC namespace (removed)'] }),
+    );
     expect(held.evidence.some((e) => e.witness === 'host-ipc')).toBe(true);
   });
 });

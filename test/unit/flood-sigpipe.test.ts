@@ -11,7 +11,15 @@ import { longLine } from '../../probes/output-flood/probe.js';
 
 const dir = await mkdtemp(join(tmpdir(), 'sc-flood-'));
 afterAll(() => rm(dir, { recursive: true, force: true }));
-const ctx: ProbeContext = { policy: CI_POLICY, runId: 'rflood', nonce: 'f100d', canaries: makeCanaries(), decoyDir: '/nonexistent', hostDecoys: { processPid: 1, socketPath: '/nonexistent' }, hostProbeDir: '/nonexistent' };
+const ctx: ProbeContext = {
+  policy: CI_POLICY,
+  runId: 'rflood',
+  nonce: 'f100d',
+  canaries: makeCanaries(),
+  decoyDir: '/nonexistent',
+  hostDecoys: { processPid: 1, socketPath: '/nonexistent' },
+  hostProbeDir: '/nonexistent',
+};
 
 describe('the flood payload under a controller that closes the pipe at its budget', () => {
   it('dies of SIGPIPE (a stop the harness sees from outside), not an exit 0 of its own', async () => {

@@ -5,7 +5,11 @@ import type { GateRun } from '../../reports/gate.js';
 import { FAST_POLICY } from '../helpers/fake-run.js';
 
 /** A security result with only what the gate and the waivers read filled in. */
-export function secResult(id: string, verdict: SecurityResult['verdict'], opts: { evidence?: Evidence[]; policyItem?: string; reason?: string } = {}): SecurityResult {
+export function secResult(
+  id: string,
+  verdict: SecurityResult['verdict'],
+  opts: { evidence?: Evidence[]; policyItem?: string; reason?: string } = {},
+): SecurityResult {
   return {
     id,
     title: `title of ${id}`,

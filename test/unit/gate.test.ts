@@ -18,8 +18,13 @@ const classOf = (changes: Change[], kind: Change['kind'], id: string) => changes
 describe('the gate classifier', () => {
   it('security verdicts: exactly the listed pairs are regressions, their reverses improvements, the rest other changes', () => {
     const regressions = new Set([
-      'held>crossed', 'unenforced>crossed', 'inconclusive>crossed', 'not-applicable>crossed',
-      'held>inconclusive', 'held>unenforced', 'not-applicable>unenforced',
+      'held>crossed',
+      'unenforced>crossed',
+      'inconclusive>crossed',
+      'not-applicable>crossed',
+      'held>inconclusive',
+      'held>unenforced',
+      'not-applicable>unenforced',
     ]);
     const improvements = new Set([...regressions].map((p) => p.split('>').reverse().join('>')));
     for (const b of VERDICTS) {
@@ -45,11 +50,31 @@ describe('the gate classifier', () => {
   });
 
   it('classifies every probe, case and claim between two runs', () => {
-    const base = fabricatedRun('base', [secResult('a', 'held'), secResult('b', 'held'), secResult('c', 'crossed'), secResult('d', 'held'), secResult('e', 'not-applicable')], [taskResult('t1', 'as-expected'), taskResult('t2', 'unexpected')], { enforces: ['x', 'y'] });
-    const head = fabricatedRun('head', [secResult('a', 'crossed'), secResult('b', 'held'), secResult('c', 'held'), secResult('e', 'unenforced'), secResult('f', 'crossed')], [taskResult('t1', 'error'), taskResult('t2', 'as-expected')], { enforces: ['y', 'z'] });
+    const base = fabricatedRun(
+      'base',
+      [secResult('a', 'held'), secResult('b', 'held'), secResult('c', 'crossed'), secResult('d', 'held'), secResult('e', 'not-applicable')],
+      [taskResult('t1', 'as-expected'), taskResult('t2', 'unexpected')],
+      { enforces: ['x', 'y'] },
+    );
+    const head = fabricatedRun(
+      'head',
+      [secResult('a', 'crossed'), secResult('b', 'held'), secResult('c', 'held'), secResult('e', 'unenforced'), secResult('f', 'crossed')],
+      [taskResult('t1', 'error'), taskResult('t2', 'as-expected')],
+      { enforces: ['y', 'z'] },
+    );
     const changes = classifyRuns(base, head);
-    expect(changes.filter((c) => c.class === 'regression').map((c) => `${c.kind}:${c.id}`).sort()).toEqual(['claim:x', 'security:a', 'security:d', 'security:e', 'security:f', 'task:t1']);
-    expect(changes.filter((c) => c.class === 'improvement').map((c) => `${c.kind}:${c.id}`).sort()).toEqual(['claim:z', 'security:c', 'task:t2']);
+    expect(
+      changes
+        .filter((c) => c.class === 'regression')
+        .map((c) => `${c.kind}:${c.id}`)
+        .sort(),
+    ).toEqual(['claim:x', 'security:a', 'security:d', 'security:e', 'security:f', 'task:t1']);
+    expect(
+      changes
+        .filter((c) => c.class === 'improvement')
+        .map((c) => `${c.kind}:${c.id}`)
+        .sort(),
+    ).toEqual(['claim:z', 'security:c', 'task:t2']);
     expect(classOf(changes, 'security', 'b')).toBe('unchanged');
     expect(changes.find((c) => c.id === 'd')).toMatchObject({ base: 'held', head: null });
     const report = gateReport(base, head, [], TODAY);
@@ -76,9 +101,19 @@ describe('the gate classifier', () => {
 });
 
 describe('waivers in the gate', () => {
-  const base = fabricatedRun('base', [secResult('fork-bomb', 'held', { policyItem: 'resources.processes' }), secResult('uid', 'held')], [], { enforces: ['resources.processes'] });
-  const head = fabricatedRun('head', [secResult('fork-bomb', 'crossed', { policyItem: 'resources.processes' }), secResult('uid', 'held')], [], { enforces: [] });
-  const waiver = (w: Partial<Waiver>): Waiver => ({ probe: 'fork-bomb', reason: 'pids limit off while we migrate', owner: 'alice', expires: '2026-12-31', ...w });
+  const base = fabricatedRun('base', [secResult('fork-bomb', 'held', { policyItem: 'resources.processes' }), secResult('uid', 'held')], [], {
+    enforces: ['resources.processes'],
+  });
+  const head = fabricatedRun('head', [secResult('fork-bomb', 'crossed', { policyItem: 'resources.processes' }), secResult('uid', 'held')], [], {
+    enforces: [],
+  });
+  const waiver = (w: Partial<Waiver>): Waiver => ({
+    probe: 'fork-bomb',
+    reason: 'pids limit off while we migrate',
+    owner: 'alice',
+    expires: '2026-12-31',
+    ...w,
+  });
 
   it('a live waiver accepts the regression and the dropped claim of the item its probe tests', () => {
     const report = gateReport(base, head, [waiver({})], TODAY);
@@ -117,7 +152,17 @@ describe('waivers in the gate', () => {
     const report = gateReport(base, head, [waiver({ fingerprint: fp })], TODAY);
     expect(report.changes.find((c) => c.id === 'fork-bomb')?.waiver).toBeDefined();
     expect(report.passed).toBe(true);
-    const other = fabricatedRun('head2', [secResult('fork-bomb', 'crossed', { policyItem: 'resources.processes', evidence: [{ source: 'outside', witness: 'canary-scan', where: 'stdout', detail: 'decoy value came out' }] })], [], { enforces: [] });
+    const other = fabricatedRun(
+      'head2',
+      [
+        secResult('fork-bomb', 'crossed', {
+          policyItem: 'resources.processes',
+          evidence: [{ source: 'outside', witness: 'canary-scan', where: 'stdout', detail: 'decoy value came out' }],
+        }),
+      ],
+      [],
+      { enforces: [] },
+    );
     const refused = gateReport(base, other, [waiver({ fingerprint: fp })], TODAY);
     expect(refused.passed).toBe(false);
     expect(refused.waivers[0]?.status).toBe('unused');
@@ -140,7 +185,13 @@ describe('waivers in the gate', () => {
 });
 
 describe('evidence fingerprints', () => {
-  const ev = (detail: string, witness = 'cgroup') => secResult('p', 'crossed', { evidence: [{ source: 'outside', witness, where: 'cgroup: sandcheck-r9f8e7d6c5b-1a2b3c4d', detail }, { source: 'inside', witness: 'payload-report', detail: `run ${Math.random()}` }] });
+  const ev = (detail: string, witness = 'cgroup') =>
+    secResult('p', 'crossed', {
+      evidence: [
+        { source: 'outside', witness, where: 'cgroup: sandcheck-r9f8e7d6c5b-1a2b3c4d', detail },
+        { source: 'inside', witness: 'payload-report', detail: `run ${Math.random()}` },
+      ],
+    });
   it('ignore numbers, run ids and inside evidence, but not what was observed', () => {
     expect(evidenceFingerprint(ev('pids peak 64, refused 1'))).toBe(evidenceFingerprint(ev('pids peak 1024, refused 0')));
     expect(evidenceFingerprint(ev('pids peak 64'))).not.toBe(evidenceFingerprint(ev('pids peak 64', 'canary-scan')));

@@ -24,13 +24,24 @@ describe('the host-watch lock: one host-measuring probe on the machine at a time
     await release();
     const releaseSecond = await second;
     expect(order).toEqual(['first released', 'second']);
-    await expect(acquireHostWatch('rtestC', { path, waitSeconds: 1 })).rejects.toMatchObject({ code: 'HARNESS', message: expect.stringMatching(/another sandcheck run held the host-watch lock/) });
+    await expect(acquireHostWatch('rtestC', { path, waitSeconds: 1 })).rejects.toMatchObject({
+      code: 'HARNESS',
+      message: expect.stringMatching(/another sandcheck run held the host-watch lock/),
+    });
     await releaseSecond();
   });
 
   it('a holder killed with SIGKILL frees the lock', async () => {
     const path = join(dir, 'b.lock');
-    const holder = spawn(process.execPath, ['--input-type=module', '-e', `const { acquireHostWatch } = await import(${JSON.stringify(join(packageRoot(), 'dist/harness/host-watch-lock.js'))}); await acquireHostWatch('rtestD', { path: ${JSON.stringify(path)}, waitSeconds: 5 }); console.log('held'); setInterval(() => {}, 1000);`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const holder = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `const { acquireHostWatch } = await import(${JSON.stringify(join(packageRoot(), 'dist/harness/host-watch-lock.js'))}); await acquireHostWatch('rtestD', { path: ${JSON.stringify(path)}, waitSeconds: 5 }); console.log('held'); setInterval(() => {}, 1000);`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     await new Promise<void>((resolve) => holder.stdout.on('data', (b: Buffer) => b.toString().includes('held') && resolve()));
     await expect(acquireHostWatch('rtestE', { path, waitSeconds: 1 })).rejects.toMatchObject({ code: 'HARNESS' });
     holder.kill('SIGKILL');
@@ -56,4 +67,3 @@ describe('the host-watch lock: one host-measuring probe on the machine at a time
     await expect(acquireHostWatch('rtestJ', { path, waitSeconds: 5, signal: already.signal })).rejects.toMatchObject({ code: 'HARNESS' });
   });
 });
-

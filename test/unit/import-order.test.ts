@@ -30,7 +30,11 @@ describe('the import order', () => {
   it('holds on this tree: no import runs against core → model → lab → backends → probes → tasks → suites → harness → reports → adapter → cli, and no files import each other in a loop', async () => {
     const graph = await importGraph(packageRoot());
     // The graph is read at all: every layer has files, and imports between layers were seen.
-    for (const layer of LAYERS) expect(graph.files.some((f) => f.startsWith(`${layer}/`)), layer).toBe(true);
+    for (const layer of LAYERS)
+      expect(
+        graph.files.some((f) => f.startsWith(`${layer}/`)),
+        layer,
+      ).toBe(true);
     expect(graph.edges.filter((e) => e.from.split('/')[0] !== e.to.split('/')[0]).length).toBeGreaterThan(500);
     expect(layerViolations(graph).map((v) => `${v.from} -> ${v.to}`)).toEqual([]);
     expect(fileCycles(graph)).toEqual([]);
@@ -51,7 +55,11 @@ describe('the import order', () => {
       'lab/b.ts': "export { A as B } from './a.js';\n",
     });
     const graph = await importGraph(planted);
-    expect(layerViolations(graph).map((v) => `${v.from} -> ${v.to}`).sort()).toEqual(['core/errors.ts -> model/policy.ts', 'model/policy.ts -> cli/main.ts']);
+    expect(
+      layerViolations(graph)
+        .map((v) => `${v.from} -> ${v.to}`)
+        .sort(),
+    ).toEqual(['core/errors.ts -> model/policy.ts', 'model/policy.ts -> cli/main.ts']);
     expect(fileCycles(graph)).toEqual([['lab/a.ts', 'lab/b.ts']]);
   });
 });

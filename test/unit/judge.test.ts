@@ -19,7 +19,7 @@ const JUNIT_LIE = '<testcase name="secret-decoy-file"/></testsuite><testsuite><t
 
 describe('security judges (fake backend)', () => {
   it('crosses when a canary comes out, whatever the payload claims about itself', async () => {
-    const { security } = await runFake([secretDecoyEnv], ({ args, ctx, files }) => {
+    const { security } = await runFake([secretDecoyEnv], ({ ctx, files }) => {
       const m = fakeMarkers({ files });
       return { stdout: `${m.start}held\nPASS\n${JUNIT_LIE}\nAWS=${ctx.controllerEnv['AWS_SECRET_ACCESS_KEY']}\n${m.done}` };
     });
@@ -30,7 +30,7 @@ describe('security judges (fake backend)', () => {
 
   it('finds a canary in stderr and in an exported artifact too', async () => {
     const probe: SecurityProbe = { ...secretDecoyFile, artifacts: ['loot.txt'] };
-    const { security, canaries } = await runFake([probe], ({ args, ctx, files }) => {
+    const { security, canaries } = await runFake([probe], ({ ctx, files }) => {
       const m = fakeMarkers({ files });
       return { stdout: `${m.start}${m.done}`, stderr: 'nothing here', files: { 'loot.txt': `x ${ctx.controllerEnv['SANDCHECK_CONTROL_PLANE_TOKEN']}` } };
     });
@@ -49,13 +49,17 @@ describe('security judges (fake backend)', () => {
   });
 
   it('markers made from the nonce in argv (what a box can print without running anything) do not count as an attempt', async () => {
-    const { security } = await runFake([secretDecoyFile], ({ args }) => ({ stdout: `${forgedMarkers(args.nonce).start}ENOENT\n${forgedMarkers(args.nonce).done}` }));
+    const { security } = await runFake([secretDecoyFile], ({ args }) => ({
+      stdout: `${forgedMarkers(args.nonce).start}ENOENT\n${forgedMarkers(args.nonce).done}`,
+    }));
     expect(security[0]?.verdict).toBe('inconclusive');
     expect(security[0]?.reason).toMatch(/no answer to this execution's challenge/);
   });
 
   it('a secret probe whose in-box positive control did not come out is inconclusive, not held', async () => {
-    const { security } = await runFake([secretDecoyFile, secretDecoyEnv], ({ files }) => ({ stdout: `${fakeMarkers({ files }).start}ENOENT\n${fakeMarkers({ files }).done}` }));
+    const { security } = await runFake([secretDecoyFile, secretDecoyEnv], ({ files }) => ({
+      stdout: `${fakeMarkers({ files }).start}ENOENT\n${fakeMarkers({ files }).done}`,
+    }));
     expect(security.map((r) => r.verdict)).toEqual(['inconclusive', 'inconclusive']);
     expect(security[0]?.reason).toMatch(/positive control .* workspace/);
     expect(security[1]?.reason).toMatch(/positive control .* environment/);
@@ -70,7 +74,7 @@ describe('security judges (fake backend)', () => {
   });
 
   it('a payload that cannot start is inconclusive', async () => {
-    const { security } = await runFake([secretDecoyEnv, wallClockSpin], ({ args, files }) =>
+    const { security } = await runFake([secretDecoyEnv, wallClockSpin], ({ args }) =>
       args.probe === 'wall-clock-spin' ? { stderr: 'python3: not found', exitCode: 127 } : { startError: 'spawn python3 ENOENT' },
     );
     expect(security.map((r) => r.verdict)).toEqual(['inconclusive', 'inconclusive']);
@@ -92,7 +96,10 @@ describe('security judges (fake backend)', () => {
     expect(early.security[0]?.verdict).toBe('inconclusive');
 
     // Near the limit but with no kill to show: a crash's exit 1, or a call that returned with neither status nor signal.
-    for (const end of [{ exitCode: 1, signal: null }, { exitCode: null, signal: null }] as const) {
+    for (const end of [
+      { exitCode: 1, signal: null },
+      { exitCode: null, signal: null },
+    ] as const) {
       const quiet = await runFake([wallClockSpin], ({ files }) => ({ stdout: fakeMarkers({ files }).start, delayMs: 420, ...end }));
       expect(`${quiet.security[0]?.verdict}: ${quiet.security[0]?.reason}`).toMatch(/^inconclusive: .*no kill, so nothing shows/);
     }
@@ -105,11 +112,18 @@ describe('security judges (fake backend)', () => {
   });
 
   it('wall clock: a box kill long before the limit is inconclusive, a kill past limit + tolerance is crossed', async () => {
-    const killedEarly = await runFake([wallClockSleep], ({ files }) => ({ stdout: fakeMarkers({ files }).start, delayMs: 40, signal: 'SIGKILL', exitCode: null }));
+    const killedEarly = await runFake([wallClockSleep], ({ files }) => ({
+      stdout: fakeMarkers({ files }).start,
+      delayMs: 40,
+      signal: 'SIGKILL',
+      exitCode: null,
+    }));
     expect(killedEarly.security[0]?.verdict).toBe('inconclusive');
     expect(killedEarly.security[0]?.reason).toMatch(/before 90% of the 400 ms limit/);
     const strict: Policy = { ...FAST_POLICY, resources: { ...FAST_POLICY.resources, wallToleranceMs: 100 } };
-    const late = await runFake([wallClockSleep], ({ files }) => ({ stdout: fakeMarkers({ files }).start, delayMs: 620, signal: 'SIGKILL', exitCode: null }), { policy: strict });
+    const late = await runFake([wallClockSleep], ({ files }) => ({ stdout: fakeMarkers({ files }).start, delayMs: 620, signal: 'SIGKILL', exitCode: null }), {
+      policy: strict,
+    });
     expect(late.security[0]?.observation?.killedBy).toBe('none');
     expect(late.security[0]?.verdict).toBe('crossed');
     expect(late.security[0]?.reason).toMatch(/past the 400 ms wall and its 100 ms tolerance/);
@@ -117,9 +131,17 @@ describe('security judges (fake backend)', () => {
 
   it("stdout flood: crossed past the cap; held only for the payload's own pattern cut near the cap, whatever the flags say", async () => {
     const cap = FAST_POLICY.output.maxBytes;
-    const flood = await runFake([stdoutFlood], ({ files }) => ({ stdout: Buffer.concat([Buffer.from(fakeMarkers({ files }).start), Buffer.alloc(cap + 10, 0x78)]) }));
+    const flood = await runFake([stdoutFlood], ({ files }) => ({
+      stdout: Buffer.concat([Buffer.from(fakeMarkers({ files }).start), Buffer.alloc(cap + 10, 0x78)]),
+    }));
     expect(flood.security[0]?.verdict).toBe('crossed');
-    const pattern = (files: ReadonlyMap<string, Uint8Array>, bytes: number): Buffer => Buffer.from(fakeProof({ files }).token('flood').repeat(Math.ceil(bytes / 32)).slice(0, bytes));
+    const pattern = (files: ReadonlyMap<string, Uint8Array>, bytes: number): Buffer =>
+      Buffer.from(
+        fakeProof({ files })
+          .token('flood')
+          .repeat(Math.ceil(bytes / 32))
+          .slice(0, bytes),
+      );
     const capped = await runFake([stdoutFlood], ({ files }) => ({
       stdout: Buffer.concat([Buffer.from(fakeMarkers({ files }).start), pattern(files, cap - 100)]),
       signal: 'SIGKILL',
@@ -146,13 +168,18 @@ describe('security judges (fake backend)', () => {
     expect(early.security[0]?.verdict).toBe('inconclusive');
     expect(early.security[0]?.reason).toMatch(/less than half/);
     // The pattern cut near the cap, but the program was never stopped: it wrote on to its end (exit 0, done marker).
-    const dropped = await runFake([stdoutFlood], ({ files }) => ({ stdout: Buffer.concat([Buffer.from(fakeMarkers({ files }).start), pattern(files, cap - 100)]), exitCode: 0 }));
-    expect(`${dropped.security[0]?.verdict}: ${dropped.security[0]?.reason}`).toMatch(/^inconclusive: the output was cut at \d+ bytes, but the flood was not stopped/);
+    const dropped = await runFake([stdoutFlood], ({ files }) => ({
+      stdout: Buffer.concat([Buffer.from(fakeMarkers({ files }).start), pattern(files, cap - 100)]),
+      exitCode: 0,
+    }));
+    expect(`${dropped.security[0]?.verdict}: ${dropped.security[0]?.reason}`).toMatch(
+      /^inconclusive: the output was cut at \d+ bytes, but the flood was not stopped/,
+    );
   });
 
   it('stops reading at the output ceiling and says the harness had to stop it', async () => {
     const cap = FAST_POLICY.output.maxBytes;
-    const { security } = await runFake([stdoutFlood], ({ args, files }) => ({
+    const { security } = await runFake([stdoutFlood], ({ files }) => ({
       stdout: Buffer.concat([Buffer.from(fakeMarkers({ files }).start), Buffer.alloc(cap * 5 + 2 * 1024 * 1024, 0x78)]),
       hang: true,
     }));
@@ -162,7 +189,9 @@ describe('security judges (fake backend)', () => {
 
   it('a required policy item the backend cannot enforce is unenforced (a failure); an unrequired one is not-applicable; the control runs everything', async () => {
     const script = () => ({ stdout: '' });
-    const sandbox = await runFake([wallClockSpin, hostileBytes], script, { caps: { isolation: 'sandbox', enforces: ['files.hostPaths'], notEnforcedReasons: { 'resources.wallSeconds': 'no timer here' } } });
+    const sandbox = await runFake([wallClockSpin, hostileBytes], script, {
+      caps: { isolation: 'sandbox', enforces: ['files.hostPaths'], notEnforcedReasons: { 'resources.wallSeconds': 'no timer here' } },
+    });
     expect(sandbox.security.map((r) => r.verdict)).toEqual(['unenforced', 'not-applicable']);
     expect(sandbox.security[0]?.reason).toMatch(/policy requires resources.wallSeconds .*: no timer here/);
     expect(sandbox.backend.environments).toHaveLength(0);
@@ -207,7 +236,13 @@ describe('task predicates (fake backend)', () => {
   });
 
   it('a predicate that throws is a harness error, not a rejection', async () => {
-    const broken: TaskCase = { ...averageCorrect, id: 'broken', predicate: () => { throw new Error('boom'); } };
+    const broken: TaskCase = {
+      ...averageCorrect,
+      id: 'broken',
+      predicate: () => {
+        throw new Error('boom');
+      },
+    };
     const { task } = await runFake([broken], () => ({ exitCode: 0 }));
     expect(task[0]).toMatchObject({ verdict: null, outcome: 'error' });
     expect(task[0]?.harnessError?.code).toBe('PREDICATE');

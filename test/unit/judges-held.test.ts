@@ -43,7 +43,15 @@ const proc = (over: Partial<{ effectiveUid: number; capEff: string; peakRssBytes
 
 describe('resource and identity judges from outside evidence', () => {
   it('memory-bomb: OOM kill at the limit is held; a peak past the limit is crossed; no measurement is inconclusive', () => {
-    const oom = memoryBomb.judge(obs({ exitCode: null, signal: 'SIGKILL', backendReport: { timedOut: false, oomKilled: true, outputTruncated: false }, resources: { source: 'cgroup', memoryPeakBytes: 512 * MiB, oomKills: 1 } }), ctx);
+    const oom = memoryBomb.judge(
+      obs({
+        exitCode: null,
+        signal: 'SIGKILL',
+        backendReport: { timedOut: false, oomKilled: true, outputTruncated: false },
+        resources: { source: 'cgroup', memoryPeakBytes: 512 * MiB, oomKills: 1 },
+      }),
+      ctx,
+    );
     expect(oom.verdict).toBe('held');
     expect(oom.reason).toContain('OOM killer');
     expect(memoryBomb.judge(obs({ hostProcesses: [proc({ peakRssBytes: 900 * MiB })] }), ctx).verdict).toBe('crossed');
@@ -55,13 +63,19 @@ describe('resource and identity judges from outside evidence', () => {
   it('memory-bomb: a stop by anything but the memory control near its limit is inconclusive', () => {
     const killed = { exitCode: null, signal: 'SIGKILL', backendReport: { timedOut: false, oomKilled: true, outputTruncated: true } } as const;
     // A crash at 6 MiB, with the backend claiming an OOM kill that no counter shows.
-    const crash = memoryBomb.judge(obs({ ...killed, wallMs: 40, resources: { source: 'cgroup', memoryPeakBytes: 6 * MiB, oomKills: 0, memoryFailcnt: 0 } }), ctx);
+    const crash = memoryBomb.judge(
+      obs({ ...killed, wallMs: 40, resources: { source: 'cgroup', memoryPeakBytes: 6 * MiB, oomKills: 0, memoryFailcnt: 0 } }),
+      ctx,
+    );
     expect(crash.verdict).toBe('inconclusive');
     expect(crash.reason).toMatch(/never shown to act/);
     // The memory cgroup acted, but far below the policy's limit: some other, smaller limit.
     expect(memoryBomb.judge(obs({ ...killed, resources: { source: 'cgroup', memoryPeakBytes: 64 * MiB, oomKills: 1 } }), ctx).reason).toMatch(/below 80%/);
     // Stopped by the wall clock at 541 MiB (under the crossing threshold), no OOM kill counted.
-    const wall = memoryBomb.judge(obs({ ...killed, wallMs: 5100, resources: { source: 'cgroup', memoryPeakBytes: 541 * MiB, oomKills: 0, memoryFailcnt: 3 } }), ctx);
+    const wall = memoryBomb.judge(
+      obs({ ...killed, wallMs: 5100, resources: { source: 'cgroup', memoryPeakBytes: 541 * MiB, oomKills: 0, memoryFailcnt: 3 } }),
+      ctx,
+    );
     expect(wall.verdict).toBe('inconclusive');
     expect(wall.reason).toMatch(/wall clock, not the memory limit/);
   });
@@ -76,7 +90,7 @@ describe('resource and identity judges from outside evidence', () => {
     expect(forkBomb.judge(obs({ resources: { source: 'cgroup', pidsPeak: 60, pidsMaxEvents: 0, pidsLimit: 64 } }), ctx).verdict).toBe('inconclusive');
   });
 
-  it('disk-fill: a disk-full exit code is the payload\'s word, not the disk limit acting (held cases: cause-judges.test.ts)', () => {
+  it("disk-fill: a disk-full exit code is the payload's word, not the disk limit acting (held cases: cause-judges.test.ts)", () => {
     const health = (drop: number) => ({
       before: { memAvailableBytes: 20e9, diskFreeBytes: 50e9, processCount: 100 },
       worst: { memAvailableBytes: 20e9, diskFreeBytes: 50e9 - drop, processCount: 100 },
@@ -92,24 +106,47 @@ describe('resource and identity judges from outside evidence', () => {
   it('identity: a non-root, capability-free process seen from the host is held; no host pids is inconclusive', () => {
     // Held only on a sample that is this execution's payload: the host read its command line with the nonce in it.
     const tied = proc({});
-    attachPosture(tied, { pid: 42, cmdline: `python3 payload.py {"nonce": "${ctx.nonce}"}`, sharedNamespaces: {}, capBnd: '0', capAmb: '0', mounts: [], mountsTruncated: false, devNodes: [], devEntriesSeen: 0 });
+    attachPosture(tied, {
+      pid: 42,
+      cmdline: `python3 payload.py {"nonce": "${ctx.nonce}"}`,
+      sharedNamespaces: {},
+      capBnd: '0',
+      capAmb: '0',
+      mounts: [],
+      mountsTruncated: false,
+      devNodes: [],
+      devEntriesSeen: 0,
+    });
     expect(identityUid.judge(obs({ hostProcesses: [tied] }), ctx).verdict).toBe('held');
     // A clean python3 the backend named, with no tie to this execution (another box's, a launcher's): not the payload.
-    expect(identityUid.judge(obs({ hostProcesses: [proc({})] }), ctx).reason).toMatch(/^no process of the box's program whose command line the host read carries this execution's nonce/);
+    expect(identityUid.judge(obs({ hostProcesses: [proc({})] }), ctx).reason).toMatch(
+      /^no process of the box's program whose command line the host read carries this execution's nonce/,
+    );
     expect(identityUid.judge(obs({ hostProcesses: [proc({ effectiveUid: 0 })] }), ctx).verdict).toBe('crossed');
     expect(identityCapabilities.judge(obs({ hostProcesses: [proc({ capEff: '00000000a80425fb' })] }), ctx).verdict).toBe('crossed');
     // Capabilities held only inside the box's own user namespace are not host capabilities.
     const inOwnUserns = { ...proc({ capEff: '00000000a80425fb' }), hostUserNamespace: false };
-    attachPosture(inOwnUserns, { pid: 42, cmdline: `python3 payload.py ${ctx.nonce}`, sharedNamespaces: {}, capBnd: '0', capAmb: '0', mounts: [], mountsTruncated: false, devNodes: [], devEntriesSeen: 0 });
+    attachPosture(inOwnUserns, {
+      pid: 42,
+      cmdline: `python3 payload.py ${ctx.nonce}`,
+      sharedNamespaces: {},
+      capBnd: '0',
+      capAmb: '0',
+      mounts: [],
+      mountsTruncated: false,
+      devNodes: [],
+      devEntriesSeen: 0,
+    });
     expect(identityCapabilities.judge(obs({ hostProcesses: [inOwnUserns] }), ctx).verdict).toBe('held');
     expect(identityUid.judge(obs({}), ctx).verdict).toBe('inconclusive');
   });
 
-  it('download-api-links: held only for the payload\'s own symlink handed back unfollowed', () => {
+  it("download-api-links: held only for the payload's own symlink handed back unfollowed", () => {
     const ran = { attempted: true, finished: true };
     const base = obs({}, ran);
     const hop = `sc-link-${base.token('link')}`;
-    const judged = (artifact: Record<string, unknown>) => downloadApiLinks.judge({ ...base, artifacts: [{ path: 'result.txt', size: 0, ...artifact } as Observation['artifacts'][number]] }, ctx);
+    const judged = (artifact: Record<string, unknown>) =>
+      downloadApiLinks.judge({ ...base, artifacts: [{ path: 'result.txt', size: 0, ...artifact } as Observation['artifacts'][number]] }, ctx);
     expect(judged({ kind: 'symlink', linkTarget: hop }).verdict).toBe('held');
     // An API that never looked: a symlink without a target, or with the decoy's path (known from the payload's argv).
     expect(judged({ kind: 'symlink' }).reason).toMatch(/reported a symlink without its target/);
@@ -142,8 +179,12 @@ describe('resource and identity judges from outside evidence', () => {
     expect(residue.judge(first(), { ...ctx }).verdict).toBe('inconclusive');
     expect(residue.judge({ ...first(), followUp: second('found token-residue-control in /tmp') }, ctx).verdict).toBe('held');
     // Phase 1 left nothing anywhere, or phase 2 could not see where phase 1 left its marker: nothing shown.
-    expect(residue.judge({ ...first('cannot write /tmp: Read-only file system\n'), followUp: second('found token-residue-control in /tmp') }, ctx).reason).toMatch(/phase 1 left no marker anywhere/);
-    expect(residue.judge({ ...first('left marker in /tmp\nleft marker in /dev/shm\n'), followUp: second('found token-residue-control in /tmp') }, ctx).reason).toMatch(/not found in \/dev\/shm/);
+    expect(
+      residue.judge({ ...first('cannot write /tmp: Read-only file system\n'), followUp: second('found token-residue-control in /tmp') }, ctx).reason,
+    ).toMatch(/phase 1 left no marker anywhere/);
+    expect(
+      residue.judge({ ...first('left marker in /tmp\nleft marker in /dev/shm\n'), followUp: second('found token-residue-control in /tmp') }, ctx).reason,
+    ).toMatch(/not found in \/dev\/shm/);
     // Phase 2 did not find even its own marker: its search cannot see.
     expect(residue.judge(obs({}, { finished: true, followUp: second('nothing') }), ctx).verdict).toBe('inconclusive');
     expect(residue.judge(obs({}, { finished: true, followUp: second('found residue-abc123 in /tmp') }), ctx).verdict).toBe('crossed');
@@ -160,9 +201,27 @@ describe('resource and identity judges from outside evidence', () => {
   });
 
   it('survive-teardown on a user-space kernel: the daemon seen by its mark in its own address space, then its processes looked up after destroy', () => {
-    const identity = (pid: number) => ({ pid, command: '', realUid: 65534, effectiveUid: 65534, capEff: '0000000000240000', noNewPrivs: 1, seccomp: 2, peakRssBytes: null, hostUserNamespace: false });
-    const tie = "this execution's program mark in host pid 12's memory at 7f20-7f30, mapped from /memfd:runsc-memory, and not its nonce (8192 bytes read, every present page)";
-    const userSpaceKernel = { kernel: 'gVisor (runsc)', tie: 'nonce in pid 9', addressSpaces: [identity(9)], kernels: [identity(8)], fileServers: [], marked: { tie, addressSpace: identity(12), kernel: identity(8), started: { addressSpace: 500, kernel: 400 } } };
+    const identity = (pid: number) => ({
+      pid,
+      command: '',
+      realUid: 65534,
+      effectiveUid: 65534,
+      capEff: '0000000000240000',
+      noNewPrivs: 1,
+      seccomp: 2,
+      peakRssBytes: null,
+      hostUserNamespace: false,
+    });
+    const tie =
+      "this execution's program mark in host pid 12's memory at 7f20-7f30, mapped from /memfd:runsc-memory, and not its nonce (8192 bytes read, every present page)";
+    const userSpaceKernel = {
+      kernel: 'gVisor (runsc)',
+      tie: 'nonce in pid 9',
+      addressSpaces: [identity(9)],
+      kernels: [identity(8)],
+      fileServers: [],
+      marked: { tie, addressSpace: identity(12), kernel: identity(8), started: { addressSpace: 500, kernel: 400 } },
+    };
     const after = (space: boolean, kernel: boolean) => [
       { pid: 12, role: 'address space' as const, running: space },
       { pid: 8, role: 'kernel' as const, running: kernel },
@@ -171,18 +230,26 @@ describe('resource and identity judges from outside evidence', () => {
     const judge = (exec: Parameters<typeof obs>[0], rest: Parameters<typeof obs>[1]) => surviveTeardown.judge(obs(exec, { finished: true, ...rest }), ctx);
     const held = judge({ userSpaceKernel, stdout: ran }, { carriersAfterDestroy: after(false, false) });
     expect(held.verdict).toBe('held');
-    expect(held.reason).toMatch(/^the host saw the daemon running on a user-space kernel \(this execution's program mark in host pid 12's memory.*\); after destroy its address space \(pid 12\) and kernel \(pid 8\) no longer ran/);
+    expect(held.reason).toMatch(
+      /^the host saw the daemon running on a user-space kernel \(this execution's program mark in host pid 12's memory.*\); after destroy its address space \(pid 12\) and kernel \(pid 8\) no longer ran/,
+    );
     // Its address space or its kernel still running after destroy: the daemon outlived the box.
-    expect(judge({ userSpaceKernel, stdout: ran }, { carriersAfterDestroy: after(false, true) }).reason).toMatch(/^the user-space kernel's kernel \(pid 8\) that ran the daemon still ran 10 s after the environment was destroyed: the daemon can live on in it$/);
+    expect(judge({ userSpaceKernel, stdout: ran }, { carriersAfterDestroy: after(false, true) }).reason).toMatch(
+      /^the user-space kernel's kernel \(pid 8\) that ran the daemon still ran 10 s after the environment was destroyed: the daemon can live on in it$/,
+    );
     expect(judge({ userSpaceKernel, stdout: ran }, { carriersAfterDestroy: after(true, true) }).verdict).toBe('crossed');
     // Never held without the look after destroy, without the mark, or without the payload's word that the daemon started.
     expect(judge({ userSpaceKernel, stdout: ran }, {}).verdict).toBe('inconclusive');
-    expect(judge({ userSpaceKernel: { ...userSpaceKernel, marked: undefined }, stdout: ran }, { carriersAfterDestroy: after(false, false) }).verdict).toBe('inconclusive');
+    expect(judge({ userSpaceKernel: { ...userSpaceKernel, marked: undefined }, stdout: ran }, { carriersAfterDestroy: after(false, false) }).verdict).toBe(
+      'inconclusive',
+    );
     expect(judge({ userSpaceKernel }, { carriersAfterDestroy: after(false, false) }).verdict).toBe('inconclusive');
     // The daemon's address space never found, but the kernel the payload ran on outlived destroy: crossed; gone: still inconclusive.
     const unmarked = { ...userSpaceKernel, marked: undefined, kernelStarted: 400 };
     const kernelOnly = (running: boolean) => [{ pid: 8, role: 'kernel' as const, running }];
-    expect(judge({ userSpaceKernel: unmarked, stdout: ran }, { carriersAfterDestroy: kernelOnly(true) }).reason).toMatch(/^the user-space kernel's kernel \(pid 8\) that ran the payload still ran 10 s after the environment was destroyed/);
+    expect(judge({ userSpaceKernel: unmarked, stdout: ran }, { carriersAfterDestroy: kernelOnly(true) }).reason).toMatch(
+      /^the user-space kernel's kernel \(pid 8\) that ran the payload still ran 10 s after the environment was destroyed/,
+    );
     expect(judge({ userSpaceKernel: unmarked, stdout: ran }, { carriersAfterDestroy: kernelOnly(false) }).verdict).toBe('inconclusive');
   });
 });

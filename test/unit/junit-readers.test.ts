@@ -63,8 +63,16 @@ const task: TaskResult = {
 const taskXml = (): string => taskJunit(taskScorecard(backend, FAST_POLICY, meta, [task]));
 
 type Node = Record<string, unknown>;
-const parse = (xml: string) => new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '@', isArray: (name) => ['testsuite', 'testcase', 'property'].includes(name) }).parse(xml) as { testsuites: Node & { testsuite: (Node & { testcase: Node[]; properties: { property: Node[] } })[] } };
-const cases = (xml: string) => new Map(parse(xml).testsuites.testsuite.flatMap((s) => s.testcase).map((c) => [String(c['@name']).split(' ')[0], c]));
+const parse = (xml: string) =>
+  new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '@', isArray: (name) => ['testsuite', 'testcase', 'property'].includes(name) }).parse(xml) as {
+    testsuites: Node & { testsuite: (Node & { testcase: Node[]; properties: { property: Node[] } })[] };
+  };
+const cases = (xml: string) =>
+  new Map(
+    parse(xml)
+      .testsuites.testsuite.flatMap((s) => s.testcase)
+      .map((c) => [String(c['@name']).split(' ')[0], c]),
+  );
 const text = (node: unknown): string => (typeof node === 'string' ? node : String((node as Node)['#text'] ?? ''));
 
 describe('JUnit that every reader shows', () => {
@@ -112,7 +120,7 @@ describe('JUnit that every reader shows', () => {
         execFileSync('xmllint', ['--noout', '--schema', xsd, join(dir, name)], { stdio: 'pipe' });
         return 0;
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new Error('xmllint is missing: install libxml2-utils (npm run setup)');
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new Error('xmllint is missing: install libxml2-utils (npm run setup)', { cause: err });
         return (err as { status?: number }).status ?? 1;
       }
     };

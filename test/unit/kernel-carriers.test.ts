@@ -180,7 +180,9 @@ describe.skipIf(!root)('user-space kernel carriers (real processes shaped like r
     const marked = tracker.result?.marked;
     expect(marked?.addressSpace.pid).toBe(box.marked);
     expect(marked?.kernel?.pid).toBe(box.kernel);
-    expect(marked?.tie).toMatch(new RegExp(`program mark in host pid ${box.marked}'s memory at [0-9a-f]+-[0-9a-f]+, mapped from /memfd:runsc-memory, and not its nonce`));
+    expect(marked?.tie).toMatch(
+      new RegExp(`program mark in host pid ${box.marked}'s memory at [0-9a-f]+-[0-9a-f]+, mapped from /memfd:runsc-memory, and not its nonce`),
+    );
     const scan = scanKernelMemory(box.marked, gvisor, [mark, nonce], undefined, [nonce]);
     expect([scan.found.has(mark), scan.found.has(nonce), scan.complete]).toEqual([true, false, true]);
     // Without a mark to look for, nothing is marked.
@@ -189,7 +191,7 @@ describe.skipIf(!root)('user-space kernel carriers (real processes shaped like r
     expect(plain.result?.marked).toBeUndefined();
   });
 
-  it("after destroy, tells a marked process that still runs (same pid, same start) from one that is gone or a reused pid", async () => {
+  it('after destroy, tells a marked process that still runs (same pid, same start) from one that is gone or a reused pid', async () => {
     const nonce = 'n0nce-usk-gone0000cc33';
     const mark = programMark(nonce);
     expect(survivorName(nonce, true)).toContain(mark);

@@ -6,13 +6,18 @@ import { capture, fakeObservation } from '../helpers/observation.js';
 const held: Judgement = { verdict: 'held', reason: 'no canary', evidence: [] };
 const announced = 'port 24000 addresses 10.200.0.2,fd00::2';
 const run = (stdout: string, rest: { companionReady?: boolean; companionAnnounced?: string } = {}) =>
-  judgeLateral(fakeObservation({ stdout: capture(stdout) }, { attempted: true, finished: true, companionReady: true, companionAnnounced: announced, ...rest }), held);
+  judgeLateral(
+    fakeObservation({ stdout: capture(stdout) }, { attempted: true, finished: true, companionReady: true, companionAnnounced: announced, ...rest }),
+    held,
+  );
 
 const loopback = '127.0.0.1:24000: error: Connection refused (ECONNREFUSED)\n::1:24000: error: Connection refused (ECONNREFUSED)\n';
 
 describe('lateral-movement: held only where the payload looked where the other box said it was', () => {
   it('every announced address tried: held', () => {
-    const j = run(`the other environment announced: ${announced}\n${loopback}10.200.0.2:24000: timed out\nfd00::2:24000: error: Network is unreachable (ENETUNREACH)\n`);
+    const j = run(
+      `the other environment announced: ${announced}\n${loopback}10.200.0.2:24000: timed out\nfd00::2:24000: error: Network is unreachable (ENETUNREACH)\n`,
+    );
     expect(`${j.verdict}: ${j.reason}`).toMatch(/^held: .*tried loopback and 10\.200\.0\.2, fd00::2/);
   });
 

@@ -44,7 +44,9 @@ describe('sandcheck matrix', () => {
   });
 
   it("a preset's column names its own tool (the backend's answer), not another tool that is merely installed", () => {
-    const preset = cards('firejail', [sec('files-secret', 'held', 'files')], [], { tools: [{ tool: 'backend:preset:firejail', status: 'ok', version: 'firejail version 0.9.72' }] });
+    const preset = cards('firejail', [sec('files-secret', 'held', 'files')], [], {
+      tools: [{ tool: 'backend:preset:firejail', status: 'ok', version: 'firejail version 0.9.72' }],
+    });
     const unknown = cards('my-adapter', [sec('files-secret', 'held', 'files')], []);
     const [f, u] = buildMatrix([preset, unknown]).columns;
     expect(f?.tool).toBe('firejail version 0.9.72');
@@ -78,7 +80,12 @@ describe('sandcheck matrix', () => {
   it('an unavailable backend is a column marked unavailable with its install command, never dropped', () => {
     const m = buildMatrix(matrixFixture());
     const g = m.columns[2];
-    expect(g).toMatchObject({ status: 'unavailable', backend: 'gvisor', unavailable: { install: 'apt-get install -y docker.io runsc' }, score: 'not run: unavailable' });
+    expect(g).toMatchObject({
+      status: 'unavailable',
+      backend: 'gvisor',
+      unavailable: { install: 'apt-get install -y docker.io runsc' },
+      score: 'not run: unavailable',
+    });
     expect(m.rows.every((r) => r.cells[2] === null)).toBe(true);
     const md = matrixMarkdown(m);
     expect(md).toContain('UNAVAILABLE: BACKEND\\_UNAVAILABLE: runsc is not installed; install: apt-get install -y docker.io runsc');
@@ -92,7 +99,7 @@ describe('sandcheck matrix', () => {
     const m = buildMatrix(matrixFixture());
     const html = matrixHtml(m);
     expect(html).not.toMatch(/<script/i);
-    expect(html).toContain('&lt;script&gt;document.title=\'pwned\'&lt;/script&gt; &quot;quoted&quot; &amp; | pipe');
+    expect(html).toContain("&lt;script&gt;document.title='pwned'&lt;/script&gt; &quot;quoted&quot; &amp; | pipe");
     expect(html).not.toMatch(/\b(src|href)="(?!#)/);
     expect(html).not.toMatch(/@import|url\(/);
     const cell = m.rows.find((r) => r.id === 'net-metadata')?.cells[1];
@@ -103,7 +110,7 @@ describe('sandcheck matrix', () => {
   it('Markdown: a pipe cannot end a cell, HTML in evidence is entities, backticks cannot open code', () => {
     const md = matrixMarkdown(buildMatrix(matrixFixture()));
     expect(md).toContain('bwrap \\[hard\\|ened\\]');
-    expect(md).toContain('&lt;script&gt;document.title=\'pwned\'&lt;/script&gt; &quot;quoted&quot; &amp; \\| pipe');
+    expect(md).toContain("&lt;script&gt;document.title='pwned'&lt;/script&gt; &quot;quoted&quot; &amp; \\| pipe");
     expect(md).not.toMatch(/<script/i);
     expect(md).toContain('\\`tick\\`');
     // Every table row has exactly as many unescaped pipes as the header of its table.

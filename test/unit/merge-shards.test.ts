@@ -7,7 +7,12 @@ import { fabricatedRun, secResult, taskResult } from './gate-fixtures.js';
 
 /** Shard i of n: a fabricated run whose cards carry run.shard, as `run --shard i/n` writes them. */
 function shard(index: number, total: number, security: SecurityResult[], opts: { backend?: string; tasks?: string[]; version?: string } = {}): ShardCards {
-  const run = fabricatedRun(`shard-${index}`, security, (opts.tasks ?? []).map((id) => taskResult(id, 'as-expected')), opts.backend ? { backend: opts.backend } : {});
+  const run = fabricatedRun(
+    `shard-${index}`,
+    security,
+    (opts.tasks ?? []).map((id) => taskResult(id, 'as-expected')),
+    opts.backend ? { backend: opts.backend } : {},
+  );
   const mark = <C extends ShardCards['security'] | ShardCards['task']>(card: C): C => ({
     ...card,
     run: { ...card.run, id: `r000000000${index}`, shard: { index, total }, ...(opts.version ? { sandcheckVersion: opts.version } : {}) },

@@ -29,7 +29,9 @@ function realProgram(request: Pick<ExecRequest, 'argv' | 'signal'>, ownNetns: Wh
         : spawn('nsenter', [`--net=${ownNetns.netnsPath}`, '--', file, ...rest], { stdio: 'ignore' });
   started.push(child);
   request.signal.addEventListener('abort', () => child.kill('SIGKILL'), { once: true });
-  return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ exitCode: code, signal, timedOut: false, oomKilled: false, outputTruncated: false })));
+  return new Promise((resolve) =>
+    child.once('exit', (code, signal) => resolve({ exitCode: code, signal, timedOut: false, oomKilled: false, outputTruncated: false })),
+  );
 }
 
 function envRunning(ownNetns: Where, started: ChildProcess[], withPids = true): Environment {
@@ -55,48 +57,60 @@ describe('network probes run only where a box cannot reach the real network', ()
     for (const c of started) c.kill('SIGKILL');
   }, 30_000);
 
-  it.runIf(root)("a box in a namespace of its own passes only when every link there leads into the lab: lo, a veth to the lab; not a veth elsewhere", async () => {
-    const id = randomBytes(3).toString('hex');
-    const ns = { lab: `sc-plc-${id}-lab`, box: `sc-plc-${id}-box`, other: `sc-plc-${id}-oth` };
-    const started: ChildProcess[] = [];
-    for (const name of Object.values(ns)) await execa('ip', ['netns', 'add', name]);
-    try {
-      const labPath = `/run/netns/${ns.lab}`;
-      const place = (where: Where) => boxPlacement(envRunning(where, started), labPath);
-      // Only lo: its packets go nowhere.
-      const alone = await place(true);
-      expect(alone?.inHost).toEqual([]);
-      expect(alone?.others.map((o) => [o.contained, o.open])).toEqual([[['lo (loopback)'], []]]);
-      expect(placementRefusal(alone)).toBeUndefined();
-      // The lab's own namespace: nothing else to read.
-      const inLab = await place({ netnsPath: labPath });
-      expect(inLab?.others).toEqual([]);
-      expect(placementRefusal(inLab)).toBeUndefined();
-      expect(placementLine(inLab!)).toContain("(the lab's)");
-      // A veth whose other end is in the lab (how a daemon inside the lab wires its containers).
-      await execa('ip', ['-n', ns.box, 'link', 'add', `scp${id}b`, 'type', 'veth', 'peer', 'name', `scp${id}l`, 'netns', ns.lab]);
-      const wired = await place({ netnsPath: `/run/netns/${ns.box}` });
-      expect(wired?.others[0]?.open).toEqual([]);
-      expect(wired?.others[0]?.contained).toContain(`scp${id}b (veth, other end in the lab ${ns.lab})`);
-      expect(placementRefusal(wired)).toBeUndefined();
-      expect(placementLine(wired!)).toContain(`scp${id}b (veth, other end in the lab ${ns.lab})`);
-      // One more veth, to a namespace that is not the lab (a stand-in for one routed to the real network): refused.
-      await execa('ip', ['-n', ns.box, 'link', 'add', `scp${id}o`, 'type', 'veth', 'peer', 'name', `scp${id}x`, 'netns', ns.other]);
-      const open = await place({ netnsPath: `/run/netns/${ns.box}` });
-      expect(open?.inHost).toEqual([]);
-      expect(open?.others[0]?.open).toEqual([`scp${id}o (veth, other end in nsid 1, named ${ns.other}, not the lab)`]);
-      expect(placementRefusal(open)).toMatch(new RegExp(`^not run, for safety: the box's program ran in a network namespace of its own \\(net:\\[\\d+\\]\\) that may lead to a network other than the run's lab: it has scp${id}o \\(veth`));
-    } finally {
-      for (const c of started) c.kill('SIGKILL');
-      for (const name of Object.values(ns)) await execa('ip', ['netns', 'del', name], { reject: false });
-    }
-  }, 60_000);
+  it.runIf(root)(
+    'a box in a namespace of its own passes only when every link there leads into the lab: lo, a veth to the lab; not a veth elsewhere',
+    async () => {
+      const id = randomBytes(3).toString('hex');
+      const ns = { lab: `sc-plc-${id}-lab`, box: `sc-plc-${id}-box`, other: `sc-plc-${id}-oth` };
+      const started: ChildProcess[] = [];
+      for (const name of Object.values(ns)) await execa('ip', ['netns', 'add', name]);
+      try {
+        const labPath = `/run/netns/${ns.lab}`;
+        const place = (where: Where) => boxPlacement(envRunning(where, started), labPath);
+        // Only lo: its packets go nowhere.
+        const alone = await place(true);
+        expect(alone?.inHost).toEqual([]);
+        expect(alone?.others.map((o) => [o.contained, o.open])).toEqual([[['lo (loopback)'], []]]);
+        expect(placementRefusal(alone)).toBeUndefined();
+        // The lab's own namespace: nothing else to read.
+        const inLab = await place({ netnsPath: labPath });
+        expect(inLab?.others).toEqual([]);
+        expect(placementRefusal(inLab)).toBeUndefined();
+        expect(placementLine(inLab!)).toContain("(the lab's)");
+        // A veth whose other end is in the lab (how a daemon inside the lab wires its containers).
+        await execa('ip', ['-n', ns.box, 'link', 'add', `scp${id}b`, 'type', 'veth', 'peer', 'name', `scp${id}l`, 'netns', ns.lab]);
+        const wired = await place({ netnsPath: `/run/netns/${ns.box}` });
+        expect(wired?.others[0]?.open).toEqual([]);
+        expect(wired?.others[0]?.contained).toContain(`scp${id}b (veth, other end in the lab ${ns.lab})`);
+        expect(placementRefusal(wired)).toBeUndefined();
+        expect(placementLine(wired!)).toContain(`scp${id}b (veth, other end in the lab ${ns.lab})`);
+        // One more veth, to a namespace that is not the lab (a stand-in for one routed to the real network): refused.
+        await execa('ip', ['-n', ns.box, 'link', 'add', `scp${id}o`, 'type', 'veth', 'peer', 'name', `scp${id}x`, 'netns', ns.other]);
+        const open = await place({ netnsPath: `/run/netns/${ns.box}` });
+        expect(open?.inHost).toEqual([]);
+        expect(open?.others[0]?.open).toEqual([`scp${id}o (veth, other end in nsid 1, named ${ns.other}, not the lab)`]);
+        expect(placementRefusal(open)).toMatch(
+          new RegExp(
+            `^not run, for safety: the box's program ran in a network namespace of its own \\(net:\\[\\d+\\]\\) that may lead to a network other than the run's lab: it has scp${id}o \\(veth`,
+          ),
+        );
+      } finally {
+        for (const c of started) c.kill('SIGKILL');
+        for (const name of Object.values(ns)) await execa('ip', ['netns', 'del', name], { reject: false });
+      }
+    },
+    60_000,
+  );
 
   /**
    * Runs network probes through the runner on a fake whose placement program runs for real: at `where`, or in each
    * environment at the next place of the list ('hidden': in a namespace of its own, its pid never named to the host).
    */
-  async function runWithPlacement(where: Where | (Where | 'hidden')[], labPath: string, probes = [metadataIpv4]): Promise<{ verdicts: string[]; payloads: string[] }> {
+  async function runWithPlacement(
+    where: Where | (Where | 'hidden')[],
+    labPath: string,
+    probes = [metadataIpv4],
+  ): Promise<{ verdicts: string[]; payloads: string[] }> {
     const started: ChildProcess[] = [];
     const hidden: ChildProcess[] = [];
     const payloads: string[] = [];
@@ -112,7 +126,11 @@ describe('network probes run only where a box cannot reach the real network', ()
       const scripted = env.exec.bind(env);
       const at = Array.isArray(where) ? (where[envs++] ?? true) : where;
       env.exec = (request) =>
-        String(request.argv[3] ?? '').startsWith('sandcheck-placement-') ? (at === 'hidden' ? realProgram(request, true, hidden) : realProgram(request, at, started)) : scripted(request);
+        String(request.argv[3] ?? '').startsWith('sandcheck-placement-')
+          ? at === 'hidden'
+            ? realProgram(request, true, hidden)
+            : realProgram(request, at, started)
+          : scripted(request);
       return env;
     };
     const base = await openRunContext('rtestplace');
@@ -139,45 +157,53 @@ describe('network probes run only where a box cannot reach the real network', ()
     expect(payloads).toEqual([]);
   }, 30_000);
 
-  it.runIf(root)('nor one whose box has a namespace of its own wired to a network that is not the lab; a box wired only into the lab runs', async () => {
-    const id = randomBytes(3).toString('hex');
-    const ns = { lab: `sc-plr-${id}-lab`, box: `sc-plr-${id}-box`, other: `sc-plr-${id}-oth` };
-    for (const name of Object.values(ns)) await execa('ip', ['netns', 'add', name]);
-    try {
-      await execa('ip', ['-n', ns.box, 'link', 'add', `scr${id}b`, 'type', 'veth', 'peer', 'name', `scr${id}l`, 'netns', ns.lab]);
-      const wired = await runWithPlacement({ netnsPath: `/run/netns/${ns.box}` }, `/run/netns/${ns.lab}`);
-      expect(wired.payloads).toEqual(['metadata-ipv4']);
-      await execa('ip', ['-n', ns.box, 'link', 'add', `scr${id}o`, 'type', 'veth', 'peer', 'name', `scr${id}x`, 'netns', ns.other]);
-      const open = await runWithPlacement({ netnsPath: `/run/netns/${ns.box}` }, `/run/netns/${ns.lab}`);
-      expect(open.verdicts).toEqual(['metadata-ipv4: inconclusive: UNSAFE_NETWORK']);
-      expect(open.payloads).toEqual([]);
-    } finally {
-      for (const name of Object.values(ns)) await execa('ip', ['netns', 'del', name], { reject: false });
-    }
-  }, 60_000);
+  it.runIf(root)(
+    'nor one whose box has a namespace of its own wired to a network that is not the lab; a box wired only into the lab runs',
+    async () => {
+      const id = randomBytes(3).toString('hex');
+      const ns = { lab: `sc-plr-${id}-lab`, box: `sc-plr-${id}-box`, other: `sc-plr-${id}-oth` };
+      for (const name of Object.values(ns)) await execa('ip', ['netns', 'add', name]);
+      try {
+        await execa('ip', ['-n', ns.box, 'link', 'add', `scr${id}b`, 'type', 'veth', 'peer', 'name', `scr${id}l`, 'netns', ns.lab]);
+        const wired = await runWithPlacement({ netnsPath: `/run/netns/${ns.box}` }, `/run/netns/${ns.lab}`);
+        expect(wired.payloads).toEqual(['metadata-ipv4']);
+        await execa('ip', ['-n', ns.box, 'link', 'add', `scr${id}o`, 'type', 'veth', 'peer', 'name', `scr${id}x`, 'netns', ns.other]);
+        const open = await runWithPlacement({ netnsPath: `/run/netns/${ns.box}` }, `/run/netns/${ns.lab}`);
+        expect(open.verdicts).toEqual(['metadata-ipv4: inconclusive: UNSAFE_NETWORK']);
+        expect(open.payloads).toEqual([]);
+      } finally {
+        for (const name of Object.values(ns)) await execa('ip', ['netns', 'del', name], { reject: false });
+      }
+    },
+    60_000,
+  );
 
-  it.runIf(root)("each network probe's own box is checked: a later box wired elsewhere, or one whose program the host cannot see, runs no payload", async () => {
-    const id = randomBytes(3).toString('hex');
-    const ns = { lab: `sc-plp-${id}-lab`, box: `sc-plp-${id}-box`, other: `sc-plp-${id}-oth` };
-    for (const name of Object.values(ns)) await execa('ip', ['netns', 'add', name]);
-    try {
-      const lab = `/run/netns/${ns.lab}`;
-      await execa('ip', ['-n', ns.other, 'link', 'add', `scq${id}o`, 'type', 'veth', 'peer', 'name', `scq${id}x`, 'netns', ns.box]);
-      // A pool, in the order the runner makes boxes (the first probe's, the run's own first check's, then one per probe):
-      // the third is wired to a namespace that is not the lab, the others only have lo.
-      const pool = await runWithPlacement([true, true, { netnsPath: `/run/netns/${ns.other}` }, true], lab, [metadataIpv4, metadataIpv6, publicEgressIpv4]);
-      const refused = pool.verdicts.filter((v) => v.endsWith(': inconclusive: UNSAFE_NETWORK')).map((v) => v.split(':')[0]);
-      expect(refused.length, pool.verdicts.join('; ')).toBe(1);
-      // The other two ran their payloads (the fake prints no proof: inconclusive, with no harness error); the refused one never did.
-      expect(pool.verdicts.filter((v) => v.endsWith(': inconclusive: undefined')).length).toBe(2);
-      expect(pool.payloads.sort()).toEqual(['metadata-ipv4', 'metadata-ipv6', 'public-egress-ipv4'].filter((p) => p !== refused[0]));
-      // The host saw the first box's program, not the second's: refused as well.
-      const unseen = await runWithPlacement([true, true, 'hidden'], lab, [metadataIpv4, metadataIpv6]);
-      const unseenRefused = unseen.verdicts.filter((v) => v.endsWith(': inconclusive: UNSAFE_NETWORK')).map((v) => v.split(':')[0]);
-      expect(unseenRefused.length, unseen.verdicts.join('; ')).toBe(1);
-      expect(unseen.payloads).toEqual(['metadata-ipv4', 'metadata-ipv6'].filter((p) => p !== unseenRefused[0]));
-    } finally {
-      for (const name of Object.values(ns)) await execa('ip', ['netns', 'del', name], { reject: false });
-    }
-  }, 90_000);
+  it.runIf(root)(
+    "each network probe's own box is checked: a later box wired elsewhere, or one whose program the host cannot see, runs no payload",
+    async () => {
+      const id = randomBytes(3).toString('hex');
+      const ns = { lab: `sc-plp-${id}-lab`, box: `sc-plp-${id}-box`, other: `sc-plp-${id}-oth` };
+      for (const name of Object.values(ns)) await execa('ip', ['netns', 'add', name]);
+      try {
+        const lab = `/run/netns/${ns.lab}`;
+        await execa('ip', ['-n', ns.other, 'link', 'add', `scq${id}o`, 'type', 'veth', 'peer', 'name', `scq${id}x`, 'netns', ns.box]);
+        // A pool, in the order the runner makes boxes (the first probe's, the run's own first check's, then one per probe):
+        // the third is wired to a namespace that is not the lab, the others only have lo.
+        const pool = await runWithPlacement([true, true, { netnsPath: `/run/netns/${ns.other}` }, true], lab, [metadataIpv4, metadataIpv6, publicEgressIpv4]);
+        const refused = pool.verdicts.filter((v) => v.endsWith(': inconclusive: UNSAFE_NETWORK')).map((v) => v.split(':')[0]);
+        expect(refused.length, pool.verdicts.join('; ')).toBe(1);
+        // The other two ran their payloads (the fake prints no proof: inconclusive, with no harness error); the refused one never did.
+        expect(pool.verdicts.filter((v) => v.endsWith(': inconclusive: undefined')).length).toBe(2);
+        expect(pool.payloads.sort()).toEqual(['metadata-ipv4', 'metadata-ipv6', 'public-egress-ipv4'].filter((p) => p !== refused[0]));
+        // The host saw the first box's program, not the second's: refused as well.
+        const unseen = await runWithPlacement([true, true, 'hidden'], lab, [metadataIpv4, metadataIpv6]);
+        const unseenRefused = unseen.verdicts.filter((v) => v.endsWith(': inconclusive: UNSAFE_NETWORK')).map((v) => v.split(':')[0]);
+        expect(unseenRefused.length, unseen.verdicts.join('; ')).toBe(1);
+        expect(unseen.payloads).toEqual(['metadata-ipv4', 'metadata-ipv6'].filter((p) => p !== unseenRefused[0]));
+      } finally {
+        for (const name of Object.values(ns)) await execa('ip', ['netns', 'del', name], { reject: false });
+      }
+    },
+    90_000,
+  );
 });

@@ -11,7 +11,7 @@ import { averageStdoutOnly } from '../../tasks/average-stdout-only/probe.js';
 import { stdinFilter } from '../../tasks/stdin-filter/probe.js';
 import { FAST_POLICY, runFake } from '../helpers/fake-run.js';
 
-const WHY = 'the tool\'s default mode keeps every filesystem read-only';
+const WHY = "the tool's default mode keeps every filesystem read-only";
 const readOnlyBox: Capabilities = { isolation: 'sandbox', enforces: POLICY_ITEMS, noWrittenResults: WHY };
 const meta = { runId: 'rtest0', startedAt: new Date(), finishedAt: new Date(), interrupted: false };
 
@@ -24,7 +24,9 @@ describe('a backend whose box writes no results', () => {
       const r = byId.get(id);
       expect(r?.outcome, id).toBe('not-applicable');
       expect(r?.verdict).toBeNull();
-      expect(r?.reason).toBe(`not run: the case judges files its program writes (result.json), and the backend declares that its box writes no results: ${WHY}`);
+      expect(r?.reason).toBe(
+        `not run: the case judges files its program writes (result.json), and the backend declares that its box writes no results: ${WHY}`,
+      );
     }
     // A case judged on stdout alone still runs (this script prints nothing: it is rejected, not skipped).
     expect(byId.get(stdinFilter.id)?.outcome).toBe('unexpected');
@@ -35,7 +37,9 @@ describe('a backend whose box writes no results', () => {
     const card = taskScorecard(new FakeBackend(() => ({})), FAST_POLICY, meta, task);
     expect(card.summary).toMatchObject({ total: 3, asExpected: 0, unexpected: 1, error: 0, notApplicable: 2 });
     expect(validateScorecard('task', card)).toEqual({ valid: true, errors: '' });
-    const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '@' }).parse(taskJunit(card)) as { testsuites: { testsuite: { testcase: { '@name': string; skipped?: { '@message': string } }[] } } };
+    const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '@' }).parse(taskJunit(card)) as {
+      testsuites: { testsuite: { testcase: { '@name': string; skipped?: { '@message': string } }[] } };
+    };
     const skipped = xml.testsuites.testsuite.testcase.filter((c) => c.skipped !== undefined).map((c) => c['@name']);
     expect(skipped.sort()).toEqual([`${averageCorrect.id} ${averageCorrect.title}`, `${averageStdoutOnly.id} ${averageStdoutOnly.title}`].sort());
   });

@@ -109,7 +109,7 @@ describe('ownership journal and crash sweep', () => {
   );
 
   it.skipIf(process.getuid?.() !== 0)(
-    "a bwrap or command-backend workspace of a dead run without its owner record (killed between mkdir and the record) goes; an unowned one of a run not proven dead stays",
+    'a bwrap or command-backend workspace of a dead run without its owner record (killed between mkdir and the record) goes; an unowned one of a run not proven dead stays',
     async () => {
       const journalDir = join(await tempDir('owners'), 'j');
       const tag = process.pid.toString(16).padStart(6, '0').slice(-6);
@@ -274,7 +274,9 @@ describe('ownership journal and crash sweep', () => {
       JSON.stringify({ op: 'own', resource: { kind: 'socket', path: '/run/sandcheck/witness-wparse0001.sock' } }),
       JSON.stringify({ op: 'own', resource: { kind: 'socket', path: '/run/sandcheck/witness-wparse0001.sock', inode: { dev: '1', ino: '2', ctimeNs: '3' } } }),
     ];
-    expect(parseJournal('/x', text.join('\n'))?.live).toEqual([{ kind: 'socket', path: '/run/sandcheck/witness-wparse0001.sock', inode: { dev: '1', ino: '2', ctimeNs: '3' } }]);
+    expect(parseJournal('/x', text.join('\n'))?.live).toEqual([
+      { kind: 'socket', path: '/run/sandcheck/witness-wparse0001.sock', inode: { dev: '1', ino: '2', ctimeNs: '3' } },
+    ]);
     const released = [...text, JSON.stringify({ op: 'release', resource: { kind: 'socket', path: '/run/sandcheck/witness-wparse0001.sock' } })];
     expect(parseJournal('/x', released.join('\n'))?.live).toEqual([]);
     // A record whose inode is not a number, or a relative path, is not trusted.
@@ -309,17 +311,25 @@ describe('ownership journal and crash sweep', () => {
     journal.close();
   });
 
-  it('a dead run\'s decoy key left in the user keyring (its decoy killed unsignalled) is invalidated by the sweep', async () => {
+  it("a dead run's decoy key left in the user keyring (its decoy killed unsignalled) is invalidated by the sweep", async () => {
     const journalDir = join(await tempDir('owners'), 'j');
     const description = 'sandcheck-decoy:rdeadkey01:user';
     // add_key("user", …, KEY_SPEC_USER_KEYRING) and a 120 s kernel timeout, as the decoy does, in case this test dies.
-    const add = spawnSync('python3', ['-c', [
-      'import ctypes, sys',
-      'libc = ctypes.CDLL(None, use_errno=True)',
-      'k = libc.syscall(ctypes.c_long(248), b"user", sys.argv[1].encode(), b"SCNRYTESTKEY", ctypes.c_size_t(12), ctypes.c_long(-4))',
-      'assert k > 0, ctypes.get_errno()',
-      'libc.syscall(ctypes.c_long(250), ctypes.c_long(15), ctypes.c_long(k), ctypes.c_long(120))',
-    ].join('\n'), description], { encoding: 'utf8' });
+    const add = spawnSync(
+      'python3',
+      [
+        '-c',
+        [
+          'import ctypes, sys',
+          'libc = ctypes.CDLL(None, use_errno=True)',
+          'k = libc.syscall(ctypes.c_long(248), b"user", sys.argv[1].encode(), b"SCNRYTESTKEY", ctypes.c_size_t(12), ctypes.c_long(-4))',
+          'assert k > 0, ctypes.get_errno()',
+          'libc.syscall(ctypes.c_long(250), ctypes.c_long(15), ctypes.c_long(k), ctypes.c_long(120))',
+        ].join('\n'),
+        description,
+      ],
+      { encoding: 'utf8' },
+    );
     expect(add.status, add.stderr).toBe(0);
     expect(listKeys(description).map((k) => k.description)).toEqual([description]);
     deadRunJournal(journalDir, 'rdeadkey01', [{ op: 'own', resource: { kind: 'key', description } }]);

@@ -26,8 +26,16 @@ describe('the probe image tar is streamed, never held', () => {
     const big = Buffer.alloc(3 * 2 ** 20, 0x61);
     await writeFile(join(dir, 'big'), big);
     const base = { type: 'file' as const, mode: 0o644, uid: 0, gid: 0 };
-    const lazy = await collect(packStream([{ name: 'a', ...base, content: Buffer.from('first') }, { name: 'big', ...base, source: join(dir, 'big') }]));
-    const held = await packEntries([{ name: 'a', ...base, content: Buffer.from('first') }, { name: 'big', ...base, content: big }]);
+    const lazy = await collect(
+      packStream([
+        { name: 'a', ...base, content: Buffer.from('first') },
+        { name: 'big', ...base, source: join(dir, 'big') },
+      ]),
+    );
+    const held = await packEntries([
+      { name: 'a', ...base, content: Buffer.from('first') },
+      { name: 'big', ...base, content: big },
+    ]);
     expect(Buffer.compare(lazy, held)).toBe(0);
     const read = await readWantedEntries(Readable.from([lazy]), new Set(['big']), { maxContentBytes: 4 * 2 ** 20, maxArchiveBytes: 8 * 2 ** 20 });
     expect(read.get('big')?.content?.byteLength).toBe(big.byteLength);

@@ -25,7 +25,12 @@ socket.socket = _refused
 `;
 
 function python(script: string, cwd: string, args: string[] = []): string {
-  return execFileSync('python3', ['-c', script, ...args], { cwd, encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', PYTHONDONTWRITEBYTECODE: '1' }, timeout: 30_000 });
+  return execFileSync('python3', ['-c', script, ...args], {
+    cwd,
+    encoding: 'utf8',
+    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', PYTHONDONTWRITEBYTECODE: '1' },
+    timeout: 30_000,
+  });
 }
 
 describe('payloads under a filter that refuses socket()', () => {

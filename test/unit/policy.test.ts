@@ -78,14 +78,28 @@ describe('network.allow entries', () => {
     const err = await loadPolicy(path).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SandcheckError);
     expect((err as SandcheckError).message).toMatch(/network\.allow\.0: .*expected an entry such as tcp:203\.0\.113\.10:80.*got a string of 4 characters/);
-    for (const bad of ['tcp:2001:db8::10:80', 'icmp:203.0.113.10:80', 'udp:203.0.113.10:0', 'tcp:203.0.113.0/33:80', 'sctp:203.0.113.10:80', '203.0.113.10:80:1', '']) {
+    for (const bad of [
+      'tcp:2001:db8::10:80',
+      'icmp:203.0.113.10:80',
+      'udp:203.0.113.10:0',
+      'tcp:203.0.113.0/33:80',
+      'sctp:203.0.113.10:80',
+      '203.0.113.10:80:1',
+      '',
+    ]) {
       expect(parseAllowEntry(bad).ok, bad).toBe(false);
     }
   });
 
   it('reads a protocol, an address or prefix and a port; an old host:port means tcp', () => {
-    expect(parseAllowEntry('udp:[2001:db8::10]:53')).toEqual({ ok: true, rule: { entry: 'udp:[2001:db8::10]:53', proto: 'udp', family: 6, address: '2001:db8::10', prefix: 128, port: 53 } });
-    expect(parseAllowEntry('tcp:198.51.100.0/24:443')).toMatchObject({ ok: true, rule: { proto: 'tcp', family: 4, address: '198.51.100.0', prefix: 24, port: 443 } });
+    expect(parseAllowEntry('udp:[2001:db8::10]:53')).toEqual({
+      ok: true,
+      rule: { entry: 'udp:[2001:db8::10]:53', proto: 'udp', family: 6, address: '2001:db8::10', prefix: 128, port: 53 },
+    });
+    expect(parseAllowEntry('tcp:198.51.100.0/24:443')).toMatchObject({
+      ok: true,
+      rule: { proto: 'tcp', family: 4, address: '198.51.100.0', prefix: 24, port: 443 },
+    });
     expect(parseAllowEntry('icmp:203.0.113.10')).toMatchObject({ ok: true, rule: { proto: 'icmp', prefix: 32 } });
     expect(parseAllowEntry('203.0.113.10:80')).toMatchObject({ ok: true, rule: { proto: 'tcp', port: 80 } });
     expect(parseAllowEntry('[2001:db8::10]:80')).toMatchObject({ ok: true, rule: { proto: 'tcp', family: 6, port: 80 } });

@@ -41,7 +41,16 @@ const identity = (over: Partial<ProcessIdentity> = {}): ProcessIdentity => ({
   ...over,
 });
 
-const mount = (mountPoint: string, over: Partial<MountEntry> = {}): MountEntry => ({ mountPoint, root: '/', device: '0:99', fsType: 'tmpfs', source: 'tmpfs', readOnly: false, noDevices: true, ...over });
+const mount = (mountPoint: string, over: Partial<MountEntry> = {}): MountEntry => ({
+  mountPoint,
+  root: '/',
+  device: '0:99',
+  fsType: 'tmpfs',
+  source: 'tmpfs',
+  readOnly: false,
+  noDevices: true,
+  ...over,
+});
 
 /** What a hardened container looks like from the host. */
 const goodPosture = (over: Partial<ProcessPosture> = {}): ProcessPosture => ({
@@ -88,13 +97,15 @@ describe('posture judges', () => {
     for (const p of POSTURE_PROBES) {
       expect(verdict(p, observed(goodPosture(), identity(), { attempted: false })), p.id).toMatch(/^inconclusive: no answer to this execution's challenge/);
       // gVisor: the backend names the sandbox's host processes, none of them runs the payload.
-      expect(verdict(p, fakeObservation({ hostProcesses: [], hostProcessCountMax: 5 }, { finished: true })), p.id).toMatch(/^inconclusive: the backend named 5 host process/);
+      expect(verdict(p, fakeObservation({ hostProcesses: [], hostProcessCountMax: 5 }, { finished: true })), p.id).toMatch(
+        /^inconclusive: the backend named 5 host process/,
+      );
       // A copied observation (or a sampler that read no posture) lost it: nothing can be held.
       expect(verdict(p, observed(undefined)), p.id).toMatch(/^inconclusive: the host could not read the posture/);
     }
   });
 
-  it("ignore what the box says about itself: a report of Seccomp 2 and an empty bounding set changes nothing", () => {
+  it('ignore what the box says about itself: a report of Seccomp 2 and an empty bounding set changes nothing', () => {
     const report = 'SANDCHECK-REPORT {"status": {"Seccomp": "2", "CapBnd": "0000000000000000"}}\nBLOCKED\n';
     const root = identity({ effectiveUid: 0, realUid: 0, seccomp: 0, capEff: '000001ffffffffff' });
     const o = observed(goodPosture({ capBnd: '000001ffffffffff' }), root, {}, report);
@@ -102,8 +113,11 @@ describe('posture judges', () => {
     expect(verdict(postureCapabilities, o)).toMatch(/^crossed: .*CAP_SYS_ADMIN/);
   });
 
-  it('a sampled process that is not this execution\'s payload (no nonce in its argv) decides nothing', () => {
-    for (const p of POSTURE_PROBES) expect(verdict(p, observed(goodPosture({ cmdline: 'python3 -c pass' }))), p.id).toMatch(/^inconclusive: no process whose posture the host read carries this execution's nonce/);
+  it("a sampled process that is not this execution's payload (no nonce in its argv) decides nothing", () => {
+    for (const p of POSTURE_PROBES)
+      expect(verdict(p, observed(goodPosture({ cmdline: 'python3 -c pass' }))), p.id).toMatch(
+        /^inconclusive: no process whose posture the host read carries this execution's nonce/,
+      );
   });
 
   it('one bad sample among good ones crosses; an unreadable part is inconclusive, never held', () => {
@@ -138,17 +152,41 @@ describe('posture judges', () => {
     /** What runsc looks like from the host: stubs and the Sentry in a user namespace of their own, the gofer root. */
     const carrier = (pid: number, over: Partial<ProcessIdentity> = {}, posture: Partial<ProcessPosture> = {}): ProcessIdentity => {
       const id = identity({ pid, command: 'exe', capEff: '0000000000240000', hostUserNamespace: false, ...over });
-      attachPosture(id, goodPosture({ pid, cmdline: '', sharedNamespaces: { mnt: false, pid: true, net: false, ipc: false, uts: false, user: false, cgroup: true }, capBnd: '000001ffffffffff', mounts: [mount('/', { readOnly: true })], devEntriesSeen: 0, ownRoot: { entries: 2, blockNodes: 0, complete: true }, deviceCgroup: { path: '/x', rules: ['a *:* rwm'] }, ...posture }));
+      attachPosture(
+        id,
+        goodPosture({
+          pid,
+          cmdline: '',
+          sharedNamespaces: { mnt: false, pid: true, net: false, ipc: false, uts: false, user: false, cgroup: true },
+          capBnd: '000001ffffffffff',
+          mounts: [mount('/', { readOnly: true })],
+          devEntriesSeen: 0,
+          ownRoot: { entries: 2, blockNodes: 0, complete: true },
+          deviceCgroup: { path: '/x', rules: ['a *:* rwm'] },
+          ...posture,
+        }),
+      );
       return id;
     };
     const gofer = (posture: Partial<ProcessPosture> = {}): ProcessIdentity =>
-      carrier(7, { effectiveUid: 0, realUid: 0, capEff: '000000000004001f', hostUserNamespace: true }, { capBnd: '000000000004001f', devEntriesSeen: 3, ownRoot: undefined, mounts: goodPosture().mounts, ...posture });
+      carrier(
+        7,
+        { effectiveUid: 0, realUid: 0, capEff: '000000000004001f', hostUserNamespace: true },
+        { capBnd: '000000000004001f', devEntriesSeen: 3, ownRoot: undefined, mounts: goodPosture().mounts, ...posture },
+      );
     const usk = (over: Partial<NonNullable<Observation['exec']['userSpaceKernel']>> = {}, exec: Partial<Observation['exec']> = {}): Observation =>
       fakeObservation(
         {
           hostProcesses: [],
           hostProcessCountMax: 5,
-          userSpaceKernel: { kernel: 'gVisor (runsc)', tie: "this execution's nonce in host pid 9's memory at 7f00-7f10, mapped from /memfd:runsc-memory", addressSpaces: [carrier(9)], kernels: [carrier(8)], fileServers: [gofer()], ...over },
+          userSpaceKernel: {
+            kernel: 'gVisor (runsc)',
+            tie: "this execution's nonce in host pid 9's memory at 7f00-7f10, mapped from /memfd:runsc-memory",
+            addressSpaces: [carrier(9)],
+            kernels: [carrier(8)],
+            fileServers: [gofer()],
+            ...over,
+          },
           ...exec,
         },
         { finished: true },
@@ -156,10 +194,16 @@ describe('posture judges', () => {
 
     it('hold where the address space, its kernel (and for files, its file server) show the posture', () => {
       const lax: ProbeContext = { ...ctx, policy: { ...CI_POLICY, posture: { ...CI_POLICY.posture!, namespaces: ['mnt', 'net', 'ipc', 'uts'] } } };
-      for (const p of POSTURE_PROBES) expect(verdict(p, usk(), lax), p.id).toMatch(/^held: the box's program runs on a user-space kernel, gVisor \(runsc\) \(this execution's nonce in host pid 9's memory.*: the \d processes of it the host read/);
+      for (const p of POSTURE_PROBES)
+        expect(verdict(p, usk(), lax), p.id).toMatch(
+          /^held: the box's program runs on a user-space kernel, gVisor \(runsc\) \(this execution's nonce in host pid 9's memory.*: the \d processes of it the host read/,
+        );
       // The file server is named where it is not judged.
-      expect(verdict(postureCapabilities, usk())).toMatch(/its file servers \(pid 7: uid 0, CapEff 000000000004001f\) open its files on the host and are judged by the files probes only/);
-      for (const p of [identityUid, identityCapabilities, identityNoNewPrivs]) expect(verdict(p, usk()), p.id).toMatch(/^held: .*: the 2 address space\(s\) and kernel the host read: /);
+      expect(verdict(postureCapabilities, usk())).toMatch(
+        /its file servers \(pid 7: uid 0, CapEff 000000000004001f\) open its files on the host and are judged by the files probes only/,
+      );
+      for (const p of [identityUid, identityCapabilities, identityNoNewPrivs])
+        expect(verdict(p, usk()), p.id).toMatch(/^held: .*: the 2 address space\(s\) and kernel the host read: /);
     });
 
     it('cross on what the host reads of them: the host pid namespace, a kernel without seccomp, a writable host binary in the file server', () => {
@@ -167,24 +211,33 @@ describe('posture judges', () => {
       const open = usk({ kernels: [carrier(8, { seccomp: 0, noNewPrivs: 0 })] });
       expect(verdict(postureSeccomp, open)).toMatch(/^crossed: .*: kernel \(pid 8\) runs without a seccomp filter/);
       expect(verdict(identityNoNewPrivs, open)).toMatch(/^crossed: .*: kernel \(pid 8\) can gain privileges/);
-      const rootKernel = usk({ kernels: [carrier(8, { effectiveUid: 0, realUid: 0, hostUserNamespace: true, capEff: '000001ffffffffff' }, { capBnd: '000001ffffffffff' })] });
+      const rootKernel = usk({
+        kernels: [carrier(8, { effectiveUid: 0, realUid: 0, hostUserNamespace: true, capEff: '000001ffffffffff' }, { capBnd: '000001ffffffffff' })],
+      });
       expect(verdict(identityUid, rootKernel)).toMatch(/^crossed: .*: kernel \(pid 8\) runs as root/);
       expect(verdict(postureCapabilities, rootKernel)).toMatch(/^crossed: .*CAP_SYS_ADMIN/);
-      const bound = usk({ fileServers: [gofer({ mounts: [...goodPosture().mounts, mount('/usr/sbin/docker-init', { fsType: 'ext4', device: '254:0', hostPath: '/usr/bin/tini-static' })] })] });
+      const bound = usk({
+        fileServers: [
+          gofer({ mounts: [...goodPosture().mounts, mount('/usr/sbin/docker-init', { fsType: 'ext4', device: '254:0', hostPath: '/usr/bin/tini-static' })] }),
+        ],
+      });
       expect(verdict(postureMounts, bound)).toMatch(/^crossed: .*its file servers: pid 7\): file server \(pid 7\) writable host \/usr\/bin\/tini-static/);
       // The kernel's own empty root hides no device node; a host disk bound into the file server's view is found.
       const disk = usk({ fileServers: [gofer({ devNodes: [{ path: '/dev/vda', device: '254:0', hostBlockDevice: true, usable: true }] })] });
       expect(verdict(postureDevices, disk)).toMatch(/^crossed: .*host block device node \/dev\/vda/);
       // A root of its own that the host could not walk whole, or with a device node in it, proves nothing.
       for (const ownRoot of [undefined, { entries: 256, blockNodes: 0, complete: false }, { entries: 3, blockNodes: 1, complete: true }]) {
-        expect(verdict(postureDevices, usk({ kernels: [carrier(8, {}, { ownRoot })] }))).toMatch(/^inconclusive: .*kernel \(pid 8\): the host saw nothing in the box's \/dev/);
+        expect(verdict(postureDevices, usk({ kernels: [carrier(8, {}, { ownRoot })] }))).toMatch(
+          /^inconclusive: .*kernel \(pid 8\): the host saw nothing in the box's \/dev/,
+        );
       }
     });
 
     it('never hold on a kernel nobody read, without a file server for files, or beside a process of the program itself', () => {
       for (const p of POSTURE_PROBES) expect(verdict(p, usk({ kernels: [] })), p.id).toMatch(/^inconclusive: the backend named 5 host process/);
       expect(verdict(identityUid, usk({ kernels: [] }))).toMatch(/^inconclusive: the backend named 5 host process/);
-      for (const p of [postureMounts, postureDevices]) expect(verdict(p, usk({ fileServers: [] })), p.id).toMatch(/^inconclusive: .*no file server of that kernel/);
+      for (const p of [postureMounts, postureDevices])
+        expect(verdict(p, usk({ fileServers: [] })), p.id).toMatch(/^inconclusive: .*no file server of that kernel/);
       // The payload's interpreter seen as a host process: the host sees the program itself, and that decides.
       const direct = identity({ pid: 50, effectiveUid: 0, realUid: 0 });
       attachPosture(direct, goodPosture({ pid: 50 }));
@@ -196,13 +249,17 @@ describe('posture judges', () => {
       expect(verdict(postureSeccomp, { ...usk(), attempted: false })).toMatch(/^inconclusive: no answer to this execution's challenge/);
     });
 
-    it('identity-setuid: judged on the address space that held the planted program\'s mark, and the kernel, read while it ran', () => {
-      const tie = "this execution's program mark in host pid 12's memory at 7f20-7f30, mapped from /memfd:runsc-memory, and not its nonce (8192 bytes read, every present page)";
+    it("identity-setuid: judged on the address space that held the planted program's mark, and the kernel, read while it ran", () => {
+      const tie =
+        "this execution's program mark in host pid 12's memory at 7f20-7f30, mapped from /memfd:runsc-memory, and not its nonce (8192 bytes read, every present page)";
       const ran = { stdout: capture('binary mode 4755 owner 0\nsetuid binary exited 0\n') };
       expect(verdict(identitySetuid, usk({ marked: { tie, addressSpace: carrier(12), kernel: carrier(8) } }, ran))).toMatch(
         /^held: the box's program runs on a user-space kernel, gVisor \(runsc\) .*: the planted setuid-root binary ran \(this execution's program mark in host pid 12's memory.*\); while it ran: address space \(pid 12\) euid 65529, CapEff 0000000000240000, kernel \(pid 8\) euid 65529.*gave nothing on the host$/,
       );
-      const rootSpace = usk({ marked: { tie, addressSpace: carrier(12, { effectiveUid: 0, realUid: 65529, hostUserNamespace: true }), kernel: carrier(8) } }, ran);
+      const rootSpace = usk(
+        { marked: { tie, addressSpace: carrier(12, { effectiveUid: 0, realUid: 65529, hostUserNamespace: true }), kernel: carrier(8) } },
+        ran,
+      );
       expect(verdict(identitySetuid, rootSpace)).toMatch(/^crossed: .*its address space \(pid 12\) ran as root \(euid 0\) on the host$/);
       // No mark found, or the kernel not read with it: whether the planted binary ran is unknown.
       expect(verdict(identitySetuid, usk())).toMatch(/^inconclusive: the backend named 5 host process/);
@@ -210,27 +267,40 @@ describe('posture judges', () => {
       expect(verdict(identitySetuid, usk({ kernels: [], marked: { tie, addressSpace: carrier(12), kernel: carrier(8) } }, ran))).toMatch(/^inconclusive: /);
       // A payload that could not run the binary (exit 3), or never said it ran to its end, holds nothing on a mark.
       const could = { stdout: capture('could not run the setuid binary: [Errno 13] Permission denied\n'), exitCode: 3 };
-      for (const exec of [could, { ...ran, exitCode: 3 }, {}]) expect(verdict(identitySetuid, usk({ marked: { tie, addressSpace: carrier(12), kernel: carrier(8) } }, exec))).toMatch(/^inconclusive: /);
+      for (const exec of [could, { ...ran, exitCode: 3 }, {}])
+        expect(verdict(identitySetuid, usk({ marked: { tie, addressSpace: carrier(12), kernel: carrier(8) } }, exec))).toMatch(/^inconclusive: /);
       // The planted binary seen as a host process decides, mark or not.
       const planted = identity({ pid: 51, command: 'suid-sleep', effectiveUid: 0 });
-      expect(verdict(identitySetuid, usk({ marked: { tie, addressSpace: carrier(12), kernel: carrier(8) } }, { hostProcesses: [planted] }))).toMatch(/^crossed: the planted setuid-root binary ran with euid 0/);
+      expect(verdict(identitySetuid, usk({ marked: { tie, addressSpace: carrier(12), kernel: carrier(8) } }, { hostProcesses: [planted] }))).toMatch(
+        /^crossed: the planted setuid-root binary ran with euid 0/,
+      );
     });
   });
-
 });
 
 describe('posture-mounts: host paths judged by where they are on the host, not by their name in the box', () => {
-  const withMount = (m: MountEntry, id: ProcessIdentity = identity()) => verdict(postureMounts, observed(goodPosture({ mounts: [...goodPosture().mounts, m] }), id));
+  const withMount = (m: MountEntry, id: ProcessIdentity = identity()) =>
+    verdict(postureMounts, observed(goodPosture({ mounts: [...goodPosture().mounts, m] }), id));
 
   it('a host tree mounted at an innocent name, a writable system dir, a host socket, the decoys: crossed', () => {
-    expect(withMount(mount('/usr/share/x', { fsType: 'ext4', device: '254:0', hostPath: '/', readOnly: true }))).toMatch(/^crossed: .*host path \/ at \/usr\/share\/x/);
+    expect(withMount(mount('/usr/share/x', { fsType: 'ext4', device: '254:0', hostPath: '/', readOnly: true }))).toMatch(
+      /^crossed: .*host path \/ at \/usr\/share\/x/,
+    );
     expect(withMount(mount('/opt', { fsType: 'ext4', device: '254:0', hostPath: '/usr' }))).toMatch(/^crossed: .*writable host \/usr at \/opt/);
-    expect(withMount(mount('/var/run/docker.sock', { fsType: 'tmpfs', device: '0:25', hostPath: '/run/docker.sock', hostSocket: true }))).toMatch(/^crossed: .*host Unix socket \/run\/docker\.sock/);
+    expect(withMount(mount('/var/run/docker.sock', { fsType: 'tmpfs', device: '0:25', hostPath: '/run/docker.sock', hostSocket: true }))).toMatch(
+      /^crossed: .*host Unix socket \/run\/docker\.sock/,
+    );
     // Under the run's scratch directory, but the run's decoys: never allowed.
-    expect(withMount(mount('/d', { fsType: 'ext4', device: '254:0', hostPath: `${ctx.decoyDir}/aws`, readOnly: true }))).toMatch(/^crossed: .*the run's host decoys/);
-    expect(withMount(mount('/s', { fsType: 'tmpfs', device: '0:25', hostPath: ctx.hostDecoys.socketPath, hostSocket: true }))).toMatch(/^crossed: .*the run's host decoys/);
+    expect(withMount(mount('/d', { fsType: 'ext4', device: '254:0', hostPath: `${ctx.decoyDir}/aws`, readOnly: true }))).toMatch(
+      /^crossed: .*the run's host decoys/,
+    );
+    expect(withMount(mount('/s', { fsType: 'tmpfs', device: '0:25', hostPath: ctx.hostDecoys.socketPath, hostSocket: true }))).toMatch(
+      /^crossed: .*the run's host decoys/,
+    );
     // The run's whole scratch directory: the run's own files, but it holds the decoys.
-    expect(withMount(mount('/scratch', { fsType: 'ext4', device: '254:0', hostPath: '/tmp/sandcheck-rposture1-ab', readOnly: true }))).toMatch(/^crossed: .*the run's host decoys through/);
+    expect(withMount(mount('/scratch', { fsType: 'ext4', device: '254:0', hostPath: '/tmp/sandcheck-rposture1-ab', readOnly: true }))).toMatch(
+      /^crossed: .*the run's host decoys through/,
+    );
     expect(withMount(mount('/hostdev', { fsType: 'devtmpfs', device: '0:6', hostPath: '/dev' }))).toMatch(/^crossed: .*host path \/dev/);
     expect(withMount(mount('/x', { fsType: 'ext4', device: '254:0', hostPath: '(host filesystem 254:0):/home' }))).toMatch(/^crossed: .*a host filesystem/);
   });
@@ -238,7 +308,9 @@ describe('posture-mounts: host paths judged by where they are on the host, not b
   it("the runtime's own: read-only system software, the run's files, the image root, per-box files, default devices, the allowlist", () => {
     expect(withMount(mount('/usr', { fsType: 'ext4', device: '254:0', hostPath: '/usr', readOnly: true }))).toMatch(/^held: /);
     expect(withMount(mount('/tmp', { fsType: 'ext4', device: '7:1', hostPath: '/var/lib/sandcheck/bwrap/rposture1-e2/fs/tmp' }))).toMatch(/^held: /);
-    expect(withMount(mount('/etc/hosts', { fsType: 'ext4', device: '254:0', hostPath: `/var/lib/docker/containers/${'a'.repeat(64)}/hosts` }))).toMatch(/^held: /);
+    expect(withMount(mount('/etc/hosts', { fsType: 'ext4', device: '254:0', hostPath: `/var/lib/docker/containers/${'a'.repeat(64)}/hosts` }))).toMatch(
+      /^held: /,
+    );
     expect(withMount(mount('/dev/shm', { device: '0:88', hostPath: `/var/lib/docker/containers/${'b'.repeat(64)}/mounts/shm` }))).toMatch(/^held: /);
     // The same name from any other directory is a host path.
     expect(withMount(mount('/etc/hosts', { fsType: 'ext4', device: '254:0', hostPath: '/etc/hosts' }))).toMatch(/^crossed: .*host path \/etc\/hosts/);
@@ -252,7 +324,7 @@ describe('posture-mounts: host paths judged by where they are on the host, not b
     expect(verdict(postureMounts, observed(goodPosture({ mounts: [...goodPosture().mounts, near] })), allowing)).toMatch(/^crossed: /);
   });
 
-  it('kernel filesystems: writable /proc/sys, sysfs or cgroup cross for host root; the host\'s own /proc always', () => {
+  it("kernel filesystems: writable /proc/sys, sysfs or cgroup cross for host root; the host's own /proc always", () => {
     const root = identity({ effectiveUid: 0, realUid: 0 });
     const noCover = goodPosture().mounts.filter((m) => m.mountPoint !== '/proc/sys');
     expect(verdict(postureMounts, observed(goodPosture({ mounts: noCover }), root))).toMatch(/^crossed: .*writable \/proc\/sys/);
@@ -272,7 +344,9 @@ describe('posture-devices', () => {
   const disk = { path: '/dev/sda', device: '8:0', hostBlockDevice: true, usable: true };
 
   it('a host disk node with block devices allowed crosses; a refusing device cgroup holds; no cgroup to read is inconclusive', () => {
-    expect(verdict(postureDevices, observed(goodPosture({ devNodes: [disk], deviceCgroup: { path: '/', rules: ['a *:* rwm'] } })))).toMatch(/^crossed: .*\/dev\/sda/);
+    expect(verdict(postureDevices, observed(goodPosture({ devNodes: [disk], deviceCgroup: { path: '/', rules: ['a *:* rwm'] } })))).toMatch(
+      /^crossed: .*\/dev\/sda/,
+    );
     expect(verdict(postureDevices, observed(goodPosture({ devNodes: [disk] })))).toMatch(/^held: /);
     const { deviceCgroup: _, ...noCgroup } = goodPosture({ devNodes: [disk] });
     expect(verdict(postureDevices, observed(noCgroup))).toMatch(/^inconclusive: /);
@@ -284,12 +358,14 @@ describe('posture-devices', () => {
     expect(verdict(postureDevices, observed(goodPosture({ devNodes: [{ ...disk, usable: false }], deviceCgroup: allAllowed })))).toMatch(/^held: /);
   });
 
-  it("a box that hides its /dev from the host is inconclusive, not held", () => {
-    expect(verdict(postureDevices, observed(goodPosture({ devEntriesSeen: 0, deviceCgroup: { path: '/', rules: ['a *:* rwm'] } })))).toMatch(/^inconclusive: python3 \(pid 42\): the host saw nothing/);
+  it('a box that hides its /dev from the host is inconclusive, not held', () => {
+    expect(verdict(postureDevices, observed(goodPosture({ devEntriesSeen: 0, deviceCgroup: { path: '/', rules: ['a *:* rwm'] } })))).toMatch(
+      /^inconclusive: python3 \(pid 42\): the host saw nothing/,
+    );
   });
 });
 
-describe('kernel-identity: a separate kernel is never taken from the box\'s word', () => {
+describe("kernel-identity: a separate kernel is never taken from the box's word", () => {
   const HOST_BOOT = '0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0';
   const strict: ProbeContext = { ...ctx, policy: { ...CI_POLICY, name: 'strict', isolation: { separateKernel: true } } };
   const fakeReport = 'SANDCHECK-REPORT {"bootId": "11111111-2222-3333-4444-555555555555", "uname": ["Linux", "vm", "5.10.0-firecracker"]}\n';
@@ -334,16 +410,28 @@ describe('kernel-identity: a separate kernel is never taken from the box\'s word
 
   it('what the host did not see is never a separate kernel: absence alone, no marked child, another kernel, or no scan is inconclusive', () => {
     // A harness in another pid namespace, or a box on another machine: the backend names processes, the scan sees nothing.
-    expect(judge(kernelObs({ hostProcesses: [], hostProcessCountMax: 3 }))).toMatch(/^inconclusive: .*no user-space kernel's address space held this execution's nonce/);
-    expect(judge(kernelObs({ hostProcessCountMax: 3, userSpaceKernel: { ...userSpaceKernel, marked: undefined } }))).toMatch(/^inconclusive: .*its marked child's never was/);
-    expect(judge(kernelObs({ hostProcessCountMax: 3, userSpaceKernel: { ...userSpaceKernel, kernels: [space(7)] } }))).toMatch(/^inconclusive: .*without the kernel that ran it/);
-    expect(judge(kernelObs({ hostProcessCountMax: 3, userSpaceKernel }, { survivorSeenAlive: undefined }))).toMatch(/^inconclusive: .*process scan did not run/);
+    expect(judge(kernelObs({ hostProcesses: [], hostProcessCountMax: 3 }))).toMatch(
+      /^inconclusive: .*no user-space kernel's address space held this execution's nonce/,
+    );
+    expect(judge(kernelObs({ hostProcessCountMax: 3, userSpaceKernel: { ...userSpaceKernel, marked: undefined } }))).toMatch(
+      /^inconclusive: .*its marked child's never was/,
+    );
+    expect(judge(kernelObs({ hostProcessCountMax: 3, userSpaceKernel: { ...userSpaceKernel, kernels: [space(7)] } }))).toMatch(
+      /^inconclusive: .*without the kernel that ran it/,
+    );
+    expect(judge(kernelObs({ hostProcessCountMax: 3, userSpaceKernel }, { survivorSeenAlive: undefined }))).toMatch(
+      /^inconclusive: .*process scan did not run/,
+    );
     // The scan saw the child on the host: a shared kernel whatever the address spaces say.
-    expect(judge(kernelObs({ hostProcessCountMax: 3, userSpaceKernel }, { survivorSeenAlive: true }))).toMatch(/^crossed: .*marked child \(sandcheck-survivor-sandcheck-mark-[0-9a-f]{32}\)/);
+    expect(judge(kernelObs({ hostProcessCountMax: 3, userSpaceKernel }, { survivorSeenAlive: true }))).toMatch(
+      /^crossed: .*marked child \(sandcheck-survivor-sandcheck-mark-[0-9a-f]{32}\)/,
+    );
   });
 
   it('not required (reference, ci): the fact is reported as not-applicable either way', () => {
-    expect(judge(kernelObs({ hostProcessCountMax: 1 }, { survivorSeenAlive: true }), ctx)).toMatch(/^not-applicable: the box shares the host's kernel: .*does not require a separate kernel/);
+    expect(judge(kernelObs({ hostProcessCountMax: 1 }, { survivorSeenAlive: true }), ctx)).toMatch(
+      /^not-applicable: the box shares the host's kernel: .*does not require a separate kernel/,
+    );
     expect(judge(kernelObs({ hostProcessCountMax: 3, userSpaceKernel }), ctx)).toMatch(/^not-applicable: the box's program runs on a user-space kernel/);
     expect(judge(kernelObs({ hostProcessCountMax: 3 }), ctx)).toMatch(/^not-applicable: could not tell which kernel/);
   });
@@ -352,10 +440,19 @@ describe('kernel-identity: a separate kernel is never taken from the box\'s word
 describe('posture policy and host views', () => {
   it('reference and ci require the essay posture and report the kernel without requiring it', () => {
     const p: Policy = CI_POLICY;
-    for (const item of ['posture.namespaces', 'posture.hostMounts', 'posture.seccomp', 'posture.capabilityBounding', 'posture.devices'] as const) expect(policyRequires(p, item), item).toBe(true);
+    for (const item of ['posture.namespaces', 'posture.hostMounts', 'posture.seccomp', 'posture.capabilityBounding', 'posture.devices'] as const)
+      expect(policyRequires(p, item), item).toBe(true);
     expect(policyRequires(p, 'isolation.separateKernel')).toBe(false);
     const { posture: _, isolation: __, ...bare } = p;
-    for (const item of ['posture.namespaces', 'posture.hostMounts', 'posture.seccomp', 'posture.capabilityBounding', 'posture.devices', 'isolation.separateKernel'] as const) expect(policyRequires(bare, item), item).toBe(false);
+    for (const item of [
+      'posture.namespaces',
+      'posture.hostMounts',
+      'posture.seccomp',
+      'posture.capabilityBounding',
+      'posture.devices',
+      'isolation.separateKernel',
+    ] as const)
+      expect(policyRequires(bare, item), item).toBe(false);
     expect(policyRequires({ ...p, posture: { ...p.posture!, hostMounts: 'any', seccomp: 'any' } }, 'posture.hostMounts')).toBe(false);
   });
 

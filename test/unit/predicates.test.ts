@@ -8,8 +8,12 @@ import { obsWith as obs, pngBytes } from '../helpers/task-fakes.js';
 const stdoutObs = (text: string, exitCode = 0) => obs({}, { stdoutText: text, exitCode });
 
 describe('completion predicates', () => {
-  it('json-schema accepts a valid artifact and rejects an invalid one with ajv\'s reason', () => {
-    const p = compilePredicate({ type: 'json-schema', artifact: 'r.json', schema: { type: 'object', required: ['mean'], properties: { mean: { type: 'number' } } } });
+  it("json-schema accepts a valid artifact and rejects an invalid one with ajv's reason", () => {
+    const p = compilePredicate({
+      type: 'json-schema',
+      artifact: 'r.json',
+      schema: { type: 'object', required: ['mean'], properties: { mean: { type: 'number' } } },
+    });
     expect(p(obs({ 'r.json': '{"mean": 3}' })).accepted).toBe(true);
     expect(p(obs({ 'r.json': '{"mean": "3"}' })).reason).toMatch(/must be number/);
     expect(p(obs({})).reason).toMatch(/missing/);
@@ -20,7 +24,9 @@ describe('completion predicates', () => {
   it('exact compares a JSON field, a whole document, or raw text', () => {
     expect(compilePredicate({ type: 'exact', artifact: 'r.json', field: 'a.b', value: [1, 2] })(obs({ 'r.json': '{"a":{"b":[1,2]}}' })).accepted).toBe(true);
     expect(compilePredicate({ type: 'exact', artifact: 'r.json', value: { x: 1, y: 2 } })(obs({ 'r.json': '{"y":2,"x":1}' })).accepted).toBe(true);
-    expect(compilePredicate({ type: 'exact', artifact: 'r.json', field: 'a', value: 1 })(obs({ 'r.json': '{"a":2}' })).reason).toBe('r.json:a is 2, expected 1');
+    expect(compilePredicate({ type: 'exact', artifact: 'r.json', field: 'a', value: 1 })(obs({ 'r.json': '{"a":2}' })).reason).toBe(
+      'r.json:a is 2, expected 1',
+    );
     expect(compilePredicate({ type: 'exact', artifact: 'stdout', value: 'hi\n' })(stdoutObs('hi\n')).accepted).toBe(true);
     expect(compilePredicate({ type: 'exact', artifact: 'stdout', value: 'hi\n' })(stdoutObs('hi')).accepted).toBe(false);
   });
@@ -41,7 +47,13 @@ describe('completion predicates', () => {
   });
 
   it('all stops at the first rejection', () => {
-    const p = compilePredicate({ type: 'all', of: [{ type: 'exit-code', code: 0 }, { type: 'exact', artifact: 'x', value: 'y' }] });
+    const p = compilePredicate({
+      type: 'all',
+      of: [
+        { type: 'exit-code', code: 0 },
+        { type: 'exact', artifact: 'x', value: 'y' },
+      ],
+    });
     expect(p(obs({ x: 'y' })).accepted).toBe(true);
     expect(p(obs({ x: 'z' })).accepted).toBe(false);
   });
@@ -56,7 +68,7 @@ describe('CSV goes through an RFC 4180 decoder (csv-parse)', () => {
     expect(r.accepted).toBe(true);
   });
 
-  it('a malformed CSV is a rejection with the decoder\'s reason, not a throw', () => {
+  it("a malformed CSV is a rejection with the decoder's reason, not a throw", () => {
     const r = csv(obs({ 'c.csv': 'city,note\n"Paris, FR,unterminated\n' }));
     expect(r.accepted).toBe(false);
     expect(r.reason).toMatch(/^c\.csv is not valid CSV: .*(Quote|quote)/);
@@ -68,10 +80,13 @@ describe('PNG goes through a real decoder (pngjs, CRCs checked) plus a content c
   const bars = (x: number, y: number): [number, number, number] => (10 - y <= (x % 7) + 1 ? [40, 90, 200] : [255, 255, 255]);
 
   it('accepts a well-formed two-colour image of the right size', () => {
-    expect(png(obs({ 'chart.png': pngBytes({ width: 20, height: 10, pixel: bars }) }))).toMatchObject({ accepted: true, reason: expect.stringMatching(/20×10 PNG with 2 distinct colours/) });
+    expect(png(obs({ 'chart.png': pngBytes({ width: 20, height: 10, pixel: bars }) }))).toMatchObject({
+      accepted: true,
+      reason: expect.stringMatching(/20×10 PNG with 2 distinct colours/),
+    });
   });
 
-  it('rejects an all-black image with bad CRCs with the decoder\'s reason (the size check accepted it)', () => {
+  it("rejects an all-black image with bad CRCs with the decoder's reason (the size check accepted it)", () => {
     const r = png(obs({ 'chart.png': pngBytes({ width: 20, height: 10, pixel: () => [0, 0, 0], badCrc: true }) }));
     expect(r).toMatchObject({ accepted: false });
     expect(r.reason).toMatch(/^chart\.png: not a valid PNG: .*crc/i);
@@ -90,12 +105,15 @@ describe('PNG goes through a real decoder (pngjs, CRCs checked) plus a content c
   });
 
   it('rejects a valid but blank image, and a wrong size', () => {
-    expect(png(obs({ 'chart.png': pngBytes({ width: 20, height: 10, pixel: () => [255, 255, 255] }) })).reason).toBe('chart.png: the image is blank (a single colour)');
+    expect(png(obs({ 'chart.png': pngBytes({ width: 20, height: 10, pixel: () => [255, 255, 255] }) })).reason).toBe(
+      'chart.png: the image is blank (a single colour)',
+    );
     expect(png(obs({ 'chart.png': pngBytes({ width: 21, height: 10, pixel: bars }) })).reason).toBe('chart.png: the image is 21×10, expected 20×10');
   });
 
   it('png-chart checks the bars against the series: the right chart passes, a chart of another series does not', () => {
-    const chart = (series: readonly number[]) => pngBytes({ width: 200, height: 100, pixel: (x, y) => (100 - y <= (series[Math.floor(x / 25)] ?? 0) && x % 25 !== 0 ? [40, 90, 200] : [255, 255, 255]) });
+    const chart = (series: readonly number[]) =>
+      pngBytes({ width: 200, height: 100, pixel: (x, y) => (100 - y <= (series[Math.floor(x / 25)] ?? 0) && x % 25 !== 0 ? [40, 90, 200] : [255, 255, 255]) });
     expect(chartPredicate(obs({ 'chart.png': chart(VISIBLE_SERIES.values) })).accepted).toBe(true);
     const wrong = chartPredicate(obs({ 'chart.png': chart(VISIBLE_SERIES.previous) }));
     expect(wrong.accepted).toBe(false);
@@ -127,9 +145,13 @@ describe('the run counts', () => {
   it('names the exit status or the stopper', () => {
     expect(runGate({ ...base, exitCode: 1 })?.reason).toBe('the program ended with exit code 1, expected 0');
     expect(runGate({ ...base, exitCode: 0 }, 3)?.reason).toBe('the program ended with exit code 0, expected 3');
-    expect(runGate({ ...base, exitCode: null, signal: 'SIGKILL', killedBy: 'harness-deadline' })?.reason).toMatch(/did not end by itself: killed by harness-deadline/);
+    expect(runGate({ ...base, exitCode: null, signal: 'SIGKILL', killedBy: 'harness-deadline' })?.reason).toMatch(
+      /did not end by itself: killed by harness-deadline/,
+    );
     expect(runGate({ ...base, backendReport: { ...base.backendReport, oomKilled: true } })?.reason).toMatch(/OOM killer/);
-    expect(runGate({ ...base, exitCode: null, signal: 'SIGKILL', backendReport: { ...base.backendReport, timedOut: true } })?.reason).toMatch(/backend's wall clock/);
+    expect(runGate({ ...base, exitCode: null, signal: 'SIGKILL', backendReport: { ...base.backendReport, timedOut: true } })?.reason).toMatch(
+      /backend's wall clock/,
+    );
     expect(runGate({ ...base, exitCode: null, startError: 'python3: not found' })?.reason).toMatch(/could not start/);
   });
 });

@@ -64,7 +64,18 @@ describe('shipped presets', () => {
       expect(isBuiltinBackend(`preset:${name}`)).toBe(false);
     }
     expect(listed.find((b) => b.name === 'bwrap')).toBeDefined();
-    expect(presetNames()).toEqual(['bwrap-cli', 'firejail', 'runsc-do', 'nspawn', 'codex-sandbox', 'codex-sandbox-workspace', 'srt', 'srt-deny-home', 'podman', 'podman-runsc']);
+    expect(presetNames()).toEqual([
+      'bwrap-cli',
+      'firejail',
+      'runsc-do',
+      'nspawn',
+      'codex-sandbox',
+      'codex-sandbox-workspace',
+      'srt',
+      'srt-deny-home',
+      'podman',
+      'podman-runsc',
+    ]);
   });
 
   it('load through the registry; an unknown preset or options are refused with what to do', async () => {
@@ -81,7 +92,9 @@ describe('shipped presets', () => {
     const backend = await presetMissingItsTool();
     const err = await backend.preflight().catch((e: unknown) => e);
     expect(err instanceof SandcheckError && err.code).toBe('BACKEND_UNAVAILABLE');
-    expect(String(err)).toMatch(/preset firejail: \/nonexistent\/sandcheck-missing-tool is not installed; install with: apt-get install -y sandcheck-missing-tool/);
+    expect(String(err)).toMatch(
+      /preset firejail: \/nonexistent\/sandcheck-missing-tool is not installed; install with: apt-get install -y sandcheck-missing-tool/,
+    );
     expect(err instanceof SandcheckError && err.hint).toBe(MISSING_INSTALL);
   });
 
@@ -100,7 +113,9 @@ describe('command backend: version command and joined per-item arguments', () =>
   const base = { name: 'tool', exec: { argv: ['/usr/bin/env', '{argv...}'] } };
 
   it('preflight asks the version command; its first line leads the description', async () => {
-    const b = new CommandBackend(await commandRuntime(parseCommandConfig({ ...base, version: { argv: ['/bin/echo', 'tool 1.2.3'] } }, 't.yaml'), 't.yaml', '/'));
+    const b = new CommandBackend(
+      await commandRuntime(parseCommandConfig({ ...base, version: { argv: ['/bin/echo', 'tool 1.2.3'] } }, 't.yaml'), 't.yaml', '/'),
+    );
     expect(b.description).not.toMatch(/tool 1\.2\.3/);
     await b.preflight();
     expect(b.description).toMatch(/^tool 1\.2\.3; command backend/);
@@ -108,19 +123,37 @@ describe('command backend: version command and joined per-item arguments', () =>
   });
 
   it('a tool that fails its version command is unavailable; a placeholder in it is a config error', async () => {
-    const b = new CommandBackend(await commandRuntime(parseCommandConfig({ ...base, version: { argv: ['/bin/sh', '-c', 'echo broken >&2; exit 4'] } }, 't.yaml'), 't.yaml', '/'));
+    const b = new CommandBackend(
+      await commandRuntime(parseCommandConfig({ ...base, version: { argv: ['/bin/sh', '-c', 'echo broken >&2; exit 4'] } }, 't.yaml'), 't.yaml', '/'),
+    );
     const err = await b.preflight().catch((e: unknown) => e);
     expect(err instanceof SandcheckError && err.code).toBe('BACKEND_UNAVAILABLE');
     expect(String(err)).toMatch(/exited 4: broken/);
-    expect(() => parseCommandConfig({ ...base, version: { argv: ['/bin/tool', '{workspace}'] } }, 't.yaml')).toThrow(/t\.yaml: version\.argv\[1\]: the version command takes no placeholders/);
+    expect(() => parseCommandConfig({ ...base, version: { argv: ['/bin/tool', '{workspace}'] } }, 't.yaml')).toThrow(
+      /t\.yaml: version\.argv\[1\]: the version command takes no placeholders/,
+    );
   });
 
   it('envArg and readOnlyArg may join their own item values into one argument; nothing else may', () => {
-    const ok = parseCommandConfig({ ...base, exec: { argv: ['/usr/bin/env', '{env...}', '{readOnly...}', '{argv...}'], envArg: ['--setenv={name}={value}'], readOnlyArg: ['--read-only={hostPath}'] } }, 't.yaml');
+    const ok = parseCommandConfig(
+      {
+        ...base,
+        exec: {
+          argv: ['/usr/bin/env', '{env...}', '{readOnly...}', '{argv...}'],
+          envArg: ['--setenv={name}={value}'],
+          readOnlyArg: ['--read-only={hostPath}'],
+        },
+      },
+      't.yaml',
+    );
     expect(expand(ok.exec.envArg ?? [], { name: 'A', value: 'x = {y} "z"' })).toEqual(['--setenv=A=x = {y} "z"']);
     expect(expand(ok.exec.readOnlyArg ?? [], { hostPath: '/w/in put.csv', boxPath: '/work/in put.csv' })).toEqual(['--read-only=/w/in put.csv']);
-    expect(() => parseCommandConfig({ ...base, exec: { argv: ['/usr/bin/env', '{env...}', '{argv...}'], envArg: ['--setenv={name}={workspace}'] } }, 't.yaml')).toThrow(/exec\.envArg\[0\]: only \{name\} \{value\} may be joined/);
-    expect(() => parseCommandConfig({ ...base, exec: { argv: ['/usr/bin/env', '--mem={memoryMb}', '{argv...}'] } }, 't.yaml')).toThrow(/a placeholder must be a whole argument/);
+    expect(() =>
+      parseCommandConfig({ ...base, exec: { argv: ['/usr/bin/env', '{env...}', '{argv...}'], envArg: ['--setenv={name}={workspace}'] } }, 't.yaml'),
+    ).toThrow(/exec\.envArg\[0\]: only \{name\} \{value\} may be joined/);
+    expect(() => parseCommandConfig({ ...base, exec: { argv: ['/usr/bin/env', '--mem={memoryMb}', '{argv...}'] } }, 't.yaml')).toThrow(
+      /a placeholder must be a whole argument/,
+    );
   });
 
   it('boxWorkspace "{workspace}" is the host path; any other value must be absolute', () => {
@@ -155,24 +188,38 @@ describe('name columns of `sandcheck backends` and `sandcheck doctor`', () => {
 
   it('backends: every version starts in one column, after the longest preset name', () => {
     const backends: BackendsEntry[] = names.map((name) => ({ name, kind: 'preset', description: 'd', status: 'available', version: `v-${name}`, claims: [] }));
-    const lines = backendsText({ report: 'sandcheck-backends', version: '1.0.0', policy: 'ci', backends }).split('\n').filter((l) => l.includes('(v-'));
+    const lines = backendsText({ report: 'sandcheck-backends', version: '1.0.0', policy: 'ci', backends })
+      .split('\n')
+      .filter((l) => l.includes('(v-'));
     expect(lines).toHaveLength(names.length);
     const starts = new Set(lines.map((l) => column(l, '(v-')));
     expect(starts.size, lines.join('\n')).toBe(1);
-    expect([...starts][0]).toBeGreaterThan(column(lines.find((l) => l.includes('codex-sandbox-workspace')) ?? '', 'preset:codex-sandbox-workspace') + 'preset:codex-sandbox-workspace'.length);
+    expect([...starts][0]).toBeGreaterThan(
+      column(lines.find((l) => l.includes('codex-sandbox-workspace')) ?? '', 'preset:codex-sandbox-workspace') + 'preset:codex-sandbox-workspace'.length,
+    );
   });
 
   it('doctor: every detail starts in one column, preset:codex-sandbox-workspace included', () => {
     const check = (name: string): DoctorReport['backends'][number] => ({ name, status: 'ok', detail: `detail-of-${name}` });
-    const report: DoctorReport = { doctor: 'sandcheck-doctor', version: '1.0.0', ok: true, exitCode: 0, chosen: check('bwrap'), lab: check('lab'), backends: names.map(check) } as DoctorReport;
-    const lines = doctorText(report).split('\n').filter((l) => l.includes('detail-of-') && !l.startsWith('chosen:'));
+    const report: DoctorReport = {
+      doctor: 'sandcheck-doctor',
+      version: '1.0.0',
+      ok: true,
+      exitCode: 0,
+      chosen: check('bwrap'),
+      lab: check('lab'),
+      backends: names.map(check),
+    } as DoctorReport;
+    const lines = doctorText(report)
+      .split('\n')
+      .filter((l) => l.includes('detail-of-') && !l.startsWith('chosen:'));
     const starts = new Set(lines.map((l) => column(l, 'detail-of-')));
     expect(starts.size, lines.join('\n')).toBe(1);
   });
 });
 
 describe("a preset's tool version in the scorecard's environment", () => {
-  it('environment.tools records the preset tool\'s own answer to its version command', async () => {
+  it("environment.tools records the preset tool's own answer to its version command", async () => {
     const backend = await loadBackend('preset:bwrap-cli');
     const missing = await missingRequirements(PRESETS.find((p) => p.name === 'bwrap-cli') ?? PRESETS[0]!);
     const env = await collectEnvironment({ policy: CI_POLICY, backendName: 'preset:bwrap-cli', backend });

@@ -37,7 +37,12 @@ describe('redact', () => {
 
   it('never redacts a value with the canary prefix: the decoys of a run stay visible', () => {
     const c = makeCanaries();
-    const text = [c.files['.aws/credentials'], c.files['.ssh/id_ed25519'], `AccessKeyId ${c.env['AWS_ACCESS_KEY_ID']}`, `sig=${c.env['SANDCHECK_CONTROL_PLANE_TOKEN']}`].join('\n');
+    const text = [
+      c.files['.aws/credentials'],
+      c.files['.ssh/id_ed25519'],
+      `AccessKeyId ${c.env['AWS_ACCESS_KEY_ID']}`,
+      `sig=${c.env['SANDCHECK_CONTROL_PLANE_TOKEN']}`,
+    ].join('\n');
     const out = redactSecrets(text);
     expect(out.redacted).toEqual([]);
     expect(out.text).toBe(text);

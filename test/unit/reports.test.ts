@@ -96,7 +96,10 @@ describe('reports', () => {
 
   it('exit code: 1 for any crossed, unenforced or unexpected task verdict, else 2 for inconclusive or harness errors, else 0 (README table)', async () => {
     const { security, task } = await hostileRun();
-    const sec = (s: Partial<typeof security.summary>) => ({ ...security, summary: { total: 5, held: 5, crossed: 0, unenforced: 0, inconclusive: 0, notApplicable: 0, ...s } });
+    const sec = (s: Partial<typeof security.summary>) => ({
+      ...security,
+      summary: { total: 5, held: 5, crossed: 0, unenforced: 0, inconclusive: 0, notApplicable: 0, ...s },
+    });
     const tsk = (s: Partial<typeof task.summary>) => ({ ...task, summary: { total: 3, asExpected: 3, unexpected: 0, error: 0, nonReproducible: 0, ...s } });
     const cases: [Partial<typeof security.summary>, Partial<typeof task.summary>, number][] = [
       [{}, {}, 0],

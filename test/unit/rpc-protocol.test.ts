@@ -39,7 +39,10 @@ const alive = (pid: number): boolean => {
 };
 
 async function codeOf(p: Promise<unknown>): Promise<string> {
-  const err = await p.then(() => undefined, (e: unknown) => e);
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(SandcheckError);
   return (err as SandcheckError).code;
 }
@@ -67,7 +70,10 @@ describe('rpc adapter protocol (--backend rpc:<command>)', () => {
     expect(out).toContain('hello\n');
     expect(out).toContain('err\n');
     const got = await env.getFiles(['in/a.txt', 'nope'], { maxBytesPerFile: 3 });
-    expect(got.map((f) => [f.kind, f.size, f.content ? Buffer.from(f.content).toString() : undefined])).toEqual([['file', 6, 'hel'], ['missing', 0, undefined]]);
+    expect(got.map((f) => [f.kind, f.size, f.content ? Buffer.from(f.content).toString() : undefined])).toEqual([
+      ['file', 6, 'hel'],
+      ['missing', 0, undefined],
+    ]);
     expect(await env.destroy()).toEqual({ items: [] });
     expect(await env.destroy()).toEqual({ items: [] });
   });
@@ -75,7 +81,11 @@ describe('rpc adapter protocol (--backend rpc:<command>)', () => {
   it("each run gets its own adapter process started with the run's controller environment; the one started at load has PATH only", async () => {
     const b = await load('ok');
     await b.prepare?.(CI_POLICY);
-    const ctx = { runId: 'rrpc1', controllerEnv: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', SANDCHECK_DECOY_TOKEN: 'SCNRYdecoy1' }, scratchDir: '/nonexistent' };
+    const ctx = {
+      runId: 'rrpc1',
+      controllerEnv: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', SANDCHECK_DECOY_TOKEN: 'SCNRYdecoy1' },
+      scratchDir: '/nonexistent',
+    };
     const before = await b.create(CI_POLICY, ctx);
     expect((await run(before, ['adapter-env', 'SANDCHECK_DECOY_TOKEN'])).out).toBe('-');
     await before.destroy();
@@ -87,7 +97,10 @@ describe('rpc adapter protocol (--backend rpc:<command>)', () => {
   });
 
   it('an adapter that exits during hello is ADAPTER_INVALID, with its last stderr in the hint', async () => {
-    const err = await loadBackend(spec, { mode: 'exit-on-hello' }).then(() => undefined, (e: unknown) => e);
+    const err = await loadBackend(spec, { mode: 'exit-on-hello' }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(SandcheckError);
     expect((err as SandcheckError).code).toBe('ADAPTER_INVALID');
     expect((err as SandcheckError).hint).toContain('cannot find the vendor SDK');
@@ -95,7 +108,10 @@ describe('rpc adapter protocol (--backend rpc:<command>)', () => {
 
   it("an adapter's BACKEND_UNAVAILABLE keeps its code and hint (the run stops with exit 3)", async () => {
     const b = await load('unavailable');
-    const err = await b.preflight().then(() => undefined, (e: unknown) => e);
+    const err = await b.preflight().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toMatchObject({ code: 'BACKEND_UNAVAILABLE', hint: 'export VENDOR_KEY=…' });
   });
 
@@ -121,7 +137,9 @@ describe('rpc adapter protocol (--backend rpc:<command>)', () => {
       await conn.call('hello', { protocol: 1, options: { mode: 'silent-exec', tmp } }, 10_000, z.unknown());
       await conn.call('create', {}, 10_000, z.unknown());
       const t0 = Date.now();
-      expect(await codeOf(conn.call('exec', { envId: 'e1', execId: 'x1', argv: ['true'], env: {}, timeoutMs: 100, maxOutputBytes: 10 }, 300, z.unknown()))).toBe('ADAPTER_UNRESPONSIVE');
+      expect(
+        await codeOf(conn.call('exec', { envId: 'e1', execId: 'x1', argv: ['true'], env: {}, timeoutMs: 100, maxOutputBytes: 10 }, 300, z.unknown())),
+      ).toBe('ADAPTER_UNRESPONSIVE');
       expect(Date.now() - t0).toBeLessThan(5000);
       const pid = conn.pid!;
       for (let i = 0; i < 50 && alive(pid); i++) await new Promise((r) => setTimeout(r, 50));

@@ -28,7 +28,9 @@ const mount = (point: string, fstype: string) => `30 23 0:26 / ${point} rw,nosui
 describe('run environment', () => {
   it('cgroup mode from mountinfo: v2, hybrid, v1, unknown', () => {
     expect(cgroupModeFrom([mount('/sys/fs/cgroup', 'cgroup2')].join('\n'))).toBe('v2');
-    expect(cgroupModeFrom([mount('/sys/fs/cgroup', 'tmpfs'), mount('/sys/fs/cgroup/memory', 'cgroup'), mount('/sys/fs/cgroup/unified', 'cgroup2')].join('\n'))).toBe('hybrid');
+    expect(
+      cgroupModeFrom([mount('/sys/fs/cgroup', 'tmpfs'), mount('/sys/fs/cgroup/memory', 'cgroup'), mount('/sys/fs/cgroup/unified', 'cgroup2')].join('\n')),
+    ).toBe('hybrid');
     expect(cgroupModeFrom([mount('/sys/fs/cgroup', 'tmpfs'), mount('/sys/fs/cgroup/pids', 'cgroup')].join('\n'))).toBe('v1');
     expect(cgroupModeFrom(mount('/', 'ext4'))).toBe('unknown');
   });
@@ -37,7 +39,9 @@ describe('run environment', () => {
     const reordered = JSON.parse(JSON.stringify(Object.fromEntries(Object.entries(FAST_POLICY).reverse()))) as typeof FAST_POLICY;
     expect(canonicalJson(reordered)).toBe(canonicalJson(FAST_POLICY));
     expect(policySha256(reordered)).toBe(policySha256(FAST_POLICY));
-    expect(policySha256({ ...FAST_POLICY, resources: { ...FAST_POLICY.resources, processes: FAST_POLICY.resources.processes + 1 } })).not.toBe(policySha256(FAST_POLICY));
+    expect(policySha256({ ...FAST_POLICY, resources: { ...FAST_POLICY.resources, processes: FAST_POLICY.resources.processes + 1 } })).not.toBe(
+      policySha256(FAST_POLICY),
+    );
   });
 
   it('--label is cleaned and bounded; an empty one is a usage error', () => {
@@ -51,7 +55,7 @@ describe('run environment', () => {
     expect(await toolVersion('python3')).toMatchObject({ status: 'ok', version: expect.stringMatching(/^Python 3\./) });
   });
 
-  it('a command backend launcher of the user\'s own is hashed, never run', async () => {
+  it("a command backend launcher of the user's own is hashed, never run", async () => {
     const dir = await mkdtemp(join(tmpdir(), 'sandcheck-env-'));
     dirs.push(dir);
     const marker = join(dir, 'ran');
@@ -70,7 +74,14 @@ describe('run environment', () => {
     // A built-in backend says what it applied (its own parse, defaults filled in); the file's text is not kept.
     const applied = { shareNetwork: false, seccomp: true };
     const backend = { appliedOptions: () => applied };
-    const env = await collectEnvironment({ policy: FAST_POLICY, backendName: 'bwrap', backendConfig: cfg, backendOptions: { shareNetwork: false }, backend, label: 'head' });
+    const env = await collectEnvironment({
+      policy: FAST_POLICY,
+      backendName: 'bwrap',
+      backendConfig: cfg,
+      backendOptions: { shareNetwork: false },
+      backend,
+      label: 'head',
+    });
     expect(EnvironmentSchema.parse(env)).toEqual(env);
     expect(env).toMatchObject({
       label: 'head',
@@ -86,7 +97,13 @@ describe('run environment', () => {
     });
     expect(env.backendConfig).not.toHaveProperty('content');
     // An adapter that cannot say what it applied: the options it was handed, marked as the adapter's to check.
-    const handed = await collectEnvironment({ policy: FAST_POLICY, backendName: './adapter.mjs', backendConfig: cfg, backendOptions: { shareNetwork: false }, backend: {} });
+    const handed = await collectEnvironment({
+      policy: FAST_POLICY,
+      backendName: './adapter.mjs',
+      backendConfig: cfg,
+      backendOptions: { shareNetwork: false },
+      backend: {},
+    });
     expect(handed.backendConfig).toMatchObject({ options: { shareNetwork: false }, checkedBy: 'adapter' });
     expect(env.tools.map((t) => t.tool)).toEqual(expect.arrayContaining(['bwrap', 'dockerd', 'runsc', 'podman']));
     const facts = { name: 'bwrap', description: 'x', isolation: 'sandbox' as const, enforces: [] };
@@ -129,7 +146,15 @@ describe('recovery keeps the environment', () => {
 describe('compare: labels and policy differences', () => {
   const withEnv = (run: ReturnType<typeof fabricatedRun>, label: string | undefined, processes: number) => {
     const policy = { ...FAST_POLICY, resources: { ...FAST_POLICY.resources, processes } };
-    const environment = { sandcheckVersion: '0', node: 'v20', kernel: 'k', cgroupMode: 'v2' as const, policySha256: policySha256(policy), tools: [], ...(label ? { label } : {}) };
+    const environment = {
+      sandcheckVersion: '0',
+      node: 'v20',
+      kernel: 'k',
+      cgroupMode: 'v2' as const,
+      policySha256: policySha256(policy),
+      tools: [],
+      ...(label ? { label } : {}),
+    };
     return { security: { ...run.security, policy, environment }, task: { ...run.task, policy, environment } };
   };
 
@@ -159,7 +184,10 @@ describe('compare: labels and policy differences', () => {
   });
 
   it('a label cannot break the Markdown table', () => {
-    const c = compareCards([withEnv(fabricatedRun('a', [secResult('fork-bomb', 'held')]), 'a|b', 64), withEnv(fabricatedRun('b', [secResult('fork-bomb', 'held')]), 'c', 64)]);
+    const c = compareCards([
+      withEnv(fabricatedRun('a', [secResult('fork-bomb', 'held')]), 'a|b', 64),
+      withEnv(fabricatedRun('b', [secResult('fork-bomb', 'held')]), 'c', 64),
+    ]);
     expect(comparisonMarkdown(c)).toContain('| probe | bwrap [a\\|b] | bwrap [c] |');
   });
 

@@ -184,7 +184,10 @@ describe('reports that survive', () => {
     expect(notices.some((n) => n.includes('rkilled001 did not finish'))).toBe(true);
     const recoveredDir = join(outDir, 'incomplete-rkilled001');
     expect((await readdir(recoveredDir)).sort()).toEqual(['security.json', 'security.junit.xml', 'security.sarif', 'task.json', 'task.junit.xml']);
-    const card = JSON.parse(readFileSync(join(recoveredDir, 'security.json'), 'utf8')) as { run: { incomplete: boolean; id: string }; results: { id: string }[] };
+    const card = JSON.parse(readFileSync(join(recoveredDir, 'security.json'), 'utf8')) as {
+      run: { incomplete: boolean; id: string };
+      results: { id: string }[];
+    };
     expect(validateScorecard('security', card).valid).toBe(true);
     expect(card.run).toMatchObject({ id: 'rkilled001', incomplete: true });
     expect(card.results.map((x) => x.id)).toEqual([one?.id]);

@@ -21,7 +21,19 @@ const outsideSeen = { source: 'outside' as const, witness: 'canary-scan', where:
 const insideSaid = { source: 'inside' as const, witness: 'payload-report', where: 'stdout', detail: 'the box says HELD' };
 
 function result(id: string, verdict: SecurityResult['verdict'], severity: SecurityResult['severity'], extra: Partial<SecurityResult> = {}): SecurityResult {
-  return { id, title: `${id} title`, category: 'files', policyItem: 'files.hostPaths', severity, verdict, reason: `${id} reason`, remediation: `${id} remedy`, evidence: [outsideSeen, insideSaid], durationMs: 1, ...extra };
+  return {
+    id,
+    title: `${id} title`,
+    category: 'files',
+    policyItem: 'files.hostPaths',
+    severity,
+    verdict,
+    reason: `${id} reason`,
+    remediation: `${id} remedy`,
+    evidence: [outsideSeen, insideSaid],
+    durationMs: 1,
+    ...extra,
+  };
 }
 
 function sarifOf(results: SecurityResult[]) {
@@ -85,7 +97,10 @@ describe('security.sarif', () => {
   });
 
   it('a waived crossing stays in the log, suppressed with the waiver (and the log still validates)', () => {
-    const log = sarifOf([result('secret-decoy-file', 'crossed', 'critical', { waiver: { reason: 'vendor fix due', owner: 'ana', expires: '2099-01-01' } }), result('cpu-quota', 'crossed', 'medium')]);
+    const log = sarifOf([
+      result('secret-decoy-file', 'crossed', 'critical', { waiver: { reason: 'vendor fix due', owner: 'ana', expires: '2099-01-01' } }),
+      result('cpu-quota', 'crossed', 'medium'),
+    ]);
     expect(validateSarif(log), JSON.stringify(validateSarif.errors)).toBe(true);
     const [waived, plain] = log.runs[0]!.results;
     expect(waived?.suppressions).toEqual([{ kind: 'external', status: 'accepted', justification: 'waived: vendor fix due (owner ana, expires 2099-01-01)' }]);

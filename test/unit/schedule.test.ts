@@ -142,7 +142,10 @@ describe('the probe schedule', () => {
   it('every probe of the suite says what it costs: the wall-bound ones first, the timing-sensitive ones CPU-bound', () => {
     const probes = allProbes();
     const byId = new Map(probes.map((p) => [p.id, p]));
-    const longest = [...probes].sort((a, b) => expectedMs(b, CI_POLICY) - expectedMs(a, CI_POLICY)).slice(0, 4).map((p) => p.id);
+    const longest = [...probes]
+      .sort((a, b) => expectedMs(b, CI_POLICY) - expectedMs(a, CI_POLICY))
+      .slice(0, 4)
+      .map((p) => p.id);
     expect(new Set(longest)).toEqual(new Set(['wall-clock-spin', 'wall-clock-sleep', 'resource-headroom', 'average-hangs-after-result']));
     for (const id of ['wall-clock-spin', 'fork-bomb', 'memory-bomb', 'cpu-quota', 'disk-fill', 'stdout-flood']) {
       const p = byId.get(id);

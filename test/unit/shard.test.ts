@@ -47,11 +47,15 @@ describe('--shard i/n', () => {
     const probes = allProbes();
     for (const policy of [CI_POLICY, REFERENCE_POLICY]) {
       const total = 3;
-      const loads = Array.from({ length: total }, (_, i) => shardProbes(probes, { index: i + 1, total }, policy).reduce((s, p) => s + expectedMs(p, policy), 0));
+      const loads = Array.from({ length: total }, (_, i) =>
+        shardProbes(probes, { index: i + 1, total }, policy).reduce((s, p) => s + expectedMs(p, policy), 0),
+      );
       const heaviest = Math.max(...probes.map((p) => expectedMs(p, policy)));
       expect(Math.max(...loads) - Math.min(...loads)).toBeLessThanOrEqual(heaviest);
       const wallBound = ['wall-clock-spin', 'wall-clock-sleep', 'resource-headroom'];
-      const homes = wallBound.map((id) => Array.from({ length: total }, (_, i) => i).find((i) => shardProbes(probes, { index: i + 1, total }, policy).some((p) => p.id === id)));
+      const homes = wallBound.map((id) =>
+        Array.from({ length: total }, (_, i) => i).find((i) => shardProbes(probes, { index: i + 1, total }, policy).some((p) => p.id === id)),
+      );
       expect(new Set(homes).size).toBe(3);
     }
   });

@@ -32,7 +32,10 @@ function hostileCards() {
 
 /** The Markdown table rows (lines starting with `|`) and how many cells each has, counting only unescaped pipes. */
 const cellCounts = (md: string): number[] =>
-  md.split('\n').filter((l) => l.startsWith('|')).map((l) => l.replace(/\\\\/g, '').replace(/\\\|/g, '').split('|').length - 2);
+  md
+    .split('\n')
+    .filter((l) => l.startsWith('|'))
+    .map((l) => l.replace(/\\\\/g, '').replace(/\\\|/g, '').split('|').length - 2);
 
 function expectSafeMarkdown(md: string): void {
   expect(Buffer.byteLength(md)).toBeLessThan(MIB);

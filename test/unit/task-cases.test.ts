@@ -27,7 +27,10 @@ describe('the task suite', () => {
 describe('resource-headroom is measured from outside', () => {
   const wantMiB = Math.floor(CI_POLICY.resources.memoryMb * 0.8 - 24);
   const held = (peakMiB: number, wallMs: number, claim = wantMiB) =>
-    obsWith({ 'result.json': JSON.stringify({ heldMiB: claim, checksum: claim }) }, { wallMs, resources: { source: 'cgroup v2', memoryPeakBytes: peakMiB * MiB } });
+    obsWith(
+      { 'result.json': JSON.stringify({ heldMiB: claim, checksum: claim }) },
+      { wallMs, resources: { source: 'cgroup v2', memoryPeakBytes: peakMiB * MiB } },
+    );
 
   it('accepts a measured peak at the target and a run of half the wall', () => {
     expect(resourceHeadroom.predicate(held(wantMiB + 10, 2600), ctx)).toMatchObject({ accepted: true });
@@ -45,7 +48,17 @@ describe('resource-headroom is measured from outside', () => {
   });
 
   it('falls back to the host-side VmHWM of the box processes when there is no cgroup', () => {
-    const proc = { pid: 1, command: 'python3', realUid: 0, effectiveUid: 0, capEff: '0', noNewPrivs: 0, seccomp: 0, peakRssBytes: (wantMiB + 5) * MiB, hostUserNamespace: true };
+    const proc = {
+      pid: 1,
+      command: 'python3',
+      realUid: 0,
+      effectiveUid: 0,
+      capEff: '0',
+      noNewPrivs: 0,
+      seccomp: 0,
+      peakRssBytes: (wantMiB + 5) * MiB,
+      hostUserNamespace: true,
+    };
     const r = resourceHeadroom.predicate(obsWith({}, { wallMs: 2600, hostProcesses: [proc] }), ctx);
     expect(r).toMatchObject({ accepted: true });
     expect(r.evidence?.find((e) => e.witness === 'memory-peak')?.where).toMatch(/VmHWM/);
@@ -53,12 +66,15 @@ describe('resource-headroom is measured from outside', () => {
 });
 
 describe('daily-totals: the report is decoded as RFC 4180 and judged row by row', () => {
-  const csv = (rows: string[][]) => ['date,sales,total,regions', ...rows.map((r) => r.map((f) => (f.includes(',') ? `"${f}"` : f)).join(','))].join('\r\n') + '\r\n';
+  const csv = (rows: string[][]) =>
+    ['date,sales,total,regions', ...rows.map((r) => r.map((f) => (f.includes(',') ? `"${f}"` : f)).join(','))].join('\r\n') + '\r\n';
   const want = expectedReport(VISIBLE_SALES);
 
   it('accepts the right report (quoted regions with commas) and names each business error', () => {
     expect(dailyPredicate(obsWith({ 'report.csv': csv(want) }))).toMatchObject({ accepted: true });
-    expect(dailyPredicate(obsWith({ 'report.csv': csv(want.map((r) => [r[0] ?? '', r[1] ?? '', (r[2] ?? '').replace('.', ','), r[3] ?? ''])) })).reason).toMatch(/total "122,10" on 2026-03-01 is not a decimal number/);
+    expect(
+      dailyPredicate(obsWith({ 'report.csv': csv(want.map((r) => [r[0] ?? '', r[1] ?? '', (r[2] ?? '').replace('.', ','), r[3] ?? ''])) })).reason,
+    ).toMatch(/total "122,10" on 2026-03-01 is not a decimal number/);
     expect(dailyPredicate(obsWith({ 'report.csv': csv([...want].reverse()) })).reason).toMatch(/not in ascending date order/);
     expect(dailyPredicate(obsWith({ 'report.csv': csv(want.slice(0, 2)) })).reason).toBe('report.csv stops after 2 of 4 days');
     expect(dailyPredicate(obsWith({ 'report.csv': csv([want[0] ?? [], ...want]) })).reason).toMatch(/^row 2 duplicates row 1/);

@@ -9,7 +9,19 @@ import { allowlistSuite, securitySuite } from '../../suites/index.js';
 import { FAST_POLICY } from '../helpers/fake-run.js';
 
 function result(id: string, extra: Partial<SecurityResult> = {}): SecurityResult {
-  return { id, title: id, category: 'files', policyItem: 'files.hostPaths', severity: 'high', verdict: 'crossed', reason: 'r', remediation: 'm', evidence: [], durationMs: 1, ...extra };
+  return {
+    id,
+    title: id,
+    category: 'files',
+    policyItem: 'files.hostPaths',
+    severity: 'high',
+    verdict: 'crossed',
+    reason: 'r',
+    remediation: 'm',
+    evidence: [],
+    durationMs: 1,
+    ...extra,
+  };
 }
 
 function card(results: SecurityResult[]) {

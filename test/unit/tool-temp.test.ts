@@ -6,7 +6,8 @@ import { readToolTempRecord, recordToolTemp, removeToolTemp } from '../../backen
 
 const spec = (dir: string) => ({ dir, prefix: 'runsc-do', file: 'config.json' });
 const marks = { SANDCHECK_RUN: 'rabc123', SANDCHECK_ENV: '0a1b2c3d' };
-const bundle = (run: string, env: string): string => JSON.stringify({ process: { env: ['PATH=/usr/bin:/bin', `SANDCHECK_RUN=${run}`, `SANDCHECK_ENV=${env}`] } });
+const bundle = (run: string, env: string): string =>
+  JSON.stringify({ process: { env: ['PATH=/usr/bin:/bin', `SANDCHECK_RUN=${run}`, `SANDCHECK_ENV=${env}`] } });
 
 describe("a tool's own temp directories, removed by the environment's markers", () => {
   let dir = '';
@@ -14,7 +15,7 @@ describe("a tool's own temp directories, removed by the environment's markers", 
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it("removes only the directory whose record names this run and this environment, whole words only", async () => {
+  it('removes only the directory whose record names this run and this environment, whole words only', async () => {
     dir = await mkdtemp(join(tmpdir(), 'sc-tool-temp-'));
     const make = async (name: string, content?: string): Promise<void> => {
       await mkdir(join(dir, name));

@@ -64,7 +64,9 @@ const result = (id: string): SecurityResult => ({
 describe('scorecard validation: zod first, the published schema for anything zod does not take as it is', () => {
   const meta = { runId: 'rvalid0001', startedAt: new Date(0), finishedAt: new Date(1), interrupted: false };
   const cards = {
-    security: JSON.parse(JSON.stringify(withThreatMapping(securityScorecard(new FakeBackend(() => ({})), FAST_POLICY, meta, [result('secret-decoy-file')])))) as Json,
+    security: JSON.parse(
+      JSON.stringify(withThreatMapping(securityScorecard(new FakeBackend(() => ({})), FAST_POLICY, meta, [result('secret-decoy-file')]))),
+    ) as Json,
     task: JSON.parse(JSON.stringify(taskScorecard(new FakeBackend(() => ({})), FAST_POLICY, meta, []))) as Json,
   };
 
@@ -78,7 +80,10 @@ describe('scorecard validation: zod first, the published schema for anything zod
       // The walk has reached the nested objects (policy, summary, results, evidence), not only the top.
       expect(objects.length).toBeGreaterThan(kind === 'security' ? 15 : 10);
       const variants = [
-        ...objects.map((at) => ({ what: `unknown key at ${at.join('.') || '(top)'}`, doc: changedAt(card, at, (o) => ({ ...(o as Record<string, Json>), zzUnknown: 1 })) })),
+        ...objects.map((at) => ({
+          what: `unknown key at ${at.join('.') || '(top)'}`,
+          doc: changedAt(card, at, (o) => ({ ...(o as Record<string, Json>), zzUnknown: 1 })),
+        })),
         ...strings.map((at) => ({ what: `number at ${at.join('.')}`, doc: changedAt(card, at, () => 7) })),
       ];
       // A key left out: zod may fill it in (policy.resources.wallToleranceMs has a default), the published schema requires it.

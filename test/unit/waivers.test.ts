@@ -43,7 +43,9 @@ describe('waivers in a run', () => {
   it('JUnit: a waived crossing is <skipped message="waived: reason (owner, expires …)">, escaped', () => {
     const xml = securityJunit(cardWith([W]).card.security);
     expect(XMLValidator.validate(xml)).toBe(true);
-    const doc = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '@' }).parse(xml) as { testsuites: { testsuite: { testcase: { '@name': string; skipped?: { '@message': string }; failure?: unknown }[] } } };
+    const doc = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '@' }).parse(xml) as {
+      testsuites: { testsuite: { testcase: { '@name': string; skipped?: { '@message': string }; failure?: unknown }[] } };
+    };
     const cases = doc.testsuites.testsuite.testcase;
     const waived = cases.find((c) => c['@name'].startsWith('fork-bomb'));
     expect(waived?.skipped?.['@message']).toBe('waived: pids | <b>off</b> for now (alice, expires 2026-12-31)');

@@ -23,7 +23,10 @@ async function fakeDaemon(name: string, headers: Record<string, string>): Promis
 }
 
 async function refusal(paths: string[]): Promise<SandcheckError> {
-  const err = await checkWatchDaemons(paths, 1000).then(() => undefined, (e: unknown) => e);
+  const err = await checkWatchDaemons(paths, 1000).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   if (!(err instanceof SandcheckError)) throw new Error(`not refused: ${String(err)}`);
   return err;
 }

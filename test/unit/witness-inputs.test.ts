@@ -108,7 +108,15 @@ describe('witness HTTP API: the token only as Authorization: Bearer', () => {
     const dir = await tempDir();
     socketPath = join(dir, 'w.sock');
     const api: WitnessApi = {
-      info: () => ({ protocol: WITNESS_PROTOCOL_VERSION, witnessId: 'wtest', bootId: 'b', netnsPath: '/run/netns/sc-wtest', resolvConfPath: '/x', canaries: [], nowMs: Date.now() }),
+      info: () => ({
+        protocol: WITNESS_PROTOCOL_VERSION,
+        witnessId: 'wtest',
+        bootId: 'b',
+        netnsPath: '/run/netns/sc-wtest',
+        resolvConfPath: '/x',
+        canaries: [],
+        nowMs: Date.now(),
+      }),
       proveWitness: async () => ({ marker: 'm', sentMs: 1, doneMs: 2, ok: true, notes: [] }),
       trafficBetween: async () => ({ events: [], packets: [], witness: { saturated: false, dropped: 0, proofOfLife: true, scope: 'lab', notes: [] } }),
     };

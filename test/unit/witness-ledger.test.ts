@@ -13,7 +13,9 @@ describe('witness counters', () => {
       droppedByKernel: 0,
       droppedByInterface: 0,
     });
-    expect(parseStatsLine('tcpdump: 9 packets captured, 12 packets received by filter, 3 packets dropped by kernel, 4 packets dropped by interface')).toMatchObject({
+    expect(
+      parseStatsLine('tcpdump: 9 packets captured, 12 packets received by filter, 3 packets dropped by kernel, 4 packets dropped by interface'),
+    ).toMatchObject({
       droppedByKernel: 3,
       droppedByInterface: 4,
     });

@@ -32,7 +32,7 @@ export function decodePng(bytes: Uint8Array): DecodedPng | string {
 
 /** pngjs's sync reader stops at a CRC mismatch and then reports "unrecognised content": name the chunk. */
 function badCrcChunk(buf: Buffer): string | undefined {
-  for (let off = 8; off + 12 <= buf.length; ) {
+  for (let off = 8; off + 12 <= buf.length;) {
     const len = buf.readUInt32BE(off);
     if (off + 12 + len > buf.length) return undefined;
     const body = buf.subarray(off + 4, off + 8 + len);

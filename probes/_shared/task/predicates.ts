@@ -66,7 +66,12 @@ function isDeepEqual(a: unknown, b: unknown): boolean {
 
 function canonical(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(canonical);
-  if (typeof v === 'object' && v !== null) return Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b)).map(([k, x]) => [k, canonical(x)]));
+  if (typeof v === 'object' && v !== null)
+    return Object.fromEntries(
+      Object.entries(v)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([k, x]) => [k, canonical(x)]),
+    );
   return v;
 }
 
@@ -104,14 +109,18 @@ export function compilePredicate(spec: PredicateSpec): (obs: Observation) => Pre
           const bytes = artifactBytes(obs, spec.artifact);
           if (typeof bytes === 'string') return reject(bytes);
           const text = bytes.toString('utf8');
-          return text === spec.value ? accept(`${spec.artifact} is exactly as expected`, spec.artifact) : reject(`${spec.artifact} differs from the expected text (${text.length} vs ${spec.value.length} characters)`);
+          return text === spec.value
+            ? accept(`${spec.artifact} is exactly as expected`, spec.artifact)
+            : reject(`${spec.artifact} differs from the expected text (${text.length} vs ${spec.value.length} characters)`);
         }
         const parsed = parseJson(obs, spec.artifact);
         if (typeof parsed === 'string') return reject(parsed);
         const got = at(parsed.value, spec.field);
         const name = spec.field ? `${spec.artifact}:${spec.field}` : spec.artifact;
         if (!got.found) return reject(`${name} is missing`);
-        return isDeepEqual(got.value, spec.value) ? accept(`${name} equals the expected value`, name) : reject(`${name} is ${JSON.stringify(got.value)}, expected ${JSON.stringify(spec.value)}`);
+        return isDeepEqual(got.value, spec.value)
+          ? accept(`${name} equals the expected value`, name)
+          : reject(`${name} is ${JSON.stringify(got.value)}, expected ${JSON.stringify(spec.value)}`);
       };
     case 'tolerance':
       return (obs) => {
@@ -130,7 +139,9 @@ export function compilePredicate(spec: PredicateSpec): (obs: Observation) => Pre
         const bytes = artifactBytes(obs, spec.artifact);
         if (typeof bytes === 'string') return reject(bytes);
         const got = createHash('sha256').update(bytes).digest('hex');
-        return got === spec.sha256 ? accept(`${spec.artifact} has sha256 ${got}`, spec.artifact) : reject(`${spec.artifact} has sha256 ${got}, expected ${spec.sha256}`);
+        return got === spec.sha256
+          ? accept(`${spec.artifact} has sha256 ${got}`, spec.artifact)
+          : reject(`${spec.artifact} has sha256 ${got}, expected ${spec.sha256}`);
       };
     case 'csv-shape':
       return (obs) => {
@@ -139,7 +150,8 @@ export function compilePredicate(spec: PredicateSpec): (obs: Observation) => Pre
         const table = parseCsv(bytes);
         if (typeof table === 'string') return reject(`${spec.artifact} is ${table}`);
         const [header = [], ...rows] = table;
-        if (spec.columns && JSON.stringify(header) !== JSON.stringify(spec.columns)) return reject(`${spec.artifact} has columns ${header.join(',')}, expected ${spec.columns.join(',')}`);
+        if (spec.columns && JSON.stringify(header) !== JSON.stringify(spec.columns))
+          return reject(`${spec.artifact} has columns ${header.join(',')}, expected ${spec.columns.join(',')}`);
         if (spec.rows !== undefined && rows.length !== spec.rows) return reject(`${spec.artifact} has ${rows.length} data rows, expected ${spec.rows}`);
         const ragged = rows.findIndex((r) => r.length !== header.length);
         if (ragged >= 0) return reject(`${spec.artifact} row ${ragged + 1} has ${rows[ragged]?.length} cells, the header has ${header.length}`);
