@@ -212,6 +212,8 @@ interface ProbeCommon {
 
 export interface SecurityProbe extends ProbeCommon {
   kind: 'security';
+  /** Run only when named with `--only` (suites/allowlist.ts says why), never as part of the default suite. */
+  optIn?: boolean;
   category: Category;
   policyItem: PolicyItem;
   severity: Severity;

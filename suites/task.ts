@@ -1,4 +1,5 @@
 import type { TaskCase } from '../model/probe.js';
+import { builtInSpecs } from './index.generated.js';
 import { averageCopiedFromInput } from '../tasks/average-copied-from-input/probe.js';
 import { averageCorrect } from '../tasks/average-correct/probe.js';
 import { averageCorrected } from '../tasks/average-corrected/probe.js';
@@ -73,4 +74,9 @@ export const visibleOnlyTasks: readonly TaskCase[] = [averageHardcoded, averageV
 /** The right result, but the program did not end well: the run counts. */
 export const badEndingTasks: readonly TaskCase[] = [averageCrashesAfterResult, averageHangsAfterResult];
 
-export const taskSuite: readonly TaskCase[] = [...legitimateTasks, ...counterexampleTasks, ...visibleOnlyTasks, ...badEndingTasks];
+/** Every built-in task case (suites/index.generated.ts), the selections above first, then any other by id. */
+export const taskSuite: readonly TaskCase[] = (() => {
+  const listed = [...legitimateTasks, ...counterexampleTasks, ...visibleOnlyTasks, ...badEndingTasks];
+  const rest = builtInSpecs.filter((s): s is TaskCase => s.kind === 'task' && !listed.some((l) => l.id === s.id));
+  return [...listed, ...rest];
+})();

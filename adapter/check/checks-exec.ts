@@ -9,6 +9,14 @@ const MIB = 1024 * 1024;
 export const ABORT_BOUND_MS = 5000;
 /** The backend timeout the timeout check asks for. */
 const CHECK_TIMEOUT_MS = 2000;
+/**
+ * How long a check waits for a program to write its first byte, counted from the exec() call: the backend's and
+ * the interpreter's start-up, which grows with the machine's load. Only a safety net for a program that never
+ * writes; every bound that decides a verdict counts from the program's own first byte instead.
+ */
+const START_BOUND_MS = 60_000;
+/** How long a program that has started may stay blocked on an empty stdin before the check calls it blocked. */
+const STDIN_EOF_BOUND_MS = 10_000;
 
 export async function exitCodes(s: CheckSession): Promise<CheckOutcome> {
   return s.withEnv(async (env) => {
@@ -52,6 +60,7 @@ export async function argv(s: CheckSession): Promise<CheckOutcome> {
 
 const STDIN_HASH = `
 import hashlib, sys
+print('reading', flush=True)
 data = sys.stdin.buffer.read()
 print('len=%d sha=%s' % (len(data), hashlib.sha256(data).hexdigest()))
 `;
@@ -63,9 +72,17 @@ export async function stdin(s: CheckSession): Promise<CheckOutcome> {
     const want = `len=${data.length} sha=${createHash('sha256').update(data).digest('hex')}`;
     if (!r.stdout.text().includes(want))
       return fail(`256 KiB of random stdin did not arrive exactly: the program saw "${r.stdout.text().trim().slice(0, 120)}" (${describeRun(r)})`);
-    // Without stdin the program must see EOF at once, not inherit a terminal or a pipe that never closes.
-    const none = await s.run(env, { source: STDIN_HASH, backstopMs: 10_000 });
-    if (none.backstopped) return fail('without ExecRequest.stdin the program blocked reading stdin (stopped by the check after 10 s)');
+    // Without stdin the program must see EOF at once, not inherit a terminal or a pipe that never closes. The bound
+    // counts from the program's "reading" (its first byte), not from exec(): a slow start under load is no blocked read.
+    const none = await s.run(env, { source: STDIN_HASH, backstopMs: START_BOUND_MS, backstopAfterFirstByteMs: STDIN_EOF_BOUND_MS });
+    if (none.backstopped && none.stdout.firstByteAt !== undefined)
+      return fail(
+        `without ExecRequest.stdin the program blocked reading stdin (still reading ${STDIN_EOF_BOUND_MS / 1000} s after it started to; stopped by the check)`,
+      );
+    if (none.backstopped)
+      return fail(
+        `without ExecRequest.stdin exec() had not returned ${START_BOUND_MS / 1000} s after the call and the program's "reading" never arrived: it blocked reading stdin (a backend that delivers output only at the end shows nothing before) or never started (${describeRun(none)})`,
+      );
     if (!none.stdout.text().includes('len=0 '))
       return fail(`without ExecRequest.stdin the program read "${none.stdout.text().trim().slice(0, 120)}" (${describeRun(none)})`);
     return pass('256 KiB of random bytes arrived exactly; without stdin the program read EOF');
@@ -149,17 +166,35 @@ time.sleep(float(sys.argv[2]))
 print('slept', flush=True)
 `;
 
-/** Runs SLEEPER with the backend's timeout; shared by exec.timeout and exec.timeout-flag. */
+/** How long past timeoutMs the check lets a program that has started run before stopping it itself. */
+const TIMEOUT_BACKSTOP_MS = CHECK_TIMEOUT_MS + 10_000;
+
+/**
+ * Runs SLEEPER with the backend's timeout; shared by exec.timeout and exec.timeout-flag. The check's backstop counts
+ * from the program's first byte ("ready"): a backend whose start-up is slow under load is not stopped by the check
+ * before its own timer, which may count from the program's start, has had its chance.
+ */
 export async function timeoutRun(s: CheckSession) {
   return s.withEnv(async (env) => {
     const n = s.nonce('timeout');
-    const r = await s.run(env, { source: SLEEPER, args: [n, '30'], timeoutMs: CHECK_TIMEOUT_MS, backstopMs: CHECK_TIMEOUT_MS + 10_000 });
+    const r = await s.run(env, {
+      source: SLEEPER,
+      args: [n, '30'],
+      timeoutMs: CHECK_TIMEOUT_MS,
+      backstopMs: START_BOUND_MS,
+      backstopAfterFirstByteMs: TIMEOUT_BACKSTOP_MS,
+    });
     return r;
   });
 }
 
 export function judgeTimeout(r: Awaited<ReturnType<typeof timeoutRun>>, toleranceMs: number): CheckOutcome {
-  if (r.backstopped) return fail(`the program ran on past timeoutMs ${CHECK_TIMEOUT_MS}: the check stopped it after ${Math.round(r.elapsedMs)} ms`);
+  if (r.backstopped && r.stdout.firstByteAt !== undefined)
+    return fail(`the program ran on past timeoutMs ${CHECK_TIMEOUT_MS}: the check stopped it ${TIMEOUT_BACKSTOP_MS} ms after its first byte`);
+  if (r.backstopped)
+    return fail(
+      `exec() with timeoutMs ${CHECK_TIMEOUT_MS} had not returned ${START_BOUND_MS / 1000} s after the call (the check stopped it; the program's first byte never arrived)`,
+    );
   if (r.stdout.text().includes('slept')) return fail('the program slept its 30 s to the end');
   const first = r.stdout.firstByteAt;
   if (first === undefined) return skip(`the program never printed "ready": nothing to judge (${describeRun(r)})`);
@@ -186,7 +221,8 @@ export async function abort(s: CheckSession): Promise<CheckOutcome> {
     const stdout = new CheckSink();
     const running = s.run(env, { source: SLEEPER, args: [n, '60'], signal: ctl.signal, backstopMs: 120_000, timeoutMs: 120_000, stdout });
     const bounded = () => within(running, ABORT_BOUND_MS);
-    if (!(await stdout.waitFor('ready', 20_000))) {
+    // Until "ready" or the end of the run (the program sleeps 60 s): a slow start under load is waited for, not skipped.
+    if (!(await stdout.waitFor('ready', START_BOUND_MS, running))) {
       ctl.abort();
       const r = await bounded();
       return skip(`the program never printed "ready", nothing to abort (${r ? describeRun(r) : 'exec did not return'})`);
@@ -198,9 +234,19 @@ export async function abort(s: CheckSession): Promise<CheckOutcome> {
     if (!r) return fail(`exec() had not returned ${ABORT_BOUND_MS} ms after the abort`);
     if (r.stdout.text().includes('slept')) return fail('the program slept to the end despite the abort');
     const returnedIn = Math.round(r.endedAt - abortedAt);
+    // The program must be gone within the same bound as exec()'s return (a SIGKILLed process still has to be
+    // scheduled to die, later under load): looked for again until then, never judged on one look at a fixed moment.
+    const deadline = Math.max(abortedAt + ABORT_BOUND_MS, r.endedAt + 300);
     await new Promise((res) => setTimeout(res, 300));
-    const left = await findProcessesWithCmdline(n);
-    if (left.length > 0) return fail(`exec() returned ${returnedIn} ms after the abort but ${left.length} process(es) of the program still run on the host`);
+    let left = await findProcessesWithCmdline(n);
+    while (left.length > 0 && performance.now() < deadline) {
+      await new Promise((res) => setTimeout(res, 100));
+      left = await findProcessesWithCmdline(n);
+    }
+    if (left.length > 0)
+      return fail(
+        `exec() returned ${returnedIn} ms after the abort but ${left.length} process(es) of the program still ran on the host ${Math.round(performance.now() - abortedAt)} ms after it`,
+      );
     return pass(
       `exec() returned ${returnedIn} ms after the abort${seenOnHost ? ' and the program, seen on the host before, is gone' : ' (the program is not visible on this host)'}`,
     );

@@ -13,11 +13,13 @@ export class CheckSink {
   private keptLen = 0;
   firstByteAt: number | undefined;
   private readonly waiters: { needle: string; resolve: () => void }[] = [];
+  private readonly firstByteListeners: (() => void)[] = [];
 
   constructor(private readonly keep = 64 * 1024) {}
 
   write(chunk: Uint8Array): void {
-    if (this.bytes === 0 && chunk.byteLength > 0) this.firstByteAt = performance.now();
+    const first = this.bytes === 0 && chunk.byteLength > 0;
+    if (first) this.firstByteAt = performance.now();
     const buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     this.hash.update(buf);
     this.bytes += buf.length;
@@ -26,6 +28,7 @@ export class CheckSink {
       this.kept.push(Buffer.from(take));
       this.keptLen += take.length;
     }
+    if (first) for (const fn of this.firstByteListeners.splice(0)) fn();
     if (this.waiters.length === 0) return;
     const text = this.text();
     for (const w of [...this.waiters]) {
@@ -44,12 +47,30 @@ export class CheckSink {
     return this.hash.copy().digest('hex');
   }
 
-  /** Resolves true once `needle` appeared in the kept bytes, false after `ms`. */
-  waitFor(needle: string, ms: number): Promise<boolean> {
+  /** Calls `fn` when the first byte arrives (at once if it already has). */
+  onFirstByte(fn: () => void): void {
+    if (this.firstByteAt !== undefined) fn();
+    else this.firstByteListeners.push(fn);
+  }
+
+  /**
+   * Resolves true once `needle` appeared in the kept bytes; false after `ms`, or as soon as `until` settles (e.g. the
+   * run that writes here ended) without it.
+   */
+  waitFor(needle: string, ms: number, until?: Promise<unknown>): Promise<boolean> {
     if (this.text().includes(needle)) return Promise.resolve(true);
     return new Promise((resolve) => {
-      const timer = setTimeout(() => resolve(false), ms);
-      this.waiters.push({ needle, resolve: () => (clearTimeout(timer), resolve(true)) });
+      const waiter = { needle, resolve: () => settle(true) };
+      const settle = (found: boolean): void => {
+        clearTimeout(timer);
+        const i = this.waiters.indexOf(waiter);
+        if (i >= 0) this.waiters.splice(i, 1);
+        resolve(found);
+      };
+      const timer = setTimeout(() => settle(false), ms);
+      this.waiters.push(waiter);
+      const ended = (): void => settle(this.text().includes(needle));
+      until?.then(ended, ended);
     });
   }
 }
@@ -65,8 +86,14 @@ export interface RunOptions {
   cwd?: string;
   timeoutMs?: number;
   maxOutputBytes?: number;
-  /** The check's own backstop: abort the exec after this long. */
+  /** The check's own backstop: abort the exec this long after the exec() call. */
   backstopMs?: number;
+  /**
+   * Re-arm the backstop when the program's first stdout byte arrives: abort the exec this long after that byte
+   * instead. A bound on what the program does once it runs, never on how long the backend and the interpreter took to
+   * start it (that grows with the machine's load). `backstopMs` then only bounds a program that never writes.
+   */
+  backstopAfterFirstByteMs?: number;
   signal?: AbortSignal;
   /** A stdout sink of the caller's, to watch the program while it runs. */
   stdout?: CheckSink;
@@ -82,7 +109,7 @@ export interface RunOutcome {
   elapsedMs: number;
   startedAt: number;
   endedAt: number;
-  /** The check's backstop fired (the backend did not stop in time by itself). */
+  /** The check's backstop fired (the backend did not stop in time by itself); see stdout.firstByteAt for which bound. */
   backstopped: boolean;
 }
 
@@ -145,10 +172,19 @@ export class CheckSession {
     const stderr = new CheckSink();
     const abort = new AbortController();
     let backstopped = false;
-    const timer = setTimeout(() => {
+    let settled = false;
+    const fire = (): void => {
       backstopped = true;
       abort.abort();
-    }, opts.backstopMs ?? DEFAULT_BACKSTOP_MS);
+    };
+    let timer = setTimeout(fire, opts.backstopMs ?? DEFAULT_BACKSTOP_MS);
+    const afterFirstByte = opts.backstopAfterFirstByteMs;
+    if (afterFirstByte !== undefined)
+      stdout.onFirstByte(() => {
+        if (settled || backstopped) return;
+        clearTimeout(timer);
+        timer = setTimeout(fire, afterFirstByte);
+      });
     const forward = (): void => abort.abort();
     opts.signal?.addEventListener('abort', forward, { once: true });
     const startedAt = performance.now();
@@ -169,6 +205,7 @@ export class CheckSession {
     } catch (err) {
       threw = errorMessage(err);
     } finally {
+      settled = true;
       clearTimeout(timer);
       opts.signal?.removeEventListener('abort', forward);
     }

@@ -170,6 +170,7 @@ export function allowlistProbe(
 ): SecurityProbe {
   return {
     kind: 'security',
+    optIn: true,
     category: 'network',
     policyItem: 'network.egress',
     payload: threat.id,

@@ -13,7 +13,7 @@ export const downloadApiLinks: SecurityProbe = {
   category: 'files',
   policyItem: 'files.hostPaths',
   severity: 'high',
-  payload: 'export-attack',
+  payload: 'probes/_shared/export-attack',
   remediation: 'A file download API must lstat and refuse links (and hardlinked files) instead of reading through them.',
   attack: ['T1005', 'T1552.001'],
   cwe: ['CWE-59', 'CWE-61'],

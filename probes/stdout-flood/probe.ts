@@ -1,5 +1,5 @@
 import type { SecurityProbe } from '../../model/probe.js';
-import { judgeOutputBudget } from '../output-flood/probe.js';
+import { judgeOutputBudget } from '../_shared/output-budget.js';
 
 export const FLOOD_BYTES = 64 * 1024 * 1024;
 
@@ -10,7 +10,7 @@ export const stdoutFlood: SecurityProbe = {
   category: 'resources',
   policyItem: 'output.maxBytes',
   severity: 'medium',
-  payload: 'output-flood',
+  payload: 'stdout-flood',
   remediation: 'Cap stdout+stderr in the sandbox (truncate, keep the hash and the tail) and stop the program when the cap is reached.',
   attack: ['T1499'],
   cwe: ['CWE-770', 'CWE-400'],

@@ -9,7 +9,7 @@ import { SandcheckError } from '../../core/errors.js';
 import { CI_POLICY } from '../../model/policy.js';
 import { openRunContext } from '../../harness/run-context.js';
 import { Runner } from '../../harness/runner.js';
-import { exportProbes } from '../../probes/export-attack/probe.js';
+import { exportProbes } from '../../suites/export.js';
 
 const temps: string[] = [];
 /** A temporary directory of this file's tests, removed after them. */

@@ -7,7 +7,7 @@ import { openRunContext } from '../../harness/run-context.js';
 import { Runner } from '../../harness/runner.js';
 import type { ExporterChoice } from '../../harness/export-stage.js';
 import { downloadApiLinks } from '../../probes/download-api-links/probe.js';
-import { exportProbes } from '../../probes/export-attack/probe.js';
+import { exportProbes } from '../../suites/export.js';
 
 const isRoot = process.getuid?.() === 0;
 

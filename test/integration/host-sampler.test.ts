@@ -18,7 +18,8 @@ import type { ExecObservation } from '../../model/observation.js';
 import type { Observation, ProbeContext } from '../../model/probe.js';
 import { CI_POLICY } from '../../model/policy.js';
 import { makeCanaries } from '../../lab/canaries.js';
-import { identityNoNewPrivs, identityUid } from '../../probes/identity-uid/probe.js';
+import { identityUid } from '../../probes/identity-uid/probe.js';
+import { identityNoNewPrivs } from '../../probes/identity-no-new-privs/probe.js';
 import { fakeObservation } from '../helpers/observation.js';
 
 const root = process.getuid?.() === 0;

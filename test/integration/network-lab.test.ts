@@ -5,7 +5,7 @@ import { CI_POLICY, type Policy } from '../../model/policy.js';
 import { DECOY_ADDRESSES } from '../../lab/netns/addresses.js';
 import { startHostLeakWatch } from '../../lab/netns/host-leak-watch.js';
 import { icmpPing } from '../../probes/icmp-ping/probe.js';
-import { publicEgressIpv4 } from '../../probes/public-egress/probe.js';
+import { publicEgressIpv4 } from '../../probes/public-egress-ipv4/probe.js';
 import { securitySuite } from '../../suites/index.js';
 import { runInLab } from '../helpers/lab-run.js';
 

@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { ExportOutcome } from '../../harness/export-stage.js';
 import type { RefusalRule } from '../../model/export-types.js';
-import { archiveDotdot, exportHardlink, exportTypeSmuggling, zipSlip } from '../../probes/export-attack/probe.js';
+import { archiveDotdot } from '../../probes/archive-dotdot/probe.js';
+import { exportHardlink } from '../../probes/export-hardlink/probe.js';
+import { exportTypeSmuggling } from '../../probes/export-type-smuggling/probe.js';
+import { zipSlip } from '../../probes/zip-slip/probe.js';
 import { CI_POLICY } from '../../model/policy.js';
 import type { ProbeContext } from '../../model/probe.js';
 import { makeCanaries } from '../../lab/canaries.js';

@@ -7,7 +7,7 @@ import { payloadFiles } from '../../harness/exec-payload.js';
 import { CI_POLICY } from '../../model/policy.js';
 import type { ProbeContext } from '../../model/probe.js';
 import { makeCanaries } from '../../lab/canaries.js';
-import { longLine } from '../../probes/output-flood/probe.js';
+import { longLine } from '../../probes/long-line/probe.js';
 
 const dir = await mkdtemp(join(tmpdir(), 'sc-flood-'));
 afterAll(() => rm(dir, { recursive: true, force: true }));

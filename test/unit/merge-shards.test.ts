@@ -40,7 +40,7 @@ describe('sandcheck merge: shards into one pair of scorecards', () => {
 
   it('joins every result once, in suite order, with summaries recomputed, and the cards validate', () => {
     const merged = mergeShards(parts());
-    expect(merged.security.results.map((r) => r.id)).toEqual(['secret-decoy-file', 'wall-clock-spin', 'fork-bomb', 'metadata-ipv4', 'residue']);
+    expect(merged.security.results.map((r) => r.id)).toEqual(['secret-decoy-file', 'fork-bomb', 'wall-clock-spin', 'metadata-ipv4', 'residue']);
     expect(merged.security.summary).toMatchObject({ total: 5, held: 3, crossed: 1, inconclusive: 1 });
     expect(merged.task.summary).toMatchObject({ total: 2, asExpected: 2 });
     expect(merged.security.run.merged).toEqual({ shards: 3, runIds: ['r0000000001', 'r0000000002', 'r0000000003'] });

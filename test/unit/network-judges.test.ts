@@ -5,7 +5,7 @@ import type { WitnessHealth } from '../../lab/witness-health.js';
 import { dnsExfil } from '../../probes/dns-exfil/probe.js';
 import { icmpPing } from '../../probes/icmp-ping/probe.js';
 import { metadataIpv4 } from '../../probes/metadata-ipv4/probe.js';
-import { publicEgressIpv4 } from '../../probes/public-egress/probe.js';
+import { publicEgressIpv4 } from '../../probes/public-egress-ipv4/probe.js';
 import { udpEgress } from '../../probes/udp-egress/probe.js';
 import { ctx, obs, packet, seeing } from '../helpers/network-obs.js';
 

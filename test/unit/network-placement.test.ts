@@ -9,7 +9,7 @@ import { openRunContext, type RunContext } from '../../harness/run-context.js';
 import { Runner } from '../../harness/runner.js';
 import { metadataIpv4 } from '../../probes/metadata-ipv4/probe.js';
 import { metadataIpv6 } from '../../probes/metadata-ipv6/probe.js';
-import { publicEgressIpv4 } from '../../probes/public-egress/probe.js';
+import { publicEgressIpv4 } from '../../probes/public-egress-ipv4/probe.js';
 import { FAST_POLICY } from '../helpers/fake-run.js';
 
 /** Runs the requested program for real on this host (optionally in a network namespace of its own) until aborted. */

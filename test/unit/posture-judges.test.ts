@@ -14,7 +14,9 @@ import { postureDevices } from '../../probes/posture-devices/probe.js';
 import { postureMounts } from '../../probes/posture-mounts/probe.js';
 import { postureNamespaces } from '../../probes/posture-namespaces/probe.js';
 import { postureSeccomp } from '../../probes/posture-seccomp/probe.js';
-import { identityCapabilities, identityNoNewPrivs, identityUid } from '../../probes/identity-uid/probe.js';
+import { identityUid } from '../../probes/identity-uid/probe.js';
+import { identityCapabilities } from '../../probes/identity-capabilities/probe.js';
+import { identityNoNewPrivs } from '../../probes/identity-no-new-privs/probe.js';
 import { identitySetuid } from '../../probes/identity-setuid/probe.js';
 import { capture, fakeObservation } from '../helpers/observation.js';
 

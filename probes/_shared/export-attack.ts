@@ -1,10 +1,11 @@
+/** The export attacks: one payload (probes/_shared/export-attack/payload.py) in eleven modes, judged on what the exporter did. */
 import { join } from 'node:path';
 import { exitEvidence, payloadReport, unlessAttempted } from '../../model/judge.js';
 import { outside, type Evidence } from '../../model/evidence.js';
 import type { Judgement, Observation, ProbeContext, SecurityProbe } from '../../model/probe.js';
 import { exportEvidence } from '../../model/evidence-lines.js';
 
-const MiB = 1024 * 1024;
+export const MiB = 1024 * 1024;
 
 /** What the backend's download API handed over, as outside evidence (kinds, and whether it read through links). */
 function downloadEvidence(obs: Observation): Evidence[] {
@@ -90,7 +91,7 @@ const EXPECTED_RULES: Record<keyof typeof THREATS, RegExp> = {
   'export-special-files': /^kind-(fifo|device|socket)$/,
 };
 
-const exportProbe = (
+export const exportProbe = (
   id: keyof typeof THREATS,
   title: string,
   mode: string,
@@ -105,7 +106,7 @@ const exportProbe = (
   policyItem: 'exports.limits',
   enforcedBy: 'exporter',
   severity: 'high',
-  payload: 'export-attack',
+  payload: 'probes/_shared/export-attack',
   remediation:
     'Export through a checker that takes regular files only, normalised paths inside the export root, count/size/aggregate limits and content types by magic bytes, and that exports nothing when anything is off.',
   ...THREATS[id],
@@ -114,97 +115,4 @@ const exportProbe = (
   judge: (obs) => judgeExport(obs, what, EXPECTED_RULES[id]),
 });
 
-const decoy = (ctx: ProbeContext) => ({ decoyFile: join(ctx.decoyDir, '.aws', 'credentials'), decoyDir: ctx.decoyDir });
-
-export const exportSymlinkHost = exportProbe(
-  'export-symlink-host',
-  'artifact is a symlink to a host secret',
-  'symlink-host',
-  ['result.txt'],
-  'a symlink to a host file',
-  decoy,
-);
-export const exportSymlinkDir = exportProbe(
-  'export-symlink-dir',
-  'artifact inside a symlinked directory pointing at the host',
-  'symlink-dir',
-  ['out/.aws/credentials'],
-  'a file reached through a symlinked directory',
-  decoy,
-);
-export const exportHardlink = exportProbe(
-  'export-hardlink',
-  'artifact is a hardlink (to a host file where possible)',
-  'hardlink',
-  ['result.txt'],
-  'a hardlinked file',
-  decoy,
-);
-export const archiveDotdot = exportProbe(
-  'archive-dotdot',
-  'tar with ../../ entries',
-  'archive-dotdot',
-  ['result.tar'],
-  'a tar whose entries climb out with ../',
-);
-export const archiveAbsolute = exportProbe(
-  'archive-absolute',
-  'tar with an absolute entry',
-  'archive-absolute',
-  ['result.tar'],
-  'a tar with an absolute entry',
-);
-export const archiveSymlinkThenWrite = exportProbe(
-  'archive-symlink-then-write',
-  'tar with a link entry, then a file written through it',
-  'archive-symlink-then-write',
-  ['result.tar'],
-  'a tar that writes through its own link entry',
-);
-export const zipSlip = exportProbe('zip-slip', 'zip with ../../ entries (zip slip)', 'zip-slip', ['result.zip'], 'a zip whose entries climb out with ../');
-export const exportManySmall = exportProbe(
-  'export-many-small',
-  'files under the per-file limit whose total passes the aggregate',
-  'many-small',
-  (ctx) => Array.from({ length: ctx.policy.exports.maxFiles }, (_, i) => `out/part-${String(i).padStart(2, '0')}.bin`),
-  'more bytes in total than the aggregate export limit',
-  (ctx) => ({ files: ctx.policy.exports.maxFiles, bytesEach: Math.ceil((ctx.policy.exports.maxTotalMb * MiB) / ctx.policy.exports.maxFiles) + 64 * 1024 }),
-);
-export const exportHugeFile = exportProbe(
-  'export-huge-file',
-  'one file past the per-file limit',
-  'huge-file',
-  ['result.bin'],
-  'a file larger than the per-file limit',
-  (ctx) => ({
-    bytes: Math.ceil(ctx.policy.exports.maxFileMb * MiB) + MiB,
-  }),
-);
-export const exportTypeSmuggling = exportProbe(
-  'export-type-smuggling',
-  'an executable named .csv, CSV formula injection, an .xlsx with a macro, an SVG with script',
-  'type-smuggling',
-  ['report.csv', 'data.csv', 'book.xlsx', 'chart.svg'],
-  'smuggled types and active content',
-);
-export const exportSpecialFiles = exportProbe(
-  'export-special-files',
-  'a FIFO and a device node as artifacts',
-  'special',
-  ['pipe.txt', 'device.txt'],
-  'a FIFO or device node',
-);
-
-export const exportProbes: readonly SecurityProbe[] = [
-  exportSymlinkHost,
-  exportSymlinkDir,
-  exportHardlink,
-  archiveDotdot,
-  archiveAbsolute,
-  archiveSymlinkThenWrite,
-  zipSlip,
-  exportManySmall,
-  exportHugeFile,
-  exportTypeSmuggling,
-  exportSpecialFiles,
-];
+export const decoy = (ctx: ProbeContext) => ({ decoyFile: join(ctx.decoyDir, '.aws', 'credentials'), decoyDir: ctx.decoyDir });

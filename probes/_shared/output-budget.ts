@@ -1,6 +1,6 @@
 import { exitEvidence, payloadReport, unlessAttempted } from '../../model/judge.js';
 import { outside } from '../../model/evidence.js';
-import type { Judgement, Observation, ProbeContext, SecurityProbe } from '../../model/probe.js';
+import type { Judgement, Observation, ProbeContext } from '../../model/probe.js';
 import { endedByKill, ranOnAfterExec, stopCause } from '../_shared/judges.js';
 
 /**
@@ -58,38 +58,3 @@ export function judgeOutputBudget(obs: Observation, ctx: ProbeContext, attempted
   if (running) return { ...running, evidence: [...running.evidence, ...evidence] };
   return { verdict: 'held', reason: `output stopped at ${got} bytes, within the ${cap}-byte budget, while the payload tried to write ${attempted}`, evidence };
 }
-
-const FLOOD = 64 * 1024 * 1024;
-const LINE = 16 * 1024 * 1024;
-
-export const stderrFlood: SecurityProbe = {
-  kind: 'security',
-  id: 'stderr-flood',
-  title: 'write 64 MiB to stderr against a 2 MB output budget',
-  category: 'resources',
-  policyItem: 'output.maxBytes',
-  severity: 'medium',
-  payload: 'output-flood',
-  remediation: 'Count stderr in the same output budget as stdout and stop the program when it is spent.',
-  attack: ['T1499'],
-  cwe: ['CWE-770', 'CWE-400'],
-  args: () => ({ stream: 'stderr', mode: 'flood', bytes: FLOOD }),
-  confirmStopped: true,
-  judge: (obs, ctx) => judgeOutputBudget(obs, ctx, FLOOD, 'stderr'),
-};
-
-export const longLine: SecurityProbe = {
-  kind: 'security',
-  id: 'long-line',
-  title: 'one 16 MiB line without a newline',
-  category: 'resources',
-  policyItem: 'output.maxBytes',
-  severity: 'medium',
-  payload: 'output-flood',
-  remediation: 'Cap output by bytes, not by lines: a line-buffered reader waits for a newline that never comes.',
-  attack: ['T1499'],
-  cwe: ['CWE-770', 'CWE-400'],
-  args: () => ({ stream: 'stdout', mode: 'long-line', bytes: LINE }),
-  confirmStopped: true,
-  judge: (obs, ctx) => judgeOutputBudget(obs, ctx, LINE, 'stdout'),
-};
