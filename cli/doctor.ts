@@ -23,7 +23,7 @@ export const DoctorReportSchema = z
     doctor: z.literal('sandcheck-doctor'),
     version: z.literal(DOCTOR_REPORT_VERSION),
     ok: z.boolean().describe('the chosen backend and the lab both work: `sandcheck run` with this backend can run every probe'),
-    exitCode: z.number().int().describe('0 ok; 1 the chosen backend or the lab cannot work (README "Exit codes")'),
+    exitCode: z.number().int().describe('0 ok; 1 the chosen backend or the lab cannot work (docs/cli.md, "Exit codes")'),
     chosen: Check.extend({ fallbackFrom: z.strictObject({ name: z.string(), reason: z.string() }).optional() }).describe(
       'the backend `run` would use (--backend, else bwrap where it works, else process)',
     ),

@@ -38,7 +38,7 @@ export type SandcheckErrorCode =
   // the disk filled up while the reports were written (the run journal is kept: report --recover)
   | 'REPORT_WRITE_FAILED';
 
-/** Exit status of the CLI for each class of failure (see README "Exit codes"). */
+/** Exit status of the CLI for each class of failure (docs/cli.md, "Exit codes"). */
 export const EXIT = {
   ok: 0,
   unexpected: 1,

@@ -69,7 +69,7 @@ export interface GateRun {
 
 type Sv = SecurityResult['verdict'];
 
-/** A security verdict change, by the rules of the gate (README "Policy-change gate"). */
+/** A security verdict change, by the rules of the gate (docs/reports.md, "Policy-change gate"). */
 export function classifySecurity(base: Sv | null, head: Sv | null): ChangeClass {
   if (base === head) return 'unchanged';
   if (head === null) return 'regression';

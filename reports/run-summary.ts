@@ -9,7 +9,7 @@ export const RunSummarySchema = z
   .strictObject({
     summary: z.literal('sandcheck-run'),
     version: z.literal(RUN_SUMMARY_VERSION),
-    exitCode: z.number().int().describe('the exit status of this run (README "Exit codes")'),
+    exitCode: z.number().int().describe('the exit status of this run (docs/cli.md, "Exit codes")'),
     runId: z.string().max(128),
     backend: z.string().max(256),
     label: z.string().max(128).optional(),
