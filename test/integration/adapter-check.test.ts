@@ -1,8 +1,11 @@
 import { basename } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { checkAdapter } from '../../adapter/check/run-checks.js';
 import { AdapterCheckReportSchema, type CheckId } from '../../adapter/check/model.js';
 import { checkReportText } from '../../adapter/check/report.js';
+import { CheckSession, CheckSink } from '../../adapter/check/session.js';
 import { ProcessBackend } from '../../backends/process/process-backend.js';
 import type { Backend, Capabilities, Environment, ExecRequest, PolicyItem } from '../../model/backend-contract.js';
 import { CI_POLICY } from '../../model/policy.js';
@@ -234,6 +237,21 @@ describe('adapter check', () => {
     ]);
   }, 60_000);
 
+  it('the timeout mutants keep their own timer through full garbage collections (as a busy worker has them)', async () => {
+    // A full GC every 100 ms during the 2 s: what once collected the mutant's timer on a busy CI machine (see execWithOwnTimer).
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const collecting = setInterval(gc, 100);
+    try {
+      const flag = MUTANTS.find(([id]) => id === 'exec.timeout-flag')?.[2];
+      const got = await statusOf(flag!(), 'exec.timeout-flag');
+      expect(got.status, got.detail).toBe('fail');
+      expect(got.detail).toMatch(/stopped the program at its timeout but reported timedOut: false/);
+    } finally {
+      clearInterval(collecting);
+    }
+  }, 60_000);
+
   it.skipIf(bwrapSkip !== undefined)(
     'hardened bwrap passes every blocking check, read-only inputs and its own timeout included',
     async () => {
@@ -269,6 +287,56 @@ describe('adapter check', () => {
       only: ['files.modes', 'files.read-only', 'exec.exit-codes'],
     });
     expect(report.checks.map((c) => c.id)).toEqual(['preflight.ok', 'exec.exit-codes']);
+  });
+});
+
+/**
+ * The clocks a verdict rests on count from the program's own first byte, not from the exec() call: how long the backend
+ * and the interpreter take to start (which grows with the machine's load) decides nothing. A fake environment, no process.
+ */
+describe("the check session's clocks", () => {
+  /** A program that writes "ready" after `startMs`, then runs `runMs` (or until aborted). */
+  const slow = (startMs: number, runMs: number): Environment => ({
+    id: 'slow',
+    putFiles: () => Promise.resolve(),
+    getFiles: () => Promise.resolve([]),
+    destroy: () => Promise.resolve({ items: [] }),
+    exec: (r) =>
+      new Promise((resolve) => {
+        const timers: NodeJS.Timeout[] = [];
+        const end = (signal: string | null): void => {
+          for (const t of timers) clearTimeout(t);
+          resolve({ exitCode: signal ? null : 0, signal, timedOut: false, oomKilled: 'unknown', outputTruncated: false });
+        };
+        timers.push(
+          setTimeout(() => {
+            if (runMs < 0) return end(null);
+            r.stdout.write(Buffer.from('ready\n'));
+            timers.push(setTimeout(() => end(null), runMs));
+          }, startMs),
+        );
+        r.signal.addEventListener('abort', () => end('SIGKILL'), { once: true });
+      }),
+  });
+  const session = () => new CheckSession(new ProcessBackend(), CI_POLICY, { runId: 'clocks', controllerEnv: {}, scratchDir: '/nonexistent' });
+
+  it('a start slower than the bound after the first byte is not stopped; the program is, that long after its first byte', async () => {
+    const late = await session().run(slow(600, 100), { argv: ['x'], backstopMs: 10_000, backstopAfterFirstByteMs: 300 });
+    expect(late.backstopped).toBe(false);
+    expect(late.result?.exitCode).toBe(0);
+    const stuck = await session().run(slow(100, 60_000), { argv: ['x'], backstopMs: 10_000, backstopAfterFirstByteMs: 300 });
+    expect(stuck.backstopped).toBe(true);
+    expect(stuck.endedAt - stuck.stdout.firstByteAt!).toBeGreaterThanOrEqual(290);
+    expect(stuck.elapsedMs).toBeLessThan(10_000);
+  });
+
+  it('waiting for a needle ends with the run that never writes it', async () => {
+    const s = session();
+    const stdout = new CheckSink();
+    const running = s.run(slow(100, -1), { argv: ['x'], stdout });
+    const t0 = performance.now();
+    expect(await stdout.waitFor('ready', 30_000, running)).toBe(false);
+    expect(performance.now() - t0).toBeLessThan(30_000);
   });
 });
 
