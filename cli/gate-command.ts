@@ -6,7 +6,7 @@ import { EXIT, SandcheckError } from '../core/errors.js';
 import type { SecurityScorecard, TaskScorecard } from '../model/scorecard.js';
 import { loadWaivers } from '../harness/waivers.js';
 import { safeJsonStringify, visibleLine } from '../core/clean-text.js';
-import { gateReport, type GateRun } from '../reports/gate.js';
+import { gateReport, type FailOn, type GateRun } from '../reports/gate.js';
 import { gateMarkdown, gateText } from '../reports/gate-render.js';
 import { appendStepSummary } from '../reports/step-summary.js';
 import { validateScorecard } from '../reports/validate.js';
@@ -17,6 +17,10 @@ export interface GateOptions {
   waivers?: string;
   markdown?: string;
   json?: boolean;
+  /** Security regressions below this severity are reported, not failures (default low). */
+  failOn?: FailOn;
+  /** Probe or task case ids, categories or policy items left out of the gate. */
+  exclude?: readonly string[];
 }
 
 const RUN_HINT = 'pass the --out directory of a finished `sandcheck run` (it holds security.json and task.json)';
@@ -46,12 +50,18 @@ export async function readRunDir(dir: string, role: string): Promise<GateRun> {
   return { dir, security: (await card('security')) as SecurityScorecard, task: (await card('task')) as TaskScorecard };
 }
 
-/** `sandcheck compare --base B --head H`: exit 1 on an unwaived regression or an expired waiver that matched, 0 otherwise. */
+/**
+ * `sandcheck compare --base B --head H`: exit 1 on an unwaived regression (a policy field loosened, a claim dropped, a task
+ * case or a security verdict at or above --fail-on) or an expired waiver that matched, 0 otherwise.
+ */
 export async function gateCommand(opts: GateOptions): Promise<number> {
   const waivers = opts.waivers ? await loadWaivers(opts.waivers) : [];
   const base = await readRunDir(opts.base, '--base');
   const head = await readRunDir(opts.head, '--head');
-  const report = gateReport(base, head, waivers);
+  const report = gateReport(base, head, waivers, undefined, {
+    ...(opts.failOn !== undefined ? { failOn: opts.failOn } : {}),
+    ...(opts.exclude !== undefined ? { exclude: opts.exclude } : {}),
+  });
   process.stdout.write(opts.json ? `${safeJsonStringify(report, 2)}\n` : `${gateText(report)}\n`);
   if (opts.markdown) await writeReportFile(opts.markdown, gateMarkdown(report));
   await appendStepSummary((max) => gateMarkdown(report, max));
@@ -59,7 +69,10 @@ export async function gateCommand(opts: GateOptions): Promise<number> {
 }
 
 /** Which mode `compare` runs in: side by side (dirs) or the gate (--base and --head), never a mix. */
-export function compareMode(dirs: readonly string[], opts: { base?: string; head?: string; waivers?: string; json?: boolean }): 'gate' | 'side-by-side' {
+export function compareMode(
+  dirs: readonly string[],
+  opts: { base?: string; head?: string; waivers?: string; json?: boolean; failOn?: string; exclude?: readonly string[] },
+): 'gate' | 'side-by-side' {
   const gate = opts.base !== undefined || opts.head !== undefined;
   if (gate && dirs.length > 0)
     throw new SandcheckError('USAGE', 'compare takes either directories (side by side) or --base and --head (the gate), not both', {
@@ -69,8 +82,8 @@ export function compareMode(dirs: readonly string[], opts: { base?: string; head
     throw new SandcheckError('USAGE', 'the gate needs both --base and --head', {
       hint: 'sandcheck compare --base out-main/ --head out-pr/ [--waivers waivers.yaml]',
     });
-  if (!gate && (opts.waivers !== undefined || opts.json))
-    throw new SandcheckError('USAGE', '--waivers and --json belong to the gate (--base and --head)', {
+  if (!gate && (opts.waivers !== undefined || opts.json || opts.failOn !== undefined || opts.exclude !== undefined))
+    throw new SandcheckError('USAGE', '--waivers, --json, --fail-on and --exclude belong to the gate (--base and --head)', {
       hint: 'sandcheck compare --base out-main/ --head out-pr/ --waivers waivers.yaml',
     });
   if (!gate && dirs.length === 0)

@@ -54,7 +54,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       ),
     )
     .option('--backend-config <file>', 'YAML/JSON options for the backend (e.g. bwrap extraBinds, shareNetwork, limits)')
-    .option('-p, --policy <preset|file>', 'policy preset (reference, ci) or a YAML/JSON policy file', 'reference')
+    .option('-p, --policy <preset|file>', 'policy preset (ci, the default: 5 s wall; reference: 30 s wall) or a YAML/JSON policy file', 'ci')
     .option('-o, --out <dir>', 'directory for security.json, task.json and their JUnit XML', 'out')
     .option('--only <ids...>', 'run only these probe / task ids')
     .option('--tasks <dir>', 'also run the task cases (YAML, JSON or .mjs) in this directory')
@@ -166,6 +166,22 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('--head <dir>', 'the gate: the run after the change (e.g. the pull request)')
     .option('--waivers <file>', 'the gate: accepted findings (YAML/JSON, reports/schema/waivers.schema.json)')
     .option('--json', 'the gate: print the report as JSON (reports/schema/gate-report.schema.json) instead of text')
+    .addOption(
+      new Option(
+        '--fail-on <severity>',
+        'the gate: security regressions below this severity are reported, not failures (default low: every one fails); policy loosenings, dropped claims and task regressions always fail',
+      ).choices(['critical', 'high', 'medium', 'low'] as const),
+    )
+    .option(
+      '--exclude <id-or-tag>',
+      'the gate: leave out the probes and task cases with this id, category (e.g. network) or policy item (e.g. resources.processes); repeatable or comma-separated',
+      (value: string, previous: string[] | undefined) => {
+        const parts = value.split(',').map((p) => p.trim());
+        if (parts.some((p) => p === '' || p.length > 128))
+          throw new InvalidArgumentError('expected a probe or task case id, a category or a policy item (1..128 characters each, comma-separated)');
+        return [...(previous ?? []), ...parts];
+      },
+    )
     .option('--markdown <file>', 'also write the comparison (or the gate) with its evidence as Markdown')
     .action(async (dirs, opts) => {
       const { compareMode, gateCommand } = await import('./gate-command.js');
@@ -186,7 +202,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       'also run these backends (comma-separated, e.g. process,bwrap), each as `run` would into OUT/runs/<backend>; one this machine cannot run becomes a column marked unavailable with its install command',
       backendListOption,
     )
-    .option('-p, --policy <preset|file>', 'policy for the --backend runs', 'reference')
+    .option('-p, --policy <preset|file>', 'policy for the --backend runs (preset ci or reference, or a file)', 'ci')
     .option('--only <ids...>', 'the --backend runs: only these probe / task ids')
     .option('--tasks <dir>', 'the --backend runs: also run the task cases in this directory')
     .option('-j, --concurrency <n>', 'the --backend runs: at most n environments at once (default: sized from the cores, as `run`)', positiveInt)

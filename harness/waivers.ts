@@ -56,12 +56,23 @@ export interface WaiverUse {
   status: 'used' | 'expired' | 'unused';
   /** The ids it matched. */
   matched: string[];
+  /**
+   * An unused waiver with a fingerprint whose probe (on its backend) still fails, with other outside evidence: the
+   * fingerprints that evidence has now. The finding may be the same one, seen a little differently.
+   */
+  fingerprintNow?: string[];
 }
 
 export function waiverUses(waivers: readonly Waiver[], subjects: readonly WaiverSubject[], today: string): WaiverUse[] {
-  return waivers.map((waiver) => {
+  return waivers.map((waiver): WaiverUse => {
     const matched = [...new Set(subjects.filter((s) => waiverMatches(waiver, s)).map((s) => s.id))];
-    return { waiver, matched, status: matched.length === 0 ? 'unused' : isExpired(waiver, today) ? 'expired' : 'used' };
+    if (matched.length > 0) return { waiver, matched, status: isExpired(waiver, today) ? 'expired' : 'used' };
+    const unfingerprinted = { ...waiver, fingerprint: undefined };
+    const now =
+      waiver.fingerprint === undefined
+        ? []
+        : [...new Set(subjects.flatMap((s) => (s.fingerprint !== undefined && waiverMatches(unfingerprinted, s) ? [s.fingerprint] : [])))].sort();
+    return { waiver, matched, status: 'unused', ...(now.length > 0 ? { fingerprintNow: now } : {}) };
   });
 }
 
@@ -91,18 +102,24 @@ export function applyRunWaivers(
   return { results: out, uses: waiverUses(waivers, failing.map(subjectOf), today) };
 }
 
-/** One line per waiver that needs attention: expired ones that matched fail, unused ones should be removed. */
+/**
+ * One line per waiver that needs attention: expired ones that matched fail; unused ones should be removed, unless their
+ * probe still fails with evidence of another fingerprint (then the line says so and gives the fingerprint it has now).
+ */
 export function waiverNotices(uses: readonly WaiverUse[], today: string = utcDay()): string[] {
   const name = (w: Waiver) => `${visibleLine(w.probe)}${w.backend ? ` on ${visibleLine(w.backend)}` : ''}`;
-  return uses.flatMap((u) =>
-    u.status === 'expired'
-      ? [
-          `waiver for ${name(u.waiver)} expired on ${u.waiver.expires} (owner ${visibleLine(u.waiver.owner)}; matched ${u.matched.map(visibleLine).join(', ')}): renew it or fix the finding`,
-        ]
-      : u.status === 'unused'
-        ? [
-            `unused waiver for ${name(u.waiver)} (owner ${visibleLine(u.waiver.owner)}${isExpired(u.waiver, today) ? `, expired on ${u.waiver.expires}` : ''}): it matched nothing that still fails, remove it`,
-          ]
-        : [],
-  );
+  const owner = (u: WaiverUse) => `owner ${visibleLine(u.waiver.owner)}${isExpired(u.waiver, today) ? `, expired on ${u.waiver.expires}` : ''}`;
+  return uses.flatMap((u) => {
+    if (u.status === 'expired')
+      return [
+        `waiver for ${name(u.waiver)} expired on ${u.waiver.expires} (owner ${visibleLine(u.waiver.owner)}; matched ${u.matched.map(visibleLine).join(', ')}): renew it or fix the finding`,
+      ];
+    if (u.status !== 'unused') return [];
+    const now = u.fingerprintNow ?? [];
+    if (now.length > 0 && u.waiver.fingerprint !== undefined)
+      return [
+        `waiver for ${name(u.waiver)} (${owner(u)}) matched nothing: its fingerprint ${u.waiver.fingerprint} differs from the finding's, which is now ${now.join(' or ')} (the outside evidence changed): if it is still the finding you accepted, put the new fingerprint in the waiver; otherwise remove it`,
+      ];
+    return [`unused waiver for ${name(u.waiver)} (${owner(u)}): it matched nothing that still fails, remove it`];
+  });
 }

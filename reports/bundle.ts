@@ -11,16 +11,25 @@ import { PolicySchema, type Policy } from '../model/policy.js';
 import type { SecurityScorecard, TaskScorecard } from '../model/scorecard.js';
 import { safeJsonStringify, visibleLine } from '../core/clean-text.js';
 import { securityJunit, taskJunit } from './junit-report.js';
+import { FIRST_LINE, sarifText, securitySarif, type SarifRegion } from './sarif.js';
 import { validateScorecard } from './validate.js';
 import type { CardFiles } from './write-cards.js';
 
 /**
- * The sign-off bundle (`run --certify DIR`): both scorecards and JUnit files as the run wrote them, the
- * policy as used, the environment fingerprint, and `manifest.sha256` in `sha256sum` format (so
+ * The sign-off bundle (`run --certify DIR`): both scorecards, both JUnit files and the SARIF log as the run
+ * wrote them, the policy as used, the environment fingerprint, and `manifest.sha256` in `sha256sum` format (so
  * `sha256sum -c manifest.sha256` checks it too). `sandcheck verify DIR` checks it the stricter way.
  */
 export const MANIFEST = 'manifest.sha256';
-export const BUNDLE_FILES = ['security.json', 'task.json', 'security.junit.xml', 'task.junit.xml', 'policy.json', 'environment.json'] as const;
+export const BUNDLE_FILES = [
+  'security.json',
+  'task.json',
+  'security.junit.xml',
+  'task.junit.xml',
+  'security.sarif',
+  'policy.json',
+  'environment.json',
+] as const;
 const FILE_MAX = 256 * 1024 * 1024;
 const MANIFEST_LINE = /^([0-9a-f]{64}) {2}([A-Za-z0-9._-]{1,128})$/;
 
@@ -59,6 +68,7 @@ export async function writeBundle(dir: string, run: { files: CardFiles; policy: 
     [run.files.taskJson, 'task.json'],
     [run.files.securityJunit, 'security.junit.xml'],
     [run.files.taskJunit, 'task.junit.xml'],
+    [run.files.securitySarif, 'security.sarif'],
   ] as const) {
     await writeReportFile(join(dir, name), await readFile(from));
   }
@@ -136,7 +146,32 @@ export async function verifyBundle(dir: string): Promise<BundleProblem[]> {
   return problems;
 }
 
-/** The reports against their schemas, and against each other: JUnit is the projection of its card; one policy throughout. */
+const isLine = (n: unknown): n is number => typeof n === 'number' && Number.isInteger(n) && n >= 1 && n <= 1_000_000;
+
+/** Each result's region in its spec, by rule id, from a SARIF log; a string says what is wrong with them. */
+function sarifRegions(doc: unknown): Map<string, SarifRegion> | string {
+  const results = (doc as { runs?: { results?: unknown }[] } | null)?.runs?.[0]?.results;
+  if (!Array.isArray(results)) return 'has no runs[0].results';
+  const regions = new Map<string, SarifRegion>();
+  for (const r of results as { ruleId?: unknown; locations?: { physicalLocation?: { region?: Partial<Record<keyof SarifRegion, unknown>> } }[] }[]) {
+    const region = r?.locations?.[0]?.physicalLocation?.region;
+    if (typeof r?.ruleId !== 'string' || !region) return 'a result has no ruleId or no physicalLocation.region';
+    const { startLine, startColumn, endLine, endColumn } = region;
+    if (
+      !isLine(startLine) ||
+      !isLine(startColumn) ||
+      !isLine(endLine) ||
+      !isLine(endColumn) ||
+      endLine < startLine ||
+      (endLine === startLine && endColumn < startColumn)
+    )
+      return `the region of ${r.ruleId.slice(0, 128)} is not a line and column range`;
+    regions.set(r.ruleId, { startLine, startColumn, endLine, endColumn });
+  }
+  return regions;
+}
+
+/** The reports against their schemas, and against each other: JUnit and SARIF are projections of their cards; one policy throughout. */
 function validateReports(bytes: ReadonlyMap<string, Buffer>, problem: (file: string, what: string) => void): void {
   const json = (file: string): unknown => {
     const b = bytes.get(file);
@@ -161,6 +196,15 @@ function validateReports(bytes: ReadonlyMap<string, Buffer>, problem: (file: str
   for (const [file, expected] of junit) {
     const got = bytes.get(file);
     if (got && expected !== undefined && got.toString('utf8') !== expected) problem(file, 'is not the JUnit projection of its scorecard');
+  }
+  const sarif = json('security.sarif');
+  if (sarif !== undefined && cards.security) {
+    // Byte for byte the projection of security.json, but for where each result points in its probe's spec: that line
+    // comes from the probe sources of the sandcheck that wrote it, so it is taken from the log itself (and checked sane).
+    const regions = sarifRegions(sarif);
+    if (typeof regions === 'string') problem('security.sarif', regions);
+    else if (bytes.get('security.sarif')?.toString('utf8') !== sarifText(securitySarif(cards.security, (id) => regions.get(id) ?? FIRST_LINE)))
+      problem('security.sarif', 'is not the SARIF projection of its scorecard');
   }
   const policyDoc = json('policy.json');
   const policy = policyDoc === undefined ? undefined : PolicySchema.safeParse(policyDoc);

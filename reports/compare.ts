@@ -29,8 +29,8 @@ const oneLine = (t: string, max = 140): string => {
   return s.length > max ? `${s.slice(0, max - 1)}…` : s;
 };
 
-/** Leaf values of a policy by dotted path; arrays are leaves (compared whole). */
-function policyLeaves(value: unknown, prefix = '', out = new Map<string, string>()): Map<string, string> {
+/** Leaf values of a policy (or any JSON value, e.g. a backend's applied options) by dotted path; arrays are leaves (compared whole). */
+export function policyLeaves(value: unknown, prefix = '', out = new Map<string, string>()): Map<string, string> {
   if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
     for (const [k, v] of Object.entries(value)) policyLeaves(v, prefix ? `${prefix}.${k}` : k, out);
   } else if (prefix !== '') out.set(prefix, JSON.stringify(value) ?? 'undefined');

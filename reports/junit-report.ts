@@ -7,7 +7,7 @@ import type { SecurityResult, SecurityScorecard, TaskResult, TaskScorecard } fro
 import type { Evidence } from '../model/evidence.js';
 import { cleanForReport } from '../core/clean-text.js';
 import { markWaived } from './junit-waived.js';
-import { dropRootSkippedCount, hoistCaseProperties, skipWithMessage } from './junit-conform.js';
+import { conformRoot, skipWithMessage } from './junit-conform.js';
 import { threatOf } from './threat-mapping.js';
 
 // The package is CommonJS with `module.exports = builder`, which its types describe as a default export.
@@ -31,17 +31,28 @@ function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]
   return map;
 }
 
+const suiteSeconds = (results: readonly { durationMs: number }[]): number => seconds(results.reduce((a, r) => a + r.durationMs, 0));
+
+/** The card-wide counts, one line: what a reader checks first. */
+function summaryLine(card: SecurityScorecard | TaskScorecard): string {
+  const s = card.summary;
+  if ('held' in s)
+    return `held ${s.held}, crossed ${s.crossed}, unenforced ${s.unenforced}, inconclusive ${s.inconclusive}, not-applicable ${s.notApplicable}${s.waived ? `, waived ${s.waived}` : ''} (of ${s.total})`;
+  return `as-expected ${s.asExpected}, unexpected ${s.unexpected}, error ${s.error}, not-applicable ${s.notApplicable ?? 0}, non-reproducible ${s.nonReproducible} (of ${s.total})`;
+}
+
+/**
+ * A suite opens with a few properties only: which backend, label, policy and run, the card's counts, and where
+ * the rest is (the JSON card beside this file: the environment, each result's evidence). The facts of one case
+ * (verdict, policy item, severity, ATT&CK, CWE, spec file) are the first line of its system-out.
+ */
 function suite(builder: Builder, name: string, card: SecurityScorecard | TaskScorecard, results: readonly { durationMs: number }[]): Suite {
-  return builder
-    .testSuite()
-    .name(oneLine(name))
-    .timestamp(card.run.startedAt)
-    .time(seconds(results.reduce((a, r) => a + r.durationMs, 0)))
-    .property('backend', oneLine(card.backend.name))
-    .property('policy', oneLine(card.policy.name))
-    .property('run.id', oneLine(card.run.id))
-    .property('scorecard.version', card.version)
-    .property('run.incomplete', String(card.run.incomplete));
+  const label = card.environment?.label;
+  const s = builder.testSuite().name(oneLine(name)).timestamp(card.run.startedAt).time(suiteSeconds(results)).property('backend', oneLine(card.backend.name));
+  if (label) s.property('label', oneLine(label));
+  s.property('policy', oneLine(card.policy.name)).property('run.id', oneLine(card.run.id));
+  if (card.run.incomplete) s.property('run.incomplete', 'true');
+  return s.property('summary', summaryLine(card)).property('environment', `${card.scorecard}.json#/environment`);
 }
 
 function securityCase(s: Suite, className: string, r: SecurityResult): Case {
@@ -51,18 +62,17 @@ function securityCase(s: Suite, className: string, r: SecurityResult): Case {
     .name(oneLine(`${r.id} ${r.title}`))
     .time(seconds(r.durationMs));
   const { attack, cwe } = threatOf(r);
-  c.property('verdict', r.verdict)
-    .property('policy.item', oneLine(r.policyItem))
-    .property('severity', r.severity)
-    .property('file', oneLine(`probes/${r.id}/probe.ts`));
-  c.property('attack', attack.join(' ')).property('cwe', cwe.join(' '));
-  // Readers that show neither properties nor attributes still show system-out: the same facts, one line.
-  const header = oneLine(
-    `verdict: ${r.verdict}, severity: ${r.severity}, policy item: ${r.policyItem}, ATT&CK: ${attack.join(' ') || 'none'}, CWE: ${cwe.join(' ') || 'none'}`,
+  // The case's facts, one line, first in system-out (every reader shows it; the full record is the JSON card).
+  const header = cleanForReport(
+    `verdict: ${r.verdict}, severity: ${r.severity}, policy item: ${r.policyItem}, ATT&CK: ${attack.join(' ') || 'none'}, CWE: ${cwe.join(' ') || 'none'}, spec: probes/${r.id}/probe.ts`.replace(
+      /\s+/g,
+      ' ',
+    ),
+    400,
   );
   const body = cleanForReport(`${r.reason}\n\nevidence:\n${evidenceText(r.evidence)}\n\nremediation: ${r.remediation}`);
   if (r.waiver && (r.verdict === 'crossed' || r.verdict === 'unenforced')) {
-    markWaived(c, r.waiver, `${r.verdict.toUpperCase()}: ${body}`);
+    markWaived(c, r.waiver, `${header}\n${r.verdict.toUpperCase()}: ${body}`);
     return c;
   }
   switch (r.verdict) {
@@ -83,7 +93,7 @@ function securityCase(s: Suite, className: string, r: SecurityResult): Case {
       break;
     case 'not-applicable':
       skipWithMessage(c, `N/A: ${oneLine(r.reason)}`);
-      c.property('skip.reason', `N/A: ${oneLine(r.reason)}`).standardOutput(cleanForReport(`${header}\nN/A: ${r.reason}`));
+      c.standardOutput(cleanForReport(`${header}\nN/A: ${r.reason}`));
       break;
   }
   return c;
@@ -95,11 +105,13 @@ function taskCase(s: Suite, className: string, r: TaskResult): Case {
     .className(oneLine(className))
     .name(oneLine(`${r.id} ${r.title}`))
     .time(seconds(r.durationMs));
-  c.property('file', oneLine(`tasks/${r.id}/probe.ts`))
-    .property('expected', r.expected)
-    .property('verdict', r.verdict ?? 'none')
-    .property('outcome', r.outcome);
-  c.property('attempts', String(r.attempts.length)).property('reproducible', r.reproducible === null ? 'not replayed' : String(r.reproducible));
+  // The case's facts, one line, first in system-out (every reader shows it; the full record is the JSON card).
+  const header = cleanForReport(
+    `expected: ${r.expected}, verdict: ${r.verdict ?? 'none'}, outcome: ${r.outcome}, attempts: ${r.attempts.length}, reproducible: ${
+      r.reproducible === null ? 'not replayed' : String(r.reproducible)
+    }, spec: tasks/${r.id}/probe.ts`.replace(/\s+/g, ' '),
+    400,
+  );
   const attempts = r.attempts.map((a) => `attempt ${a.attempt}: ${a.verdict}: ${a.reason}`).join('\n');
   const budget = `budget: ${Math.round(r.budget.elapsedMs)} of ${r.budget.limitMs} ms, at most ${r.budget.maxAttempts} attempts`;
   const body = cleanForReport(
@@ -107,33 +119,37 @@ function taskCase(s: Suite, className: string, r: TaskResult): Case {
   );
   if (r.outcome === 'unexpected') {
     c.failure(`WRONG VERDICT: expected ${r.expected}, got ${r.verdict}: ${oneLine(r.reason)}`, 'WrongTaskVerdict').stacktrace(body);
+    c.standardOutput(header);
   } else if (r.outcome === 'error') {
     c.error(`ERROR: ${oneLine(r.reason)}`, 'HarnessError', body);
+    c.standardOutput(header);
   } else if (r.outcome === 'not-applicable') {
     skipWithMessage(c, `N/A: ${oneLine(r.reason)}`);
-    c.property('skip.reason', `N/A: ${oneLine(r.reason)}`).standardOutput(body);
+    c.standardOutput(cleanForReport(`${header}\n${body}`));
   } else {
-    c.standardOutput(body);
+    c.standardOutput(cleanForReport(`${header}\n${body}`));
   }
   return c;
 }
 
 export function securityJunit(card: SecurityScorecard): string {
   const builder = junit.newBuilder();
+  let time = 0;
   for (const [category, results] of groupBy(card.results, (r) => r.category)) {
     const name = `${card.backend.name}.${category}`;
     const s = suite(builder, name, card, results);
-    for (const r of results) hoistCaseProperties(securityCase(s, name, r), r.id);
+    time += suiteSeconds(results);
+    for (const r of results) securityCase(s, name, r);
   }
-  return dropRootSkippedCount(builder.build());
+  return conformRoot(builder.build(), time);
 }
 
 export function taskJunit(card: TaskScorecard): string {
   const builder = junit.newBuilder();
   const name = `${card.backend.name}.task`;
   const s = suite(builder, name, card, card.results);
-  for (const r of card.results) hoistCaseProperties(taskCase(s, name, r), r.id);
-  return dropRootSkippedCount(builder.build());
+  for (const r of card.results) taskCase(s, name, r);
+  return conformRoot(builder.build(), suiteSeconds(card.results));
 }
 
 export async function writeJunit(path: string, xml: string): Promise<void> {

@@ -73,13 +73,14 @@ describe('run --json and --certify, verify', () => {
     expect(summary.reports.securityJson).toBe(join(out, 'security.json'));
   });
 
-  it('the bundle holds both cards, both JUnit files, the policy, the fingerprint and the manifest; the fingerprint hashes the payloads', async () => {
+  it('the bundle holds both cards, both JUnit files, the SARIF, the policy, the fingerprint and the manifest; the fingerprint hashes the payloads', async () => {
     expect((await readdir(bundle)).sort()).toEqual([
       'environment.json',
       'manifest.sha256',
       'policy.json',
       'security.json',
       'security.junit.xml',
+      'security.sarif',
       'task.json',
       'task.junit.xml',
     ]);
@@ -112,7 +113,7 @@ describe('run --json and --certify, verify', () => {
 
   it('a one-byte change at the start, middle or end of ANY file is found and the file named', async () => {
     const files = (await readdir(bundle)).sort();
-    expect(files).toHaveLength(7);
+    expect(files).toHaveLength(8);
     for (const file of files) {
       const original = await readFile(join(bundle, file));
       for (const at of [0, Math.floor(original.length / 2), original.length - 1]) {

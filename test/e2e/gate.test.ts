@@ -1,10 +1,12 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { XMLParser } from 'fast-xml-parser';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { GateReport } from '../../reports/gate.js';
+import type { Policy } from '../../model/policy.js';
+import type { GateReport, GateRun } from '../../reports/gate.js';
 import { bwrapSkipReason } from '../helpers/bwrap.js';
 import { readCards, sandcheck, tempOut } from '../helpers/cli.js';
+import { fabricatedRun, secResult, taskResult, withPolicy } from '../unit/gate-fixtures.js';
 
 const skip = await bwrapSkipReason();
 const PROBES = ['fork-bomb', 'identity-uid', 'secret-decoy-file'];
@@ -27,11 +29,13 @@ describe.skipIf(skip !== undefined)(`the policy-change gate on real bwrap runs${
     base = join(dir, 'base');
     head = join(dir, 'head');
     await writeFile(join(dir, 'no-pids.yaml'), 'limits:\n  pids: false\n');
+    // The base names its (default) configuration too, so both cards record the options they applied.
+    await writeFile(join(dir, 'defaults.yaml'), 'limits:\n  pids: true\n');
     live = join(dir, 'live.yaml');
     expired = join(dir, 'expired.yaml');
     await writeFile(live, waiverYaml('2099-12-31', UNUSED));
     await writeFile(expired, waiverYaml('2020-01-01'));
-    const b = await run(base);
+    const b = await run(base, ['--backend-config', join(dir, 'defaults.yaml')]);
     expect(b.exitCode, b.all?.slice(-3000)).toBe(0);
     // The head weakens exactly one policy item: no pids limit (declared not enforced).
     const h = await run(head, ['--backend-config', join(dir, 'no-pids.yaml')]);
@@ -43,12 +47,40 @@ describe.skipIf(skip !== undefined)(`the policy-change gate on real bwrap runs${
     expect(res.exitCode, res.all).toBe(1);
     const report = JSON.parse(res.stdout) as GateReport;
     const changed = report.changes.filter((c) => c.class !== 'unchanged').map((c) => `${c.kind}:${c.id}:${c.base}>${c.head}:${c.class}`);
-    expect(changed.sort()).toEqual(['claim:resources.processes:claimed>not claimed:regression', 'security:fork-bomb:held>unenforced:regression']);
-    expect(report.summary).toMatchObject({ regressions: 2, waived: 0 });
+    expect(changed.sort()).toEqual([
+      'claim:resources.processes:claimed>not claimed:regression',
+      expect.stringMatching(/^config:backend-config:defaults\.yaml \(options [0-9a-f]{12}\)>no-pids\.yaml \(options [0-9a-f]{12}\):changed$/),
+      'security:fork-bomb:held>unenforced:regression',
+    ]);
+    expect(report.summary).toMatchObject({ regressions: 2, waived: 0, claimsDropped: 1, policyLoosened: 0 });
+    // The backend configuration difference is listed, with the option that differs, before → after.
+    expect(report.backendConfig).toMatchObject({
+      changed: true,
+      optionsCompared: true,
+      base: { file: 'defaults.yaml' },
+      head: { file: 'no-pids.yaml' },
+      options: [{ path: 'limits.pids', base: 'true', head: 'false' }],
+    });
+    expect(report.changes.find((c) => c.kind === 'claim' && c.id === 'resources.processes')?.reason).toMatch(
+      /no longer claims to enforce resources\.processes; backend config defaults\.yaml/,
+    );
     expect(report.head.security).toMatchObject({ total: 3, held: 2, unenforced: 1, notApplicable: 0 });
     const text = await sandcheck(['compare', '--base', base, '--head', head]);
     expect(text.stdout).toMatch(/REGRESSION\s+security fork-bomb: held → unenforced/);
     expect(text.stdout).toMatch(/head bwrap \(ci\): 3 security: 2 held, 0 crossed, 1 unenforced, 0 inconclusive, 0 not applicable/);
+    expect(text.stdout).toMatch(/changed\s+config\s+backend-config: defaults\.yaml .* → no-pids\.yaml .*\n.*\n\s+limits\.pids: true → false/);
+  });
+
+  it('--exclude of the regressed probe leaves the dropped claim failing; a waiver on the item then passes it', async () => {
+    const res = await sandcheck(['compare', '--base', base, '--head', head, '--exclude', 'fork-bomb', '--json']);
+    expect(res.exitCode, res.all).toBe(1);
+    const report = JSON.parse(res.stdout) as GateReport;
+    expect(report.excluded).toEqual([{ pattern: 'fork-bomb', matched: ['fork-bomb'] }]);
+    expect(report.changes.filter((c) => c.class === 'regression').map((c) => `${c.kind}:${c.id}`)).toEqual(['claim:resources.processes']);
+    const item = join(dir, 'item.yaml');
+    await writeFile(item, 'waivers:\n  - probe: resources.processes\n    reason: pids controller moves\n    owner: platform-team\n    expires: 2099-12-31\n');
+    const waived = await sandcheck(['compare', '--base', base, '--head', head, '--exclude', 'fork-bomb', '--waivers', item]);
+    expect(waived.exitCode, waived.all).toBe(0);
   });
 
   it('with a live waiver it exits 0, and the waiver that matched nothing is reported', async () => {
@@ -107,5 +139,69 @@ describe.skipIf(skip !== undefined)(`the policy-change gate on real bwrap runs${
     const side = await sandcheck(['compare', base, head]);
     expect(side.exitCode, side.all).toBe(0);
     expect(side.stdout).toMatch(/\* fork-bomb\s+held\s+unenforced/);
+  });
+});
+
+/** Writes a fabricated run's two cards as `sandcheck run --out` would. */
+async function writeRun(dir: string, r: GateRun): Promise<string> {
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, 'security.json'), JSON.stringify(r.security, null, 2));
+  await writeFile(join(dir, 'task.json'), JSON.stringify(r.task, null, 2));
+  return dir;
+}
+
+describe('the gate through the CLI on written cards: policy loosening, --fail-on, --exclude', () => {
+  const tasks = [taskResult('average-correct', 'as-expected')];
+  const probes = (flood: 'held' | 'crossed', secret: 'held' | 'crossed') => [
+    secResult('stderr-flood', flood, { severity: 'low', category: 'resources', policyItem: 'output.maxBytes' }),
+    secResult('secret-decoy-file', secret, { severity: 'high', category: 'files', policyItem: 'files.hostPaths' }),
+  ];
+  const at = (wallSeconds: number): Policy => withPolicy({ resources: { wallSeconds } });
+  let dir: string;
+  let base: string;
+  beforeAll(async () => {
+    dir = await tempOut();
+    base = await writeRun(join(dir, 'base'), fabricatedRun('base', probes('held', 'held'), tasks, { policy: at(5) }));
+  });
+  const gate = async (name: string, r: GateRun, extra: string[] = []) =>
+    sandcheck(['compare', '--base', base, '--head', await writeRun(join(dir, name), r), ...extra]);
+
+  it('a policy loosened on one item with every verdict unchanged exits 1 naming it; tightened exits 0', async () => {
+    const loose = await gate('loose', fabricatedRun('loose', probes('held', 'held'), tasks, { policy: at(10) }));
+    expect(loose.exitCode, loose.all).toBe(1);
+    expect(loose.stdout).toMatch(/REGRESSION\s+policy\s+resources\.wallSeconds: 5 → 10\n\s+looser: raised: a program may run longer/);
+    expect(loose.stdout).toContain('gate: 1 regressions (1 policy loosened, 0 claims dropped)');
+    const tight = await gate('tight', fabricatedRun('tight', probes('held', 'held'), tasks, { policy: at(2) }), ['--json']);
+    expect(tight.exitCode, tight.all).toBe(0);
+    const report = JSON.parse(tight.stdout) as GateReport;
+    expect(report.changes.filter((c) => c.kind === 'policy').map((c) => `${c.id}:${c.base}>${c.head}:${c.class}`)).toEqual([
+      'resources.wallSeconds:5>2:improvement',
+    ]);
+  });
+
+  it('--fail-on high ignores a low-severity crossing and fails on a high one; --exclude of the regressed probe exits 0', async () => {
+    const low = fabricatedRun('low', probes('crossed', 'held'), tasks, { policy: at(5) });
+    expect((await gate('low', low)).exitCode).toBe(1);
+    const ignored = await gate('low', low, ['--fail-on', 'high']);
+    expect(ignored.exitCode, ignored.all).toBe(0);
+    expect(ignored.stdout).toMatch(/regression \(below --fail-on\) security stderr-flood: held → crossed \(low\)/);
+    const high = await gate('high', fabricatedRun('high', probes('held', 'crossed'), tasks, { policy: at(5) }), ['--fail-on', 'high']);
+    expect(high.exitCode, high.all).toBe(1);
+    expect(high.stdout).toMatch(/REGRESSION\s+security secret-decoy-file: held → crossed \(high\)/);
+    const excluded = await gate('high', fabricatedRun('high', probes('held', 'crossed'), tasks, { policy: at(5) }), ['--exclude', 'secret-decoy-file']);
+    expect(excluded.exitCode, excluded.all).toBe(0);
+    expect(excluded.stdout).toContain('excluded from the gate: secret-decoy-file (1)');
+    const byCategory = await gate('high', fabricatedRun('high', probes('crossed', 'crossed'), tasks, { policy: at(5) }), ['--exclude', 'files,resources']);
+    expect(byCategory.exitCode, byCategory.all).toBe(0);
+  });
+
+  it('usage: a severity that is not one exits 3; --fail-on and --exclude belong to the gate', async () => {
+    const bad = await sandcheck(['compare', '--base', base, '--head', base, '--fail-on', 'severe']);
+    expect(bad.exitCode).toBe(3);
+    expect(bad.stderr).toMatch(/--fail-on.*severe.*critical, high, medium, low/s);
+    expect((await sandcheck(['compare', '--base', base, '--head', base, '--exclude', ''])).exitCode).toBe(3);
+    const sideBySide = await sandcheck(['compare', base, base, '--fail-on', 'high']);
+    expect(sideBySide.exitCode).toBe(3);
+    expect(sideBySide.stderr).toContain('--fail-on and --exclude belong to the gate');
   });
 });

@@ -88,12 +88,25 @@ describe('security.sarif', () => {
     for (const r of run.results) expect(run.tool.driver.rules[r.ruleIndex]?.id).toBe(r.ruleId);
   });
 
-  it('a result says the reason and the outside evidence, and is located at backend and policy item', () => {
-    const first = mixed().runs[0]!.results[0]!;
+  it("a result says the reason and the outside evidence, and is located at its probe's spec and at backend and policy item", () => {
+    const run = mixed().runs[0]!;
+    const first = run.results[0]!;
     expect(first.message.text).toContain('CROSSED: secret-decoy-file reason');
     expect(first.message.text).toContain('canary-scan @ stdout: decoy value came out of the box');
     expect(first.message.text).not.toContain('the box says HELD');
+    const specLine =
+      readFileSync(join(packageRoot(), 'probes', 'secret-decoy-file', 'probe.ts'), 'utf8')
+        .split('\n')
+        .indexOf("  id: 'secret-decoy-file',") + 1;
+    expect(specLine).toBeGreaterThan(1);
+    expect(first.locations[0]?.physicalLocation).toEqual({
+      artifactLocation: { uri: 'probes/secret-decoy-file/probe.ts' },
+      region: { startLine: specLine, startColumn: 7, endLine: specLine, endColumn: 26 },
+    });
     expect(first.locations[0]?.logicalLocations[0]).toMatchObject({ name: 'files.hostPaths', fullyQualifiedName: 'fake/files.hostPaths' });
+    // Every result has a physical location (GitHub code scanning shows none without one): test/unit/sarif-github.test.ts.
+    expect(run.results.every((r) => r.locations[0]?.physicalLocation.artifactLocation.uri === `probes/${r.ruleId}/probe.ts`)).toBe(true);
+    expect(run.automationDetails.id).toBe('sandcheck/fake/');
   });
 
   it('a waived crossing stays in the log, suppressed with the waiver (and the log still validates)', () => {

@@ -3,9 +3,10 @@ import { join } from 'node:path';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { describe, expect, it } from 'vitest';
 import { SandcheckError } from '../../core/errors.js';
+import { packageRoot } from '../../core/paths.js';
 import type { Waiver } from '../../model/waiver.js';
 import { exitCodeFor } from '../../harness/scorecard-builder.js';
-import { applyRunWaivers, evidenceFingerprint, loadWaivers, waiverNotices } from '../../harness/waivers.js';
+import { applyRunWaivers, evidenceFingerprint, isExpired, loadWaivers, utcDay, waiverNotices } from '../../harness/waivers.js';
 import { securityJunit } from '../../reports/junit-report.js';
 import { validateScorecard } from '../../reports/validate.js';
 import { tempOut } from '../helpers/cli.js';
@@ -66,6 +67,30 @@ describe('waivers in a run', () => {
     expect(cardWith([{ ...W, fingerprint: '0123456789abcdef' }]).card.security.summary.waived).toBe(0);
   });
 
+  it('a fingerprinted waiver whose finding now has other evidence: not applied, and the notice says the fingerprint differs and gives the new one', () => {
+    const now = evidenceFingerprint(secResult('fork-bomb', 'crossed'));
+    const stale = cardWith([{ ...W, fingerprint: '0123456789abcdef' }]);
+    expect(stale.card.security.summary.waived).toBe(0);
+    expect(exitCodeFor(stale.card.security, stale.card.task)).toBe(1);
+    expect(stale.uses[0]).toMatchObject({ status: 'unused', matched: [], fingerprintNow: [now] });
+    const [notice, ...rest] = waiverNotices(stale.uses, TODAY);
+    expect(rest).toEqual([]);
+    expect(notice).toContain('waiver for fork-bomb on bwrap (owner alice) matched nothing');
+    expect(notice).toContain(`its fingerprint 0123456789abcdef differs from the finding's, which is now ${now}`);
+    expect(notice).not.toMatch(/unused waiver/);
+    // Another backend's finding is no reason to keep it: plain unused. A waiver with no fingerprint never says so.
+    const elsewhere = applyRunWaivers(results(), 'gvisor', [{ ...W, fingerprint: '0123456789abcdef' }], TODAY);
+    expect(elsewhere.uses[0]?.fingerprintNow).toBeUndefined();
+    expect(waiverNotices(elsewhere.uses, TODAY)[0]).toMatch(
+      /^unused waiver for fork-bomb on bwrap \(owner alice\): it matched nothing that still fails, remove it$/,
+    );
+    expect(cardWith([{ ...W, probe: 'identity-uid', fingerprint: '0123456789abcdef' }]).uses[0]?.fingerprintNow).toBeUndefined();
+    // Past its day as well: both are said.
+    expect(waiverNotices(cardWith([{ ...W, fingerprint: '0123456789abcdef', expires: '2026-01-01' }]).uses, TODAY)[0]).toContain(
+      `(owner alice, expired on 2026-01-01) matched nothing: its fingerprint 0123456789abcdef differs from the finding's, which is now ${now}`,
+    );
+  });
+
   it('a waiver for a held probe does nothing and is reported unused', () => {
     const run = cardWith([{ ...W, probe: 'identity-uid' }]);
     expect(run.card.security.summary.waived).toBe(0);
@@ -80,6 +105,12 @@ describe('waiver files', () => {
     expect(await loadWaivers(yaml)).toEqual([{ probe: 'fork-bomb', reason: 'accepted', owner: 'alice', expires: '2026-12-31' }]);
     const json = await file('w.json', JSON.stringify({ waivers: [{ ...W, fingerprint: '0123456789abcdef' }] }));
     expect(await loadWaivers(json)).toHaveLength(1);
+  });
+
+  it('the example file loads, and its waiver is live (an expired one would fail every run that copied it)', async () => {
+    const example = await loadWaivers(join(packageRoot(), 'examples', 'ci', 'waivers.yaml'));
+    expect(example.length).toBeGreaterThan(0);
+    for (const w of example) expect(isExpired(w, utcDay()), `${w.probe} expires ${w.expires}`).toBe(false);
   });
 
   it('a bad date, a missing owner or an unknown key is a config error naming the field', async () => {
