@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PredicateError, compilePredicate } from '../../probes/_shared/task/predicates.js';
+import { PredicateError, compilePredicate, duplicateJsonKey } from '../../probes/_shared/task/predicates.js';
 import { runGate } from '../../harness/task/run-gate.js';
 import { averagePredicate, expectedMean } from '../../tasks/_shared/average-task.js';
 import { chartPredicate, VISIBLE_SERIES } from '../../tasks/png-chart/task.js';
@@ -153,5 +153,17 @@ describe('the run counts', () => {
       /backend's wall clock/,
     );
     expect(runGate({ ...base, exitCode: null, startError: 'python3: not found' })?.reason).toMatch(/could not start/);
+  });
+});
+
+describe('strict JSON for task results', () => {
+  it('finds a key given twice in one object, at any depth, decoded; not across objects or in values', () => {
+    expect(duplicateJsonKey('{"grandTotalCents":0,"grandTotalCents":265535}')).toBe('grandTotalCents');
+    expect(duplicateJsonKey('{"a":{"b":1,"b":2}}')).toBe('b');
+    expect(duplicateJsonKey('{"a":1,"\\u0061":2}')).toBe('a');
+    expect(duplicateJsonKey('[{"a":1},{"a":2}]')).toBeUndefined();
+    expect(duplicateJsonKey('{"a":"a","b":["a","a"],"c":{"a":1}}')).toBeUndefined();
+    expect(duplicateJsonKey('{"k\\"":1,"k":2}')).toBeUndefined();
+    expect(duplicateJsonKey('{"x":{"y":1},"y":2}')).toBeUndefined();
   });
 });

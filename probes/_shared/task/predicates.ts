@@ -37,14 +37,55 @@ export function artifactBytes(obs: Observation, artifact: string): Buffer | stri
   return Buffer.from(got.content);
 }
 
+/**
+ * The first key that appears twice in one object of a JSON text that JSON.parse accepted, or undefined. JSON.parse
+ * keeps the last of two equal keys, so `{"total": 0, "total": 265535}` would read as the right answer.
+ */
+export function duplicateJsonKey(text: string): string | undefined {
+  const stack: (Set<string> | undefined)[] = [];
+  let expectKey = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '{') {
+      stack.push(new Set());
+      expectKey = true;
+    } else if (c === '[') {
+      stack.push(undefined);
+    } else if (c === '}' || c === ']') {
+      stack.pop();
+      expectKey = false;
+    } else if (c === ',') {
+      expectKey = stack.at(-1) !== undefined;
+    } else if (c === '"') {
+      let j = i + 1;
+      while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      if (expectKey) {
+        const key = JSON.parse(text.slice(i, j + 1)) as string;
+        const keys = stack.at(-1);
+        if (keys?.has(key)) return key;
+        keys?.add(key);
+        expectKey = false;
+      }
+      i = j;
+    }
+  }
+  return undefined;
+}
+
+/** Strict JSON: what JSON.parse refuses (NaN, Infinity, trailing commas, comments) and a key given twice in one object. */
 export function parseJson(obs: Observation, artifact: string): { value: unknown } | string {
   const bytes = artifactBytes(obs, artifact);
   if (typeof bytes === 'string') return bytes;
+  const text = bytes.toString('utf8');
+  let value: unknown;
   try {
-    return { value: JSON.parse(bytes.toString('utf8')) as unknown };
+    value = JSON.parse(text) as unknown;
   } catch {
     return `${artifact} is not valid JSON`;
   }
+  const twice = duplicateJsonKey(text);
+  if (twice !== undefined) return `${artifact} gives the key ${JSON.stringify(twice).slice(0, 80)} twice in one object: which value counts is up to the reader`;
+  return { value };
 }
 
 function at(value: unknown, path: string | undefined): { found: boolean; value: unknown } {
