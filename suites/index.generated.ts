@@ -71,6 +71,7 @@ import { averageCorrect } from '../tasks/average-correct/probe.js';
 import { averageCorrected } from '../tasks/average-corrected/probe.js';
 import { averageCrashesAfterResult } from '../tasks/average-crashes-after-result/probe.js';
 import { averageDroppedRows } from '../tasks/average-dropped-rows/probe.js';
+import { averageDuplicateKey } from '../tasks/average-duplicate-key/probe.js';
 import { averageEmptyOutput } from '../tasks/average-empty-output/probe.js';
 import { averageExtraKeys } from '../tasks/average-extra-keys/probe.js';
 import { averageHangsAfterResult } from '../tasks/average-hangs-after-result/probe.js';
@@ -172,6 +173,7 @@ export const builtInSpecs: readonly ProbeSpec[] = [
   averageCorrected,
   averageCrashesAfterResult,
   averageDroppedRows,
+  averageDuplicateKey,
   averageEmptyOutput,
   averageExtraKeys,
   averageHangsAfterResult,
