@@ -84,6 +84,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     )
     .option('--skip-adapter-check', 'run an external (module) adapter without first passing its blocking `adapter check`')
     .option(
+      '--trust-claims',
+      "do not run the probes of a required item the backend does not claim: record it unenforced on the claim's word (default: run them and judge what is observed)",
+    )
+    .option(
       '--waivers <file>',
       'accepted findings (YAML/JSON, reports/schema/waivers.schema.json): a crossing a live waiver matches is marked waived and not counted in the exit code',
     )

@@ -1,6 +1,9 @@
 import type { AnyResult, RunReporter } from '../model/events.js';
 
-const label = (r: AnyResult): string => (r.kind === 'security' ? r.verdict : `${r.verdict ?? 'error'} (${r.outcome})`);
+const label = (r: AnyResult): string =>
+  r.kind === 'security'
+    ? `${r.verdict}${r.claimed === false && (r.verdict === 'crossed' || r.verdict === 'held') ? ' — not claimed' : ''}`
+    : `${r.verdict ?? 'error'} (${r.outcome})`;
 
 /** A live status line on a TTY; plain one-line-per-result output in CI and pipes. */
 export function progressReporter(stream: NodeJS.WriteStream, live = Boolean(stream.isTTY) && !process.env['CI']): RunReporter {

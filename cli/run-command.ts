@@ -68,6 +68,7 @@ export interface RunCommandOptions {
   image?: string;
   dockerSocket?: string;
   skipAdapterCheck?: boolean;
+  trustClaims?: boolean;
   waivers?: string;
   label?: string;
   json?: boolean;
@@ -175,6 +176,7 @@ export async function runCommand(opts: RunCommandOptions): Promise<number> {
       signal: interrupt.signal,
       exporter,
       liveNetwork: opts.liveNetwork === true,
+      ...(opts.trustClaims === true ? { trustClaims: true } : {}),
       ...(witness ? { witness } : {}),
       ...(waivers ? { waivers } : {}),
       ...(opts.shard ? { shard: opts.shard } : {}),

@@ -50,6 +50,8 @@ export interface RunSuiteOptions {
   sweepHooks?: readonly SweepHook[];
   /** A `sandcheck witness serve` (connectWitness): the network probes are judged from its records instead of a lab of the run's own. */
   witness?: RemoteWitness;
+  /** --trust-claims: an unclaimed required item is `unenforced` unrun instead of run and judged on what was observed. */
+  trustClaims?: boolean;
   /** Accepted findings (--waivers): a crossing a live one matches is marked waived and not counted in the exit code. */
   waivers?: readonly Waiver[];
   /** YYYY-MM-DD (UTC) the waivers' expiry is judged against; default today. */
@@ -242,6 +244,7 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
         signal,
         onFatal: () => stop.abort(),
         exporter: opts.exporter ?? 'reference',
+        ...(opts.trustClaims === true ? { trustClaims: true } : {}),
         artifactsDir: join(opts.outDir, 'artifacts'),
       });
       const out = await runner.run();
@@ -319,6 +322,7 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
     interrupted: wasInterrupted,
     incomplete: wasInterrupted || fatal !== undefined || setupError !== undefined,
     exporter: exporterName(opts.exporter ?? 'reference'),
+    ...(opts.trustClaims === true ? { trustClaims: true } : {}),
     ...(opts.shard ? { shard: opts.shard } : {}),
     ...(opts.watchDaemons && opts.watchDaemons.length > 0 ? { watchedDaemons: [...opts.watchDaemons] } : {}),
     network: live

@@ -35,6 +35,8 @@ export interface RunnerOptions {
   policy: Policy;
   probes: readonly ProbeSpec[];
   run: RunContext;
+  /** Keep an unclaimed required item `unenforced` without running its probes (the claim's word, not behaviour). */
+  trustClaims?: boolean;
   /** At most this many environments at once (schedule.ts `slotsFor`); unset: sized from the cores. */
   concurrency?: number;
   graceMs?: number;
@@ -51,14 +53,16 @@ export interface RunnerOptions {
 
 /**
  * Why a probe does not run: `not-applicable` for causes outside the box (no lab) or items the
- * policy does not ask for; `unenforced` (a failure) for an item the policy requires that the
- * backend says it cannot enforce.
+ * policy does not ask for. An item the policy requires that the backend does not claim is run like
+ * any other (its result says `claimed: false`); only with `trustClaims` is it `unenforced` (a failure)
+ * unrun.
  */
 export function gateVerdict(
   probe: SecurityProbe,
   caps: Capabilities,
   policy: Policy,
   noLabReason?: string,
+  trustClaims = false,
 ): { verdict: 'not-applicable' | 'unenforced'; reason: string } | undefined {
   // Network probes never send traffic from the machine's own namespace: without a lab they do not run.
   if (probe.category === 'network' && noLabReason !== undefined) return { verdict: 'not-applicable', reason: `no lab: ${noLabReason}` };
@@ -69,9 +73,17 @@ export function gateVerdict(
   if (caps.enforces.includes(probe.policyItem)) return undefined;
   const why = caps.notEnforcedReasons?.[probe.policyItem] ?? `backend cannot enforce ${probe.policyItem}`;
   if (policyRequires(policy, probe.policyItem)) {
+    // Every payload stops itself at a fixed ceiling (the control runs them all): what is not claimed is run and
+    // judged on what was observed, the claim recorded beside it; --trust-claims keeps the claim's word instead.
+    if (!trustClaims) return undefined;
     return { verdict: 'unenforced', reason: `the policy requires ${probe.policyItem} and the backend does not enforce it: ${why}` };
   }
   return { verdict: 'not-applicable', reason: `${probe.policyItem} is not required by policy ${policy.name}; the backend does not enforce it: ${why}` };
+}
+
+/** Whether the backend claims the probe's item (the exporter's lines are the harness's own claim). */
+export function claimedBy(probe: SecurityProbe, caps: Capabilities): boolean {
+  return probe.enforcedBy === 'exporter' || caps.enforces.includes(probe.policyItem);
 }
 
 interface Executed {
@@ -175,8 +187,11 @@ export class Runner {
         this.opts.backend.capabilities(this.opts.policy),
         this.opts.policy,
         this.opts.run.labTraffic ? undefined : (this.opts.run.noLabReason ?? 'the run has no lab'),
+        this.opts.trustClaims,
       );
       if (gate) return this.securityResult(probe, { ...gate, evidence: [] }, 0);
+      const unsafe = await this.unclaimedNetworkUnseen(probe);
+      if (unsafe !== undefined) return this.securityResult(probe, { verdict: 'unenforced', reason: unsafe, evidence: [] }, 0);
       const unfit = probe.hostPrecondition?.(ctx);
       if (unfit !== undefined) return this.securityResult(probe, { verdict: 'not-applicable', reason: unfit, evidence: [] }, 0);
     }
@@ -318,6 +333,20 @@ export class Runner {
     return placementLine(placement);
   }
 
+  /**
+   * The one probe family not run unclaimed: a network probe whose item the backend does not claim, where the host
+   * cannot see where its boxes are placed (a box outside the lab could reach the real network).
+   */
+  private async unclaimedNetworkUnseen(probe: SecurityProbe): Promise<string | undefined> {
+    const caps = this.opts.backend.capabilities(this.opts.policy);
+    const lab = this.opts.run.lab;
+    if (probe.category !== 'network' || !lab || caps.isolation === 'none' || caps.boxNetwork === 'remote' || claimedBy(probe, caps)) return undefined;
+    const first = await (this.firstPlacement ??= this.placementInOwnBox(lab.netnsPath));
+    if (first.visible || first.refusal !== undefined) return undefined;
+    const why = caps.notEnforcedReasons?.[probe.policyItem] ?? `backend cannot enforce ${probe.policyItem}`;
+    return `not run: the policy requires ${probe.policyItem}, the backend does not claim it (${why}), and the host cannot see where this backend places its boxes, so an unclaimed network probe could reach the real network`;
+  }
+
   private async placementInOwnBox(labNetnsPath: string): Promise<{ visible: boolean; refusal?: string }> {
     // A box that cannot even be made here fails its probe on its own; the check then has nothing to say.
     const env = await this.createEnvironment().catch(() => undefined);
@@ -375,6 +404,7 @@ export class Runner {
       verdict: j.verdict,
       reason: j.reason,
       remediation: probe.remediation,
+      claimed: claimedBy(probe, this.opts.backend.capabilities(this.opts.policy)),
       evidence: j.evidence,
       durationMs,
       ...(observation ? { observation } : {}),

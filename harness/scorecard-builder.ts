@@ -20,6 +20,8 @@ export interface RunMeta {
   shard?: Shard;
   /** The daemons whose event logs were read (--watch-daemon). */
   watchedDaemons?: WatchedDaemon[];
+  /** --trust-claims: unclaimed required items were not run (unenforced on the claim's word). */
+  trustClaims?: boolean;
   /** Tool versions, kernel, cgroup mode, policy hash, backend configuration (environment-facts collectEnvironment). */
   environment?: RunEnvironment;
 }
@@ -40,6 +42,7 @@ function runInfo(meta: RunMeta): SecurityScorecard['run'] {
     sandcheckVersion: packageVersion(),
     ...(meta.shard !== undefined ? { shard: meta.shard } : {}),
     exporter: meta.exporter ?? 'unknown',
+    ...(meta.trustClaims === true ? { trustClaims: true } : {}),
     ...(meta.network !== undefined ? { network: meta.network } : {}),
     ...(meta.watchedDaemons !== undefined && meta.watchedDaemons.length > 0 ? { watchedDaemons: meta.watchedDaemons } : {}),
     // resourceUsage().maxRSS is in kilobytes.

@@ -49,6 +49,10 @@ const RunInfo = z.strictObject({
     .optional()
     .describe('these cards were joined by `sandcheck merge` from the shards of these runs'),
   exporter: Name().describe('the exporter the export probes judged (reference, naive, command:<file> or a module)'),
+  trustClaims: z
+    .literal(true)
+    .optional()
+    .describe("--trust-claims: a required item the backend does not claim was not run but recorded unenforced on the claim's word"),
   network: z
     .string()
     .max(1024)
@@ -87,6 +91,10 @@ export const SecurityResultSchema = z.strictObject({
   verdict: SecurityVerdict,
   reason: z.string(),
   remediation: z.string(),
+  claimed: z
+    .boolean()
+    .optional()
+    .describe("whether the backend claims the probe's policy item; the verdict is what was observed either way (false: ran although not claimed)"),
   attack: z.array(AttackTechniqueId).optional().describe('MITRE ATT&CK technique ids of the probe'),
   cwe: z.array(CweId).optional().describe('CWE ids of the weakness a crossing shows'),
   evidence: z.array(EvidenceSchema),

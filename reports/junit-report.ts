@@ -64,7 +64,7 @@ function securityCase(s: Suite, className: string, r: SecurityResult): Case {
   const { attack, cwe } = threatOf(r);
   // The case's facts, one line, first in system-out (every reader shows it; the full record is the JSON card).
   const header = cleanForReport(
-    `verdict: ${r.verdict}, severity: ${r.severity}, policy item: ${r.policyItem}, ATT&CK: ${attack.join(' ') || 'none'}, CWE: ${cwe.join(' ') || 'none'}, spec: probes/${r.id}/probe.ts`.replace(
+    `verdict: ${r.verdict}${r.claimed === false ? ' (not claimed)' : ''}, severity: ${r.severity}, policy item: ${r.policyItem}, ATT&CK: ${attack.join(' ') || 'none'}, CWE: ${cwe.join(' ') || 'none'}, spec: probes/${r.id}/probe.ts`.replace(
       /\s+/g,
       ' ',
     ),
@@ -77,10 +77,10 @@ function securityCase(s: Suite, className: string, r: SecurityResult): Case {
   }
   switch (r.verdict) {
     case 'held':
-      c.standardOutput(cleanForReport(`${header}\nheld: ${r.reason}`));
+      c.standardOutput(cleanForReport(`${header}\nheld${r.claimed === false ? ' — not claimed' : ''}: ${r.reason}`));
       break;
     case 'crossed':
-      c.failure(`CROSSED: ${oneLine(r.reason)}`, 'BoundaryCrossed').stacktrace(body);
+      c.failure(`CROSSED${r.claimed === false ? ' — NOT CLAIMED' : ''}: ${oneLine(r.reason)}`, 'BoundaryCrossed').stacktrace(body);
       c.standardOutput(header);
       break;
     case 'unenforced':

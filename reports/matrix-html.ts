@@ -89,7 +89,16 @@ function claimsSection(m: MatrixReport): string {
   const body = rows.map((r) => {
     const cells = r.cells.map((x, i) => {
       const col = m.columns[i];
-      const cls = col?.status === 'unavailable' ? 'unavailable' : !x ? 'not-applicable' : x.falseClaim ? 'false' : x.observed === 'held' ? 'held' : '';
+      const cls =
+        col?.status === 'unavailable'
+          ? 'unavailable'
+          : !x
+            ? 'not-applicable'
+            : x.falseClaim || (!x.claimed && x.observed === 'crossed')
+              ? 'false'
+              : x.observed === 'held'
+                ? 'held'
+                : '';
       return `<td class="${cls}">${x?.falseClaim ? '<strong>FALSE CLAIM</strong>: ' : ''}${h(claimText(x ? { ...x, falseClaim: false } : null, col))}</td>`;
     });
     return `<tr><th>${h(r.item)}</th>${cells.join('')}</tr>`;

@@ -27,17 +27,20 @@ export function columnFacts(c: MatrixColumn): string[] {
 export const coldStartText = (c: MatrixColumn): string =>
   c.coldStartMs ? `p50 ${c.coldStartMs.p50} ms · p95 ${c.coldStartMs.p95} ms (${c.coldStartMs.samples} executions)` : 'not recorded';
 
-/** Every item some column claims, with each column's claim of it (null: that column does not claim it). */
+/** Every item some column claims or ran unclaimed, with each column's claim of it (null: not claimed there, and not run). */
 export function claimRows(m: MatrixReport): { item: string; cells: (MatrixClaim | null)[] }[] {
   const items = [...new Set(m.columns.flatMap((c) => c.claims.map((x) => x.item)))].sort();
   return items.map((item) => ({ item, cells: m.columns.map((c) => c.claims.find((x) => x.item === item) ?? null) }));
 }
 
-/** A claims cell: the claim next to what its probes showed. */
+/** A claims cell: the claim (or its absence) next to what its probes showed; a failed one names the probes that failed. */
 export function claimText(c: MatrixClaim | null, column: MatrixColumn | undefined): string {
   if (column?.status === 'unavailable') return 'unavailable';
   if (!c) return 'not claimed';
-  return `${c.falseClaim ? 'FALSE CLAIM: ' : ''}claimed, observed ${c.observed}${c.probes.length ? ` (${c.probes.join(', ')})` : ''}`;
+  const shown = c.failing.length > 0 ? c.failing : c.probes;
+  const probes = shown.length ? ` (${shown.join(', ')})` : '';
+  if (!c.claimed) return `not claimed, observed ${c.observed}${probes}`;
+  return `${c.falseClaim ? 'FALSE CLAIM: ' : ''}claimed, observed ${c.observed}${probes}`;
 }
 
 export function matrixMarkdown(m: MatrixReport): string {

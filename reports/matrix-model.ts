@@ -42,11 +42,13 @@ const RowSchema = z.strictObject({
 export type MatrixRow = z.infer<typeof RowSchema>;
 
 const ClaimSchema = z.strictObject({
-  item: z.string().describe('a policy item the backend declared it enforces (backend.enforces)'),
+  item: z.string().describe('a policy item the backend declared it enforces (backend.enforces), or one whose probes ran although it did not'),
+  claimed: z.boolean().describe('the backend declared it enforces the item; false: its probes ran anyway and this is what they showed'),
   observed: z
     .union([SecurityVerdict, z.literal('not probed')])
     .describe('the worst verdict of the probes of that item (crossed > inconclusive > unenforced > held > not-applicable)'),
   probes: z.array(z.string()),
+  failing: z.array(z.string()).describe('the probes of the item that crossed or were inconclusive'),
   falseClaim: z.boolean().describe('claimed, yet a probe of it crossed or was inconclusive'),
 });
 export type MatrixClaim = z.infer<typeof ClaimSchema>;
@@ -133,15 +135,23 @@ export function coldStart(results: readonly { observation?: { startupMs?: number
 /** The worst first: what a claim's probes showed. */
 const SEVERITY_ORDER: readonly SecurityVerdict[] = ['crossed', 'inconclusive', 'unenforced', 'held', 'not-applicable'];
 
+/** What was observed of every item the backend claims, and of every item it does not claim whose probes ran anyway. */
 export function claimsOf(card: SecurityScorecard): MatrixClaim[] {
-  return [...new Set(card.backend.enforces)].sort().map((item) => {
+  const claimed = new Set(card.backend.enforces);
+  const ranUnclaimed = card.results
+    .filter((r) => r.claimed === false && !claimed.has(r.policyItem) && (r.verdict === 'crossed' || r.verdict === 'held' || r.verdict === 'inconclusive'))
+    .map((r) => r.policyItem);
+  return [...new Set([...claimed, ...ranUnclaimed])].sort().map((item) => {
     const probes = card.results.filter((r) => r.policyItem === item);
     const observed = SEVERITY_ORDER.find((v) => probes.some((r) => r.verdict === v)) ?? 'not probed';
+    const failing = probes.filter((r) => r.verdict === 'crossed' || r.verdict === 'inconclusive');
     return {
       item: oneLine(item, 128),
+      claimed: claimed.has(item),
       observed,
       probes: probes.map((r) => oneLine(r.id, 128)),
-      falseClaim: observed === 'crossed' || observed === 'inconclusive',
+      failing: failing.map((r) => oneLine(r.id, 128)),
+      falseClaim: claimed.has(item) && failing.length > 0,
     };
   });
 }

@@ -195,7 +195,9 @@ function rule(r: SecurityResult): SarifRule {
 function message(r: SecurityResult): string {
   const seen = r.evidence.filter((e) => e.source === 'outside').map((e) => `- ${e.witness}${e.where ? ` @ ${e.where}` : ''}: ${e.detail}`);
   const label = r.verdict === 'crossed' ? 'CROSSED' : r.verdict === 'unenforced' ? 'UNENFORCED' : 'INCONCLUSIVE';
-  return clean(`${label}: ${r.reason || r.title || r.id}\n\noutside evidence:\n${seen.length > 0 ? seen.join('\n') : '(none)'}`);
+  return clean(
+    `${label}${r.claimed === false && r.verdict === 'crossed' ? ' — NOT CLAIMED' : ''}: ${r.reason || r.title || r.id}\n\noutside evidence:\n${seen.length > 0 ? seen.join('\n') : '(none)'}`,
+  );
 }
 
 function result(card: SecurityScorecard, r: SecurityResult, ruleIndex: number, regionOf: SpecRegionOf): SarifResult {

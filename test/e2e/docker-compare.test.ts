@@ -37,6 +37,8 @@ const KNOWN_CROSSINGS: Record<string, Record<string, RegExp>> = {
   // runsc lets a box replace a root-owned file in a sticky, world-writable directory (os.replace over it).
   gvisor: {
     'read-only-input': /read-only inputs were changed/,
+    // runsc's pids limit kills the whole sandbox on this build, so the profile does not claim one; run anyway, the bomb passes the policy's limit.
+    'fork-bomb': /processes ran at once, past the limit of 64/,
     // The ptrace platform keeps the Sentry and its stubs in the host's pid namespace (runsc starts them there).
     'posture-namespaces': /^the box's program runs on a user-space kernel, gVisor \(runsc\) .*shares the host's pid namespace/,
     // The gofer (root, serving the box's files) has the host's tini-static bound writable at /usr/sbin/docker-init.
@@ -64,14 +66,18 @@ const MUST_HOLD = [
 ];
 
 describe.skipIf(!isRoot || !hasDocker || !hasRunsc)(
-  "the whole suite against docker-default, docker-hardened and gvisor (a private dockerd in each run's lab)",
+  "the whole suite against docker-hardened and gvisor, beside the docker-default control (a private dockerd in each run's lab)",
   () => {
     // One test per profile, each with its own hang guard: on a slow day a whole-suite run takes 3-4 minutes.
+    // docker-default, the unhardened control, runs only what this test reads of it (its two crossings and a
+    // task case): the fast tier's docker-backend file covers it, and its whole suite took two minutes here.
     const ran: Partial<Record<(typeof PROFILES)[number], string>> = {};
+    const CONTROL_ONLY = ['--only', 'metadata-ipv4', 'identity-uid', 'secret-decoy-file', 'average-correct', 'average-off-by-one'];
     for (const profile of PROFILES) {
-      it(`runs everything on ${profile}`, { timeout: 600_000 }, async () => {
+      it(`runs ${profile === 'docker-default' ? 'its crossings and two task cases' : 'everything'} on ${profile}`, { timeout: 600_000 }, async () => {
         const out = await tempOut();
-        const res = await sandcheck(['run', '--backend', profile, '--policy', 'ci', '--concurrency', '2', '--out', out]);
+        const only = profile === 'docker-default' ? CONTROL_ONLY : [];
+        const res = await sandcheck(['run', '--backend', profile, '--policy', 'ci', '--concurrency', '2', '--out', out, ...only]);
         expect([0, 1, 2], `${profile}: ${res.all?.slice(-2000)}`).toContain(res.exitCode);
         ran[profile] = out;
       });
@@ -136,8 +142,8 @@ describe.skipIf(!isRoot || !hasDocker || !hasRunsc)(
       expect(`${verdict(gv, 'survive-teardown')?.verdict}: ${verdict(gv, 'survive-teardown')?.reason}`).toMatch(
         /^held: the host saw the daemon running on a user-space kernel \(this execution's program mark in host pid \d+'s memory/,
       );
-      expect(verdict(gv, 'fork-bomb')?.verdict).toBe('unenforced');
-      expect(verdict(gv, 'fork-bomb')?.reason).toMatch(/pids/);
+      expect(verdict(gv, 'fork-bomb')?.claimed).toBe(false);
+      expect(def?.task.results.map((r) => r.id).sort()).toEqual(['average-correct', 'average-off-by-one']);
       for (const card of [def, hard, gv]) {
         expect(card?.task.results.filter((r) => r.outcome !== 'as-expected').map((r) => `${card.task.backend.name} ${r.id}: ${r.reason}`)).toEqual([]);
       }

@@ -37,7 +37,7 @@ describe.skipIf(skip !== undefined)(`the policy-change gate on real bwrap runs${
     await writeFile(expired, waiverYaml('2020-01-01'));
     const b = await run(base, ['--backend-config', join(dir, 'defaults.yaml')]);
     expect(b.exitCode, b.all?.slice(-3000)).toBe(0);
-    // The head weakens exactly one policy item: no pids limit (declared not enforced).
+    // The head weakens exactly one policy item: no pids limit (declared not enforced, and run anyway: the bomb is seen).
     const h = await run(head, ['--backend-config', join(dir, 'no-pids.yaml')]);
     expect(h.exitCode, h.all?.slice(-3000)).toBe(1);
   }, 120_000);
@@ -50,7 +50,7 @@ describe.skipIf(skip !== undefined)(`the policy-change gate on real bwrap runs${
     expect(changed.sort()).toEqual([
       'claim:resources.processes:claimed>not claimed:regression',
       expect.stringMatching(/^config:backend-config:defaults\.yaml \(options [0-9a-f]{12}\)>no-pids\.yaml \(options [0-9a-f]{12}\):changed$/),
-      'security:fork-bomb:held>unenforced:regression',
+      'security:fork-bomb:held>crossed:regression',
     ]);
     expect(report.summary).toMatchObject({ regressions: 2, waived: 0, claimsDropped: 1, policyLoosened: 0 });
     // The backend configuration difference is listed, with the option that differs, before → after.
@@ -64,10 +64,10 @@ describe.skipIf(skip !== undefined)(`the policy-change gate on real bwrap runs${
     expect(report.changes.find((c) => c.kind === 'claim' && c.id === 'resources.processes')?.reason).toMatch(
       /no longer claims to enforce resources\.processes; backend config defaults\.yaml/,
     );
-    expect(report.head.security).toMatchObject({ total: 3, held: 2, unenforced: 1, notApplicable: 0 });
+    expect(report.head.security).toMatchObject({ total: 3, held: 2, crossed: 1, unenforced: 0, notApplicable: 0 });
     const text = await sandcheck(['compare', '--base', base, '--head', head]);
-    expect(text.stdout).toMatch(/REGRESSION\s+security fork-bomb: held → unenforced/);
-    expect(text.stdout).toMatch(/head bwrap \(ci\): 3 security: 2 held, 0 crossed, 1 unenforced, 0 inconclusive, 0 not applicable/);
+    expect(text.stdout).toMatch(/REGRESSION\s+security fork-bomb: held → crossed/);
+    expect(text.stdout).toMatch(/head bwrap \(ci\): 3 security: 2 held, 1 crossed, 0 unenforced, 0 inconclusive, 0 not applicable/);
     expect(text.stdout).toMatch(/changed\s+config\s+backend-config: defaults\.yaml .* → no-pids\.yaml .*\n.*\n\s+limits\.pids: true → false/);
   });
 
@@ -92,7 +92,7 @@ describe.skipIf(skip !== undefined)(`the policy-change gate on real bwrap runs${
     expect(res.stdout).toContain('unused waiver for memory-bomb (owner bob)');
     const step = await readFile(summary, 'utf8');
     expect(step).toContain('## sandcheck gate: passed');
-    expect(step).toContain('| waived (platform-team, until 2099-12-31) | security | fork-bomb | held | unenforced |');
+    expect(step).toContain('| waived (platform-team, until 2099-12-31) | security | fork-bomb | held | crossed |');
     expect(await readFile(md, 'utf8')).toBe(step.replace(/\n$/, ''));
   });
 
@@ -109,7 +109,7 @@ describe.skipIf(skip !== undefined)(`the policy-change gate on real bwrap runs${
     expect(res.exitCode, res.all?.slice(-3000)).toBe(0);
     const { security } = await readCards(out);
     expect(security.results.find((r) => r.id === 'fork-bomb')).toMatchObject({
-      verdict: 'unenforced',
+      verdict: 'crossed',
       waiver: { owner: 'platform-team', expires: '2099-12-31' },
     });
     expect(security.summary.waived).toBe(1);
@@ -119,8 +119,8 @@ describe.skipIf(skip !== undefined)(`the policy-change gate on real bwrap runs${
     const resources = xml.testsuites.testsuite.find((s) => s['@name'] === 'bwrap.resources');
     expect(resources?.testcase.skipped?.['@message']).toBe('waived: pids limit off | while cgroups move (platform-team, expires 2099-12-31)');
     const step = await readFile(summary, 'utf8');
-    expect(step).toContain('3 security: 2 held, 0 crossed, 1 unenforced, 0 inconclusive, 0 not applicable, 1 waived');
-    expect(step).toContain('| waived (unenforced) | resources | fork-bomb |');
+    expect(step).toContain('3 security: 2 held, 1 crossed, 0 unenforced, 0 inconclusive, 0 not applicable, 1 waived');
+    expect(step).toContain('| waived (crossed) | resources | fork-bomb |');
 
     const failing = await run(join(dir, 'head-expired'), ['--backend-config', join(dir, 'no-pids.yaml'), '--waivers', expired, '--only', 'fork-bomb']);
     expect(failing.exitCode, failing.all?.slice(-3000)).toBe(1);
@@ -138,7 +138,7 @@ describe.skipIf(skip !== undefined)(`the policy-change gate on real bwrap runs${
     expect((await sandcheck(['compare', base, '--head', head])).exitCode).toBe(3);
     const side = await sandcheck(['compare', base, head]);
     expect(side.exitCode, side.all).toBe(0);
-    expect(side.stdout).toMatch(/\* fork-bomb\s+held\s+unenforced/);
+    expect(side.stdout).toMatch(/\* fork-bomb\s+held\s+crossed/);
   });
 });
 

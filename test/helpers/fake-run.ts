@@ -11,7 +11,15 @@ export const FAST_POLICY: Policy = { ...CI_POLICY, name: 'unit', resources: { ..
 export async function runFake(
   probes: ProbeSpec[],
   script: FakeScript,
-  opts: { caps?: Capabilities; policy?: Policy; graceMs?: number; concurrency?: number; hostPids?: () => number[]; claimedCounters?: boolean } = {},
+  opts: {
+    caps?: Capabilities;
+    policy?: Policy;
+    graceMs?: number;
+    concurrency?: number;
+    hostPids?: () => number[];
+    claimedCounters?: boolean;
+    trustClaims?: boolean;
+  } = {},
 ) {
   const run = await openRunContext('rtest0');
   const backend = new FakeBackend(script, opts.caps, opts.hostPids, opts.claimedCounters ? 'claimed' : 'own');
@@ -23,6 +31,7 @@ export async function runFake(
       run,
       graceMs: opts.graceMs ?? 300,
       ...(opts.concurrency !== undefined ? { concurrency: opts.concurrency } : {}),
+      ...(opts.trustClaims ? { trustClaims: true } : {}),
     });
     return { ...(await runner.run()), backend, canaries: run.canaries };
   } finally {

@@ -389,11 +389,12 @@ describe(`docker backend: profiles on a lab daemon${SKIP ? ` (skipped: ${SKIP})`
   );
 
   live(
-    'docker-default: the bridge container reaches the lab metadata decoy and runs as root — crossed (claiming the policy as a trusting team would); honest capabilities make both unenforced (the ci policy requires them)',
+    'docker-default: the bridge container reaches the lab metadata decoy and runs as root — crossed, whether it claims the policy as a trusting team would or honestly claims neither (run anyway: crossed — not claimed)',
     async () => {
       const honest = await runProbes(await backendFor('docker-default'), [metadataIpv4, identityUid]);
       for (const r of honest.security) {
-        expect(r.verdict, `${r.id}: ${r.reason}`).toBe('unenforced');
+        expect(`${r.id}: ${r.verdict}, claimed ${r.claimed}`, r.reason).toBe(`${r.id}: crossed, claimed false`);
+        expect(r.evidence.some((e) => e.source === 'outside')).toBe(true);
       }
       const { security } = await runProbes(await backendFor('docker-default', true), [metadataIpv4, identityUid]);
       const r = byId(security);
@@ -446,9 +447,10 @@ describe(`docker backend: profiles on a lab daemon${SKIP ? ` (skipped: ${SKIP})`
     timings.push(`${profile} memory-bomb: ${mem?.reason}`);
     const fork = r.get('fork-bomb');
     if (profile === 'gvisor') {
-      // The policy requires a process limit that this runsc build cannot give: a failure, not a skip.
-      expect(fork?.verdict, fork?.reason).toBe('unenforced');
-      expect(fork?.reason).toMatch(/gVisor/);
+      // The policy requires a process limit that this runsc build cannot give: not claimed, run anyway, and the
+      // bomb is seen passing the policy's limit (a failure, not a skip).
+      expect(`${fork?.verdict}, claimed ${fork?.claimed}`, fork?.reason).toBe('crossed, claimed false');
+      expect(fork?.reason).toMatch(/processes ran at once, past the limit of/);
     } else {
       expect(fork?.verdict, fork?.reason).toBe('held');
       expect(fork?.observation?.resources?.pidsMaxEvents ?? 0).toBeGreaterThan(0);
@@ -466,7 +468,11 @@ describe(`docker backend: profiles on a lab daemon${SKIP ? ` (skipped: ${SKIP})`
     120_000,
   );
 
-  liveGvisor('gvisor: the same held, fork bomb unenforced (runsc pids limit), the average tasks judged right', () => hardenedLike('gvisor'), 120_000);
+  liveGvisor(
+    'gvisor: the same held, fork bomb crossed — not claimed (runsc pids limit), the average tasks judged right',
+    () => hardenedLike('gvisor'),
+    120_000,
+  );
 
   live(
     'a daemon reached through DOCKER_HOST works, but is not trusted with network probes',

@@ -14,6 +14,7 @@ import { FAST_POLICY, fakeMarkers, runFake } from '../helpers/fake-run.js';
 import { honestAverage } from '../helpers/task-fakes.js';
 import { hostileBytes } from '../../probes/hostile-bytes/probe.js';
 import type { Policy } from '../../model/policy.js';
+import type { Capabilities } from '../../model/backend-contract.js';
 
 const JUNIT_LIE = '<testcase name="secret-decoy-file"/></testsuite><testsuite><testcase name="x"><skipped/></testcase>';
 
@@ -187,16 +188,25 @@ describe('security judges (fake backend)', () => {
     expect(security[0]?.observation?.killedBy).toBe('harness-output-ceiling');
   });
 
-  it('a required policy item the backend cannot enforce is unenforced (a failure); an unrequired one is not-applicable; the control runs everything', async () => {
-    const script = () => ({ stdout: '' });
-    const sandbox = await runFake([wallClockSpin, hostileBytes], script, {
-      caps: { isolation: 'sandbox', enforces: ['files.hostPaths'], notEnforcedReasons: { 'resources.wallSeconds': 'no timer here' } },
-    });
-    expect(sandbox.security.map((r) => r.verdict)).toEqual(['unenforced', 'not-applicable']);
-    expect(sandbox.security[0]?.reason).toMatch(/policy requires resources.wallSeconds .*: no timer here/);
-    expect(sandbox.backend.environments).toHaveLength(0);
-    const control = await runFake([wallClockSpin], script, { caps: { isolation: 'none', enforces: [] } });
+  it('a required policy item the backend does not claim is run and judged on what was observed (claimed: false); an unrequired one is not-applicable', async () => {
+    const caps: Capabilities = { isolation: 'sandbox', enforces: ['files.hostPaths'], notEnforcedReasons: { 'resources.wallSeconds': 'no timer here' } };
+    // The box runs the spin to the harness's own deadline: crossed, whatever the claim said.
+    const sandbox = await runFake([wallClockSpin, hostileBytes], ({ files }) => ({ stdout: fakeMarkers({ files }).start, hang: true }), { caps });
+    expect(sandbox.security.map((r) => `${r.id}: ${r.verdict} claimed=${r.claimed}`)).toEqual([
+      'wall-clock-spin: crossed claimed=false',
+      'hostile-bytes: not-applicable claimed=false',
+    ]);
+    expect(sandbox.backend.environments).toHaveLength(1);
+    const control = await runFake([wallClockSpin], () => ({ stdout: '' }), { caps: { isolation: 'none', enforces: [] } });
     expect(control.security[0]?.verdict).toBe('inconclusive');
+  });
+
+  it('--trust-claims: a required item the backend does not claim is unenforced (a failure) and not run', async () => {
+    const caps: Capabilities = { isolation: 'sandbox', enforces: ['files.hostPaths'], notEnforcedReasons: { 'resources.wallSeconds': 'no timer here' } };
+    const trusted = await runFake([wallClockSpin, hostileBytes], () => ({ stdout: '' }), { caps, trustClaims: true });
+    expect(trusted.security.map((r) => r.verdict)).toEqual(['unenforced', 'not-applicable']);
+    expect(trusted.security[0]?.reason).toMatch(/policy requires resources.wallSeconds .*: no timer here/);
+    expect(trusted.backend.environments).toHaveLength(0);
   });
 
   it('never runs a network probe without a lab: not-applicable, and no environment is created', async () => {

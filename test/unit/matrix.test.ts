@@ -64,10 +64,10 @@ describe('sandcheck matrix', () => {
   it('a claimed item whose probe crossed or was inconclusive is a FALSE CLAIM; a held one is not; an unprobed claim says so', () => {
     const b = buildMatrix(matrixFixture()).columns[1];
     expect(b?.claims).toEqual([
-      { item: 'files.hostRead', observed: 'held', probes: ['files-secret'], falseClaim: false },
-      { item: 'identity.nonRoot', observed: 'not probed', probes: [], falseClaim: false },
-      { item: 'network.egress', observed: 'crossed', probes: ['net-metadata'], falseClaim: true },
-      { item: 'resources.processes', observed: 'inconclusive', probes: ['res-fork'], falseClaim: true },
+      { item: 'files.hostRead', claimed: true, observed: 'held', probes: ['files-secret'], failing: [], falseClaim: false },
+      { item: 'identity.nonRoot', claimed: true, observed: 'not probed', probes: [], failing: [], falseClaim: false },
+      { item: 'network.egress', claimed: true, observed: 'crossed', probes: ['net-metadata'], failing: ['net-metadata'], falseClaim: true },
+      { item: 'resources.processes', claimed: true, observed: 'inconclusive', probes: ['res-fork'], failing: ['res-fork'], falseClaim: true },
     ]);
     expect(b?.falseClaims).toBe(2);
     const m = buildMatrix(matrixFixture());
@@ -75,6 +75,25 @@ describe('sandcheck matrix', () => {
     expect(md).toContain('| network.egress | not claimed | **FALSE CLAIM: claimed, observed crossed (net-metadata)** | unavailable |');
     expect(md).toContain('| files.hostRead | not claimed | claimed, observed held (files-secret) | unavailable |');
     expect(matrixHtml(m)).toContain('<td class="false"><strong>FALSE CLAIM</strong>: claimed, observed crossed (net-metadata)</td>');
+  });
+
+  it('an item not claimed whose probes ran shows what they observed; FALSE CLAIM names only the probes that failed', () => {
+    const input = matrixFixture();
+    const [process, bwrap] = input;
+    if (process?.kind !== 'cards' || bwrap?.kind !== 'cards') throw new Error('fixture');
+    // The control ran every probe and claims nothing; bwrap claims network.egress, and of its two probes one held.
+    for (const r of process.security.results) r.claimed = false;
+    const pnet = process.security.results.find((r) => r.id === 'net-metadata');
+    if (pnet) pnet.policyItem = 'network.egress';
+    bwrap.security.results.push({ ...bwrap.security.results[0]!, id: 'net-dns', policyItem: 'network.egress', verdict: 'held', claimed: true });
+    const m = buildMatrix(input);
+    const md = matrixMarkdown(m);
+    expect(md.split('\n').filter((l) => l.startsWith('| network.egress |'))).toEqual([
+      '| network.egress | not claimed, observed crossed (net-metadata) | **FALSE CLAIM: claimed, observed crossed (net-metadata)** | unavailable |',
+    ]);
+    expect(m.columns[0]?.claims.every((c) => !c.claimed && !c.falseClaim)).toBe(true);
+    expect(m.columns[0]?.falseClaims).toBe(0);
+    expect(matrixHtml(m)).toContain('<td class="false">not claimed, observed crossed (net-metadata)</td>');
   });
 
   it('an unavailable backend is a column marked unavailable with its install command, never dropped', () => {
