@@ -49,14 +49,14 @@ function evidenceList(evidence: readonly Evidence[]): string {
   return `<ul class="evidence">${items.join('')}</ul>`;
 }
 
-function boxOutput(obs: SecurityResult['observation']): string {
+function boxOutput(obs: SecurityResult['observation'], open = false): string {
   if (!obs) return '';
   const stream = (name: string, c: typeof obs.stdout): string =>
     c.bytes === 0
       ? `<p class="muted">${name}: empty</p>`
       : `<p class="muted">${name}: ${c.bytes} bytes${c.truncated ? ', truncated' : ''}</p><pre class="out">${hBlock(captureText(c), 8 * 1024)}</pre>`;
   const exit = obs.exitCode !== null ? `exit ${obs.exitCode}` : `signal ${obs.signal ?? '?'}`;
-  return `<details><summary>Box output (${h(exit)}, ${Math.round(obs.wallMs)} ms, killed by ${h(obs.killedBy)})</summary>${stream('stdout', obs.stdout)}${stream('stderr', obs.stderr)}</details>`;
+  return `<details${open ? ' open' : ''}><summary>Box output (${h(exit)}, ${Math.round(obs.wallMs)} ms, killed by ${h(obs.killedBy)})</summary>${stream('stdout', obs.stdout)}${stream('stderr', obs.stderr)}</details>`;
 }
 
 const todoBox = (lines: readonly string[]): string =>
@@ -87,7 +87,7 @@ function taskItem(r: TaskResult, card: SecurityScorecard, anchor: string): strin
 ${todoBox(taskTodo(r, card))}
 ${attempts.length ? `<pre>${hBlock(attempts.join('\n'))}</pre>` : ''}
 ${evidenceList(r.evidence)}
-${boxOutput(r.observation)}
+${boxOutput(r.observation, r.outcome === 'unexpected')}
 </section>`;
 }
 
