@@ -101,6 +101,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       'a short text recorded in both cards (environment.label) that tells this run apart from other runs of the same backend in `compare`',
     )
     .option('--json', 'print the summary as JSON on stdout (reports/schema/run-summary.schema.json); progress and notices stay on stderr')
+    .option('--html', 'also write OUT/report.html, the run as one self-contained page a person reads (as `sandcheck report OUT --html`)')
     .option(
       '--certify <dir>',
       'also write a sign-off bundle to this new directory (scorecards, JUnit, policy, environment fingerprint, manifest.sha256); refuses --waivers and skips for a missing tool or lab',
@@ -252,10 +253,16 @@ export async function main(argv: readonly string[]): Promise<number> {
 
   program
     .command('report')
-    .description('turn the run journal a run that died left in its --out directory into valid scorecards marked incomplete')
-    .requiredOption('--recover <dir>', 'the --out directory of the run that did not finish')
-    .action(async (opts) => {
-      code = await (await import('./recover-command.js')).recoverCommand(opts.recover);
+    .description(
+      'one run as a page a person reads (DIR --html: both cards, what needs a look first with its evidence and what to do, a legend), or rebuild the cards of a run that died (--recover DIR)',
+    )
+    .argument('[dir]', 'the --out directory of a finished `sandcheck run` (with --html)')
+    .option('--html', 'write DIR/report.html: one self-contained page (no script, nothing loaded), every text from the box escaped')
+    .option('--html-file <file>', 'write the page here instead of DIR/report.html')
+    .option('--base <dir>', 'with --html: also show what changed against this earlier run (as `compare --base DIR --head DIR` classifies it)')
+    .option('--recover <dir>', 'turn the run journal a run that died left in its --out directory into valid scorecards marked incomplete')
+    .action(async (dir, opts) => {
+      code = await (await import('./report-command.js')).reportCommand(dir, opts);
     });
 
   const policy = program.command('policy').description('inspect policies');

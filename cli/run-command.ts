@@ -72,6 +72,8 @@ export interface RunCommandOptions {
   waivers?: string;
   label?: string;
   json?: boolean;
+  /** Also write OUT/report.html (cli/report-command.ts). */
+  html?: boolean;
   certify?: string;
   shard?: Shard;
   watchDaemon?: string[];
@@ -191,6 +193,7 @@ export async function runCommand(opts: RunCommandOptions): Promise<number> {
       notices.push(line);
       text.write(`${line}\n`);
     });
+    if (opts.html) text.write(`html report: ${await (await import('./report-command.js')).writeRunHtml(opts.out, outcome)}\n`);
     // A signal after the reports were written does not make a finished run interrupted: the code follows the reports.
     let code: number = outcome.security.run.interrupted ? EXIT.interrupted : outcome.exitCode;
     let certified: { dir: string; manifest: string } | undefined;
