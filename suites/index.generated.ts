@@ -105,6 +105,8 @@ import { pngChartHangingBars } from '../tasks/png-chart-hanging-bars/probe.js';
 import { pngChartScatteredPixels } from '../tasks/png-chart-scattered-pixels/probe.js';
 import { pngChartWrongColour } from '../tasks/png-chart-wrong-colour/probe.js';
 import { pngChartWrongSeries } from '../tasks/png-chart-wrong-series/probe.js';
+import { priceCents } from '../tasks/price-cents/probe.js';
+import { priceCentsFloatRound } from '../tasks/price-cents-float-round/probe.js';
 import { resourceHeadroom } from '../tasks/resource-headroom/probe.js';
 import { stdinFilter } from '../tasks/stdin-filter/probe.js';
 
@@ -215,6 +217,8 @@ export const builtInSpecs: readonly ProbeSpec[] = [
   pngChartScatteredPixels,
   pngChartWrongColour,
   pngChartWrongSeries,
+  priceCents,
+  priceCentsFloatRound,
   resourceHeadroom,
   stdinFilter,
 ];

@@ -1,6 +1,7 @@
 import { outside } from '../../model/evidence.js';
 import type { Observation, PredicateResult, ProbeContext, TaskCase } from '../../model/probe.js';
-import { SeededRng, inputOf, truncatingAmount, type HiddenInputs } from '../../probes/_shared/task/hidden-inputs.js';
+import { SeededRng, inputOf, type HiddenInputs } from '../../probes/_shared/task/hidden-inputs.js';
+import { truncatingAmount } from '../../probes/_shared/task/boundaries.js';
 import { withDeclaredOutputs, type DeclaredOutputs } from '../../probes/_shared/task/outputs.js';
 import { compilePredicate, parseJson } from '../../probes/_shared/task/predicates.js';
 import type { TaskCaseSpec } from '../../probes/_shared/task/task-case.js';

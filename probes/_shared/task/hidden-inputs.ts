@@ -70,19 +70,3 @@ export function taskSeed(caseId: string, fixed: string | undefined = process.env
 export function inputVariants<E>(inputs: HiddenInputs<E>, seed: string, ctx: ProbeContext): InputVariant<E>[] {
   return Array.from({ length: 1 + inputs.hidden }, (_, i) => inputs.variant(i, new SeededRng(seed, `variant-${i}`), ctx));
 }
-
-/** `t` parsed from a decimal with two places, times 100, truncated: what `int(t*100)` gives in Python (and here). */
-export const truncatedCents = (cents: number): number => Math.trunc((cents / 100) * 100);
-
-/**
- * An amount in cents, drawn in [min, max], whose decimal (cents / 100, e.g. 19.99) times 100 as a double falls just
- * below the whole number (1998.9999999999998): a program that turns money into cents with `int(t*100)` loses a
- * cent on it. Hidden inputs include one, so such a program is rejected on every seed, not on a lucky one.
- */
-export function truncatingAmount(rng: SeededRng, min: number, max: number): number {
-  for (let tries = 0; tries < 1000; tries++) {
-    const cents = rng.int(min, max);
-    if (truncatedCents(cents) !== cents) return cents;
-  }
-  throw new Error(`no amount in [${min}, ${max}] cents truncates when scaled by 100`);
-}
