@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { Observation, ProbeContext, WorkspaceListing } from '../../model/probe.js';
 import { halfCentPrice, halfUpCents, isHalfCentTrap, pythonRound, truncatedCents, truncatingAmount } from '../../probes/_shared/task/boundaries.js';
 import { SeededRng, inputVariants, withInput, type InputVariant } from '../../probes/_shared/task/hidden-inputs.js';
-import { DeclaredOutputsSchema, textContractViolation, type DeclaredOutputs } from '../../probes/_shared/task/outputs.js';
+import { DeclaredOutputsSchema, textContractViolation, withDeclaredOutputs, type DeclaredOutputs } from '../../probes/_shared/task/outputs.js';
 import { listWorkspace } from '../../probes/_shared/task/workspace-listing.js';
 import { averageInputs, averagePredicate, meanOf, type AverageInput } from '../../tasks/_shared/average-task.js';
 import { dailyPredicate, expectedReport, VISIBLE_SALES } from '../../tasks/daily-totals/task.js';
@@ -132,6 +132,12 @@ describe('declared outputs: a file the task did not name is a rejection', () => 
     const r = judge(withListing(workspace));
     if (reason) expect(r.reason).toMatch(reason);
     expect(r.accepted).toBe(reason === undefined);
+  });
+
+  it('a declared file that is missing is a rejection even when the predicate looked elsewhere', () => {
+    const judge2 = withDeclaredOutputs({ files: ['a.json', 'b.json'] }, () => ({ accepted: true, reason: 'stdout is right' }));
+    expect(judge2(obsWith({ 'a.json': '{}' })).reason).toBe('artifact b.json is missing: the task declares it as an output');
+    expect(judge2(obsWith({ 'a.json': '{}', 'b.json': '{}' })).accepted).toBe(true);
   });
 
   it('a backend whose workspace the host cannot list: judged on the predicate, and the evidence says strays were not checked', () => {

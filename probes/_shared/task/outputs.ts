@@ -71,6 +71,10 @@ export function withDeclaredOutputs(
     }
     const result = predicate(obs, ctx);
     if (!result.accepted) return result;
+    for (const path of outputs.files) {
+      const bytes = artifactBytes(obs, path);
+      if (typeof bytes === 'string') return { accepted: false, reason: `${bytes}: the task declares it as an output`, evidence: result.evidence ?? [] };
+    }
     const strays = strayOutputs(obs, outputs);
     if (strays.length > 0) {
       const shown = strays.slice(0, 5).join(', ') + (strays.length > 5 ? ` and ${strays.length - 5} more` : '');
