@@ -14,6 +14,7 @@ import { hitWhere, readWhole, workspaceFiles } from '../lab/left-in-box.js';
 import type { Policy } from '../model/policy.js';
 import type { Observation, ProbeContext, ProbeSpec } from '../model/probe.js';
 import { watchForProcess } from './process-watch.js';
+import { listWorkspace } from '../probes/_shared/task/workspace-listing.js';
 import { readDaemonEvents, type RunContext } from './run-context.js';
 
 /** What one execution needs from its runner. */
@@ -57,6 +58,9 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
     const wanted = typeof probe.artifacts === 'function' ? probe.artifacts(ctx) : probe.artifacts;
     const artifacts = wanted ? await env.getFiles(wanted, { maxBytesPerFile: policy.exports.maxFileMb * 1024 * 1024 }) : [];
     const hostAfter = hostReadPaths && env.hostWorkspace ? await readHostFiles(env.hostWorkspace, hostReadPaths) : undefined;
+    // A task's declared outputs are checked against what the host sees in the workspace, not against what was fetched.
+    const workspace =
+      probe.kind === 'task' && env.hostWorkspace ? await listWorkspace(env.hostWorkspace, new Set(prepared.files.map((f) => f.path))) : undefined;
     const canaries = once.setting.canaries;
     const scanned = (files: { where: string; bytes: Uint8Array }[]) => scanEach(files, canaries).map((h) => ({ label: h.label, where: hitWhere(h.where, h) }));
     const artifactHits = scanned(artifacts.flatMap((f) => (f.content ? [{ where: `artifact:${f.path}`, bytes: f.content }] : [])));
@@ -81,6 +85,7 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
       survivors: [],
       socketContacts: 0,
       ...(placement !== undefined ? { placement } : {}),
+      ...(workspace ? { workspace } : {}),
     };
     if (wanted && wanted.length > 0) {
       obs.export = await runExportStage({

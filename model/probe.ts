@@ -115,6 +115,21 @@ export interface Observation {
   export?: ExportOutcome;
   /** The probe's hostRead files, read by the harness on the host right after the put and again after the exec. */
   hostRead?: { before: HostFileState[]; after: HostFileState[] };
+  /** Task cases: what the program left in its workspace besides the files put there, listed by the host (absent where the host cannot see the workspace). */
+  workspace?: WorkspaceListing;
+}
+
+/** One entry of a workspace listing: a path relative to the workspace, never followed through a link. */
+export interface WorkspaceEntry {
+  path: string;
+  kind: 'file' | 'directory' | 'symlink' | 'other';
+  size: number;
+}
+
+/** The workspace as the host saw it after the run (bounded; `truncated` when the bound cut it short). */
+export interface WorkspaceListing {
+  entries: WorkspaceEntry[];
+  truncated: boolean;
 }
 
 export interface Judgement {

@@ -74,6 +74,8 @@ import { averageDroppedRows } from '../tasks/average-dropped-rows/probe.js';
 import { averageDuplicateKey } from '../tasks/average-duplicate-key/probe.js';
 import { averageEmptyOutput } from '../tasks/average-empty-output/probe.js';
 import { averageExtraKeys } from '../tasks/average-extra-keys/probe.js';
+import { averageFloatCents } from '../tasks/average-float-cents/probe.js';
+import { averageFloatFormat } from '../tasks/average-float-format/probe.js';
 import { averageHangsAfterResult } from '../tasks/average-hangs-after-result/probe.js';
 import { averageHardcoded } from '../tasks/average-hardcoded/probe.js';
 import { averageHeaderAsData } from '../tasks/average-header-as-data/probe.js';
@@ -82,21 +84,29 @@ import { averagePartialSuccess } from '../tasks/average-partial-success/probe.js
 import { averageReadsExpected } from '../tasks/average-reads-expected/probe.js';
 import { averageSchemaInvalid } from '../tasks/average-schema-invalid/probe.js';
 import { averageStdoutOnly } from '../tasks/average-stdout-only/probe.js';
+import { averageStrayCopies } from '../tasks/average-stray-copies/probe.js';
 import { averageTruncated } from '../tasks/average-truncated/probe.js';
 import { averageVisibleFilename } from '../tasks/average-visible-filename/probe.js';
 import { averageWrongPath } from '../tasks/average-wrong-path/probe.js';
 import { averageWrongRounding } from '../tasks/average-wrong-rounding/probe.js';
 import { dailyTotals } from '../tasks/daily-totals/probe.js';
+import { dailyTotalsBom } from '../tasks/daily-totals-bom/probe.js';
 import { dailyTotalsDecimalComma } from '../tasks/daily-totals-decimal-comma/probe.js';
 import { dailyTotalsDuplicatedRows } from '../tasks/daily-totals-duplicated-rows/probe.js';
 import { dailyTotalsTimezoneShift } from '../tasks/daily-totals-timezone-shift/probe.js';
 import { dailyTotalsWrongOrder } from '../tasks/daily-totals-wrong-order/probe.js';
 import { exitCodePropagation } from '../tasks/exit-code-propagation/probe.js';
 import { jsonTransform } from '../tasks/json-transform/probe.js';
+import { jsonTransformKeyOrder } from '../tasks/json-transform-key-order/probe.js';
 import { maxExportFiles } from '../tasks/max-export-files/probe.js';
 import { pngChart } from '../tasks/png-chart/probe.js';
 import { pngChartBlank } from '../tasks/png-chart-blank/probe.js';
+import { pngChartHangingBars } from '../tasks/png-chart-hanging-bars/probe.js';
+import { pngChartScatteredPixels } from '../tasks/png-chart-scattered-pixels/probe.js';
+import { pngChartWrongColour } from '../tasks/png-chart-wrong-colour/probe.js';
 import { pngChartWrongSeries } from '../tasks/png-chart-wrong-series/probe.js';
+import { priceCents } from '../tasks/price-cents/probe.js';
+import { priceCentsFloatRound } from '../tasks/price-cents-float-round/probe.js';
 import { resourceHeadroom } from '../tasks/resource-headroom/probe.js';
 import { stdinFilter } from '../tasks/stdin-filter/probe.js';
 
@@ -176,6 +186,8 @@ export const builtInSpecs: readonly ProbeSpec[] = [
   averageDuplicateKey,
   averageEmptyOutput,
   averageExtraKeys,
+  averageFloatCents,
+  averageFloatFormat,
   averageHangsAfterResult,
   averageHardcoded,
   averageHeaderAsData,
@@ -184,21 +196,29 @@ export const builtInSpecs: readonly ProbeSpec[] = [
   averageReadsExpected,
   averageSchemaInvalid,
   averageStdoutOnly,
+  averageStrayCopies,
   averageTruncated,
   averageVisibleFilename,
   averageWrongPath,
   averageWrongRounding,
   dailyTotals,
+  dailyTotalsBom,
   dailyTotalsDecimalComma,
   dailyTotalsDuplicatedRows,
   dailyTotalsTimezoneShift,
   dailyTotalsWrongOrder,
   exitCodePropagation,
   jsonTransform,
+  jsonTransformKeyOrder,
   maxExportFiles,
   pngChart,
   pngChartBlank,
+  pngChartHangingBars,
+  pngChartScatteredPixels,
+  pngChartWrongColour,
   pngChartWrongSeries,
+  priceCents,
+  priceCentsFloatRound,
   resourceHeadroom,
   stdinFilter,
 ];

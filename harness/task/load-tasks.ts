@@ -10,6 +10,7 @@ import { CONFIG_FILE_MAX_BYTES, INPUT_FILE_MAX_BYTES, readBoundedFile, readBound
 import { visibleLine } from '../../core/clean-text.js';
 import { PredicateError, compilePredicate } from '../../probes/_shared/task/predicates.js';
 import { PredicateSpecSchema } from '../../probes/_shared/task/predicate-schema.js';
+import { DeclaredOutputsSchema, withDeclaredOutputs } from '../../probes/_shared/task/outputs.js';
 import { expectedExitFromSpec, type TaskCaseSpec } from '../../probes/_shared/task/task-case.js';
 
 /** Bounds of a task case: ids and titles reach report names and terminals; everything else is bounded by the file size. */
@@ -74,6 +75,9 @@ export const TaskCaseFileSchema = z
     stdin: z.string().max(T.sourceLength).optional(),
     artifacts: z.array(RelPath()).max(T.listLength).default([]),
     predicate: PredicateSpecSchema.describe('checked only if the program ended by itself with exit 0, or with the code of an exit-code predicate in it'),
+    outputs: DeclaredOutputsSchema.optional().describe(
+      'the files the program must leave and nothing else (any other file in the workspace is a rejection), and their text contract; fetched as artifacts too',
+    ),
   })
   .refine((c) => [c.program, c.programFile, c.attempts].filter((x) => x !== undefined).length === 1, {
     error: 'give exactly one of program, programFile or attempts',
@@ -164,11 +168,12 @@ async function fromYaml(dir: string, path: string): Promise<TaskCaseSpec> {
     expected: c.expected,
     origin: file,
     files: () => inputs,
-    artifacts: c.artifacts,
+    artifacts: c.outputs ? [...new Set([...c.artifacts, ...c.outputs.files])] : c.artifacts,
     ...(stdin !== undefined ? { stdin: () => Buffer.from(stdin) } : {}),
     ...(attempts ? { attempts } : {}),
     ...(expectedExit !== undefined ? { expectedExit } : {}),
-    predicate,
+    ...(c.outputs ? { outputs: c.outputs } : {}),
+    predicate: c.outputs ? withDeclaredOutputs(c.outputs, predicate) : predicate,
   };
 }
 

@@ -1,6 +1,8 @@
 import { outside } from '../../model/evidence.js';
 import type { Observation, PredicateResult, ProbeContext, TaskCase } from '../../model/probe.js';
 import { SeededRng, inputOf, type HiddenInputs } from '../../probes/_shared/task/hidden-inputs.js';
+import { truncatingAmount } from '../../probes/_shared/task/boundaries.js';
+import { withDeclaredOutputs, type DeclaredOutputs } from '../../probes/_shared/task/outputs.js';
 import { compilePredicate, parseJson } from '../../probes/_shared/task/predicates.js';
 import type { TaskCaseSpec } from '../../probes/_shared/task/task-case.js';
 
@@ -22,7 +24,7 @@ export const expectedMean = (): number => meanOf(AVERAGE_VALUES);
 /** A worked example for the visible CSV, as a task statement would ship it: in reach of every run. */
 export const EXAMPLE_RESULT = Buffer.from(JSON.stringify({ for: 'data.csv', mean: expectedMean(), rows: AVERAGE_VALUES.length }));
 
-/** Hidden inputs: 2 generated CSVs per run, 13–20 rows, quarter steps, another file name each. */
+/** Hidden inputs: 2 generated CSVs per run, 13–20 rows, quarter steps and one boundary value, another file name each. */
 export const AVERAGE_HIDDEN = 2;
 
 export interface AverageInput {
@@ -34,6 +36,8 @@ function hiddenValues(rng: SeededRng): number[] {
   const values = Array.from({ length: n }, () => rng.int(0, 400) / 4);
   values[0] = rng.int(1, 99) + 0.25; // at least one fraction and one whole number, so dropping either kind shows
   values[1] = rng.int(1, 99);
+  // A value with two places whose double times 100 truncates (19.99 → 1998): the visible input's quarter steps never do.
+  values[2] = truncatingAmount(rng, 100, 9999) / 100;
   return values;
 }
 
@@ -106,6 +110,12 @@ export function averagePredicate(obs: Observation, ctx?: ProbeContext): Predicat
   return { accepted: true, reason: `mean ${got.mean} equals the mean of all ${values.length} input rows`, evidence };
 }
 
+/**
+ * result.json and nothing else; JSON text without a byte order mark, whitespace around its tokens allowed (the JSON
+ * grammar's own rule, so a pretty-printer's spaces are fine).
+ */
+export const AVERAGE_OUTPUTS: DeclaredOutputs = { files: ['result.json'], text: { bom: 'reject', trailingSpace: 'allow' } };
+
 export function averageTask(
   fields: Pick<TaskCase, 'id' | 'title' | 'payload' | 'expected'> & Partial<Pick<TaskCase, 'attempts' | 'runsToWall' | 'load'>>,
 ): TaskCaseSpec {
@@ -114,8 +124,9 @@ export function averageTask(
     policyItem: 'task.correctness',
     files: (ctx) => averageInputs.variant(0, new SeededRng('visible', 'variant-0'), ctx).files,
     hiddenInputs: averageInputs,
-    artifacts: ['result.json'],
-    predicate: averagePredicate,
+    artifacts: AVERAGE_OUTPUTS.files,
+    outputs: AVERAGE_OUTPUTS,
+    predicate: withDeclaredOutputs(AVERAGE_OUTPUTS, averagePredicate),
     ...fields,
   };
 }

@@ -3,6 +3,7 @@ import type { Observation, PredicateResult, ProbeContext, TaskCase } from '../..
 import { SeededRng, inputOf, type HiddenInputs } from '../../probes/_shared/task/hidden-inputs.js';
 import { artifactBytes, parseCsv } from '../../probes/_shared/task/predicates.js';
 import type { TaskCaseSpec } from '../../probes/_shared/task/task-case.js';
+import { withDeclaredOutputs, type DeclaredOutputs } from '../../probes/_shared/task/outputs.js';
 
 /** One sale: a UTC timestamp, a region (some hold a comma), an amount in cents. */
 export interface Sale {
@@ -110,14 +111,18 @@ export function dailyPredicate(obs: Observation, ctx?: ProbeContext): PredicateR
   return { accepted: true, reason: `report.csv has the right ${want.length} daily rows in date order`, evidence };
 }
 
+/** report.csv and nothing else: UTF-8 without a byte order mark, no space or tab at a line end (a cell is compared exactly). */
+export const DAILY_OUTPUTS: DeclaredOutputs = { files: ['report.csv'], text: { bom: 'reject', trailingSpace: 'reject' } };
+
 export function dailyTask(fields: Pick<TaskCase, 'id' | 'title' | 'payload' | 'expected'>): TaskCaseSpec {
   return {
     kind: 'task',
     policyItem: 'task.correctness',
     files: (ctx) => dailyInputs.variant(0, new SeededRng('visible', 'variant-0'), ctx).files,
     hiddenInputs: dailyInputs,
-    artifacts: ['report.csv'],
-    predicate: dailyPredicate,
+    artifacts: DAILY_OUTPUTS.files,
+    outputs: DAILY_OUTPUTS,
+    predicate: withDeclaredOutputs(DAILY_OUTPUTS, dailyPredicate),
     ...fields,
   };
 }

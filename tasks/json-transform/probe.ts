@@ -1,5 +1,6 @@
-import type { TaskCase } from '../../model/probe.js';
 import { compilePredicate } from '../../probes/_shared/task/predicates.js';
+import { withDeclaredOutputs, type DeclaredOutputs } from '../../probes/_shared/task/outputs.js';
+import type { TaskCaseSpec } from '../../probes/_shared/task/task-case.js';
 
 const ORDERS = [
   { customer: 'acme', qty: 3, unitCents: 1999 },
@@ -14,7 +15,10 @@ function expected(): { totals: Record<string, number>; grandTotalCents: number }
   return { totals, grandTotalCents: Object.values(totals).reduce((a, b) => a + b, 0) };
 }
 
-export const jsonTransform: TaskCase = {
+/** totals.json and nothing else; JSON text without a byte order mark. */
+export const TRANSFORM_OUTPUTS: DeclaredOutputs = { files: ['totals.json'], text: { bom: 'reject', trailingSpace: 'allow' } };
+
+export const jsonTransform: TaskCaseSpec = {
   kind: 'task',
   id: 'json-transform',
   title: 'order lines to totals per customer (JSON in, JSON out)',
@@ -22,6 +26,7 @@ export const jsonTransform: TaskCase = {
   payload: 'tasks/json-transform',
   expected: 'accept',
   files: () => [{ path: 'input/orders.json', content: Buffer.from(JSON.stringify(ORDERS)), readOnly: true }],
-  artifacts: ['totals.json'],
-  predicate: compilePredicate({ type: 'exact', artifact: 'totals.json', value: expected() }),
+  artifacts: TRANSFORM_OUTPUTS.files,
+  outputs: TRANSFORM_OUTPUTS,
+  predicate: withDeclaredOutputs(TRANSFORM_OUTPUTS, compilePredicate({ type: 'exact', artifact: 'totals.json', value: expected() })),
 };

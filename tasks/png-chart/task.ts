@@ -1,7 +1,8 @@
 import { outside } from '../../model/evidence.js';
 import type { Observation, PredicateResult, ProbeContext, TaskCase } from '../../model/probe.js';
 import { SeededRng, inputOf, type HiddenInputs } from '../../probes/_shared/task/hidden-inputs.js';
-import { checkPng, rgbaAt, type DecodedPng } from '../../probes/_shared/task/png-check.js';
+import { barColumn, checkPng, hexColour, strayColour, type DecodedPng } from '../../probes/_shared/task/png-check.js';
+import { withDeclaredOutputs, type DeclaredOutputs } from '../../probes/_shared/task/outputs.js';
 import { artifactBytes } from '../../probes/_shared/task/predicates.js';
 import type { TaskCaseSpec } from '../../probes/_shared/task/task-case.js';
 
@@ -33,25 +34,47 @@ export const seriesInputs: HiddenInputs<Series> = {
   },
 };
 
-/** Bar height as drawn: non-background pixels in the bar's centre column (background = the top-left pixel). */
-export function barHeights(png: DecodedPng): number[] {
-  const background = rgbaAt(png, 0, 0);
-  return Array.from({ length: BARS }, (_, i) => {
-    const x = Math.floor(i * BAR_W + BAR_W / 2);
-    let n = 0;
-    for (let y = 0; y < png.height; y++) if (rgbaAt(png, x, y) !== background) n++;
-    return n;
-  });
+/** The colours the task states: bars #285ac8 on a white background, nothing else. */
+export const BAR_COLOUR = 0x285ac8ff;
+export const BACKGROUND = 0xffffffff;
+
+/** The chart is chart.png and nothing else (a binary output: no text contract). */
+export const CHART_OUTPUTS: DeclaredOutputs = { files: ['chart.png'] };
+
+/**
+ * Bar heights as drawn, read at three columns of each bar (a quarter, the middle, three quarters across): each
+ * column one contiguous run of the bar colour standing on the baseline, the three of equal height. What is
+ * wrong with the first bar that is not so, as a string.
+ */
+export function barHeights(png: DecodedPng): number[] | string {
+  const heights: number[] = [];
+  for (let i = 0; i < BARS; i++) {
+    const columns = [0.25, 0.5, 0.75].map((f) => Math.floor(i * BAR_W + BAR_W * f));
+    const runs = columns.map((x) => barColumn(png, x, { bar: BAR_COLOUR, background: BACKGROUND }));
+    const bad = runs.find((r) => typeof r === 'string');
+    if (bad !== undefined) return `bar ${i + 1}: ${bad}`;
+    const [a, b, c] = runs as number[];
+    if (a !== b || b !== c) return `bar ${i + 1} is not a bar: its columns are ${runs.join(', ')} px tall`;
+    heights.push(b ?? 0);
+  }
+  return heights;
 }
 
-/** chart.png decodes (CRCs, filters), is 200×100, not blank, and its bars are the series' values. */
+/** chart.png decodes (CRCs, filters), is 200×100 in the stated colours, and its bars stand on the baseline at the series' values. */
 export function chartPredicate(obs: Observation, ctx?: ProbeContext): PredicateResult {
   const bytes = artifactBytes(obs, 'chart.png');
   if (typeof bytes === 'string') return { accepted: false, reason: bytes };
   const checked = checkPng(bytes, { width: WIDTH, height: HEIGHT, minColours: 2 });
   if (typeof checked === 'string') return { accepted: false, reason: `chart.png: ${checked}` };
   const want = ((ctx && inputOf<Series>(ctx)?.expected) ?? VISIBLE_SERIES).values;
+  const stray = strayColour(checked.png, [BAR_COLOUR, BACKGROUND]);
+  if (stray)
+    return {
+      accepted: false,
+      reason: `chart.png has ${hexColour(stray.colour)} at (${stray.x}, ${stray.y}): the chart is ${hexColour(BAR_COLOUR)} bars on ${hexColour(BACKGROUND)}, nothing else`,
+    };
   const got = barHeights(checked.png);
+  if (typeof got === 'string') return { accepted: false, reason: `chart.png: ${got}` };
   const evidence = [
     outside(
       'completion-predicate',
@@ -71,8 +94,9 @@ export function chartTask(fields: Pick<TaskCase, 'id' | 'title' | 'payload' | 'e
     policyItem: 'task.correctness',
     files: (ctx) => seriesInputs.variant(0, new SeededRng('visible', 'variant-0'), ctx).files,
     hiddenInputs: seriesInputs,
-    artifacts: ['chart.png'],
-    predicate: chartPredicate,
+    artifacts: CHART_OUTPUTS.files,
+    outputs: CHART_OUTPUTS,
+    predicate: withDeclaredOutputs(CHART_OUTPUTS, chartPredicate),
     ...fields,
   };
 }

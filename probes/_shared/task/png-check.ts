@@ -64,3 +64,46 @@ export function checkPng(bytes: Uint8Array, want: PngExpectation): { png: Decode
   if (colours < min) return colours <= 1 ? 'the image is blank (a single colour)' : `the image has ${colours} distinct colours, expected at least ${min}`;
   return { png, colours };
 }
+
+/** `#rrggbb` (and the alpha byte when it is not opaque) of an RGBA value as rgbaAt reads it. */
+export function hexColour(rgba: number): string {
+  const hex = (rgba >>> 0).toString(16).padStart(8, '0');
+  return `#${hex.slice(0, 6)}${hex.endsWith('ff') ? '' : hex.slice(6)}`;
+}
+
+/** The first pixel whose colour is none of `allowed`, or undefined. */
+export function strayColour(png: DecodedPng, allowed: readonly number[]): { x: number; y: number; colour: number } | undefined {
+  const ok = new Set(allowed.map((c) => c >>> 0));
+  for (let i = 0; i < png.data.length; i += 4) {
+    const colour = png.data.readUInt32BE(i);
+    if (!ok.has(colour)) return { x: (i / 4) % png.width, y: Math.floor(i / 4 / png.width), colour };
+  }
+  return undefined;
+}
+
+/**
+ * One column of a bar chart read from the baseline (the bottom row) up: the bar colour must be one contiguous run
+ * standing on the baseline with only background above it. The run's height in pixels, or what is wrong with it.
+ */
+export function barColumn(png: DecodedPng, x: number, colours: { bar: number; background: number }): number | string {
+  const bar = colours.bar >>> 0;
+  const background = colours.background >>> 0;
+  let height = 0;
+  let y = png.height - 1;
+  while (y >= 0 && rgbaAt(png, x, y) === bar) {
+    height++;
+    y--;
+  }
+  for (; y >= 0; y--) {
+    const c = rgbaAt(png, x, y);
+    if (c === bar) {
+      const above = png.height - 1 - y;
+      return height === 0
+        ? `column x=${x} does not stand on the baseline: its lowest bar pixel is ${above} px above the bottom row`
+        : `column x=${x} is not one run from the baseline: bar colour again at ${above} px above the bottom row after a gap`;
+    }
+    if (c !== background)
+      return `column x=${x} has ${hexColour(c)} at y=${y}, neither the bar colour ${hexColour(bar)} nor the background ${hexColour(background)}`;
+  }
+  return height;
+}

@@ -1,5 +1,6 @@
 import type { TaskCase } from '../../../model/probe.js';
 import type { HiddenInputs } from './hidden-inputs.js';
+import type { DeclaredOutputs } from './outputs.js';
 import type { PredicateSpec } from './predicates.js';
 
 /**
@@ -10,6 +11,8 @@ export interface TaskCaseExtras {
   /** The exit status a correct program ends with; 0 unless the case is about a deliberate failure. */
   expectedExit?: number;
   hiddenInputs?: HiddenInputs<unknown>;
+  /** The files the program must leave and nothing else, and how they are written (outputs.ts); checked by the case's predicate. */
+  outputs?: DeclaredOutputs;
 }
 
 export type TaskCaseSpec = TaskCase & TaskCaseExtras;
@@ -19,6 +22,7 @@ export function extrasOf(task: TaskCase): TaskCaseExtras {
   return {
     ...(typeof t.expectedExit === 'number' ? { expectedExit: t.expectedExit } : {}),
     ...(t.hiddenInputs ? { hiddenInputs: t.hiddenInputs } : {}),
+    ...(t.outputs ? { outputs: t.outputs } : {}),
   };
 }
 
