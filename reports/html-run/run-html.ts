@@ -144,9 +144,9 @@ function claimsTable(card: SecurityScorecard): string {
   if (claims.length === 0) return `<h2 id="claims">Claims</h2><p>${h(card.backend.name)} claims to enforce no policy item.</p>`;
   const rows = claims.map(
     (x) =>
-      `<tr><th><code>${h(x.item)}</code></th><td class="${x.falseClaim ? 'false-claim' : x.observed === 'held' ? 'held' : ''}">${x.falseClaim ? 'FALSE CLAIM: ' : ''}observed ${h(x.observed)}</td><td>${h(x.probes.join(', ') || '–')}</td></tr>`,
+      `<tr><th><code>${h(x.item)}</code></th><td class="${x.falseClaim ? 'false-claim' : x.observed === 'held' ? 'held' : ''}">${x.falseClaim ? 'FALSE CLAIM: ' : x.claimed ? '' : 'not claimed, '}observed ${h(x.observed)}</td><td>${h(x.probes.join(', ') || '–')}</td></tr>`,
   );
-  return `<h2 id="claims">Claims against what was observed</h2><table><tr><th>claimed policy item</th><th>observed</th><th>probes</th></tr>${rows.join('')}</table>`;
+  return `<h2 id="claims">Claims against what was observed</h2><table><tr><th>policy item (claimed, or run although not claimed)</th><th>observed</th><th>probes</th></tr>${rows.join('')}</table>`;
 }
 
 function legend(): string {

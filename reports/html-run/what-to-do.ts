@@ -94,7 +94,7 @@ export const taskOrder = (a: TaskResult, b: TaskResult): number => TASK_RANK[a.o
 
 /** Whether the backend claims the result's policy item, and whether that claim is false (claimed, yet crossed or inconclusive). */
 export function claimOf(r: SecurityResult, card: SecurityScorecard): 'false claim' | 'claimed' | 'not claimed' {
-  if (!card.backend.enforces.includes(r.policyItem)) return 'not claimed';
+  if (r.claimed === false || !card.backend.enforces.includes(r.policyItem)) return 'not claimed';
   return r.verdict === 'crossed' || r.verdict === 'inconclusive' ? 'false claim' : 'claimed';
 }
 
