@@ -74,3 +74,34 @@ describe.skipIf(SKIP !== undefined)(`write-outside-scope${SKIP ? ` (skipped: ${S
     expect(r?.reason).toMatch(/places the policy's write scope grants/);
   });
 });
+
+describe.skipIf(SKIP !== undefined)(`write-protected-path${SKIP ? ` (skipped: ${SKIP})` : ''}`, () => {
+  it('process control: crossed, the hook, git config, rc file, editor tasks and agent settings changed on the host', async () => {
+    const r = await runOn(new ProcessBackend(), 'write-protected-path');
+    console.log(explain(r));
+    expect(r?.verdict, explain(r)).toBe('crossed');
+    for (const p of ['.git/hooks/pre-commit', '.git/config', '.bashrc', '.vscode/tasks.json', '.claude/settings.json']) expect(hostDiff(r)).toContain(`${p}:`);
+  });
+
+  it('bwrap with protectedPaths off (and misdeclare, so it still claims files.protected): crossed', async () => {
+    const r = await runOn({ protectedPaths: 'off', misdeclare: true }, 'write-protected-path');
+    console.log(explain(r));
+    expect(r?.verdict, explain(r)).toBe('crossed');
+    expect(hostDiff(r)).toMatch(/\.git\/hooks\/pre-commit: .*bytes/);
+  });
+
+  it('bwrap with protectedPaths off, claiming nothing: not-applicable under ci (the policy does not ask it), unenforced under the agent policy', async () => {
+    const off = await runOn({ protectedPaths: 'off' }, 'write-protected-path');
+    expect(off?.verdict, explain(off)).toBe('not-applicable');
+    const agent: Policy = { ...CI_POLICY, files: { ...CI_POLICY.files, protected: ['.git/hooks', '.bashrc'] } };
+    const asked = await runOn({ protectedPaths: 'off' }, 'write-protected-path', agent);
+    expect(asked?.verdict, explain(asked)).toBe('unenforced');
+  });
+
+  it('hardened bwrap (protectedPaths read-only): held, with the write to an ordinary workspace file landing on the host', async () => {
+    const r = await runOn({}, 'write-protected-path');
+    console.log(explain(r));
+    expect(r?.verdict, explain(r)).toBe('held');
+    expect(r?.evidence.find((e) => e.witness === 'write-control')?.detail).toMatch(/on the host: .* ending in the payload's answer/);
+  });
+});
