@@ -18,7 +18,7 @@ const SKIP = await bwrapSkipReason();
 const PREFIX = `raw${randomBytes(2).toString('hex')}`;
 let seq = 0;
 
-export const explain = (r: SecurityResult | undefined): string =>
+const explain = (r: SecurityResult | undefined): string =>
   r
     ? `${r.id}: ${r.verdict}: ${r.reason}\n  ${r.evidence.map((e) => `[${e.source} ${e.witness}${e.where ? ` @ ${e.where}` : ''}] ${e.detail.slice(0, 400)}`).join('\n  ')}`
     : 'did not run';
