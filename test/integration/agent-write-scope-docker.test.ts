@@ -4,6 +4,8 @@
  * path inside the container's workspace read-only), so not-applicable under ci and unenforced when the policy asks.
  */
 import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import createDockerBackend, { DEFAULT_LAB_DAEMON_ROOT, startLabDaemon, type DockerBackend, type LabDaemon } from '../../backends/docker/index.js';
@@ -26,12 +28,17 @@ let lab: LabSession | undefined;
 let daemon: LabDaemon | undefined;
 let run: RunContext | undefined;
 let backend: DockerBackend | undefined;
+let gvisor: DockerBackend | undefined;
+const HAVE_RUNSC = await access('/usr/bin/runsc', constants.X_OK).then(
+  () => true,
+  () => false,
+);
 
-async function runOn(id: string, policy: Policy = CI_POLICY): Promise<SecurityResult | undefined> {
-  if (!run || !backend) throw new Error('no run');
+async function runOn(id: string, policy: Policy = CI_POLICY, on = backend): Promise<SecurityResult | undefined> {
+  if (!run || !on) throw new Error('no run');
   const probe = securitySuite.find((p) => p.id === id);
   if (!probe) throw new Error(`${id} is not in the security suite`);
-  const { security } = await new Runner({ backend, policy, probes: [probe], run, concurrency: 1 }).run();
+  const { security } = await new Runner({ backend: on, policy, probes: [probe], run, concurrency: 1 }).run();
   return security.find((r) => r.id === id);
 }
 
@@ -42,6 +49,7 @@ describe.skipIf(SKIP !== undefined)(`docker-hardened: the agent write probes${SK
     run = await openRunContext(runId, { lab });
     backend = await createDockerBackend({ profile: 'docker-hardened', socketPath: daemon.socketPath, labNetnsPath: daemon.netnsPath, runId });
     await backend.preflight();
+    if (HAVE_RUNSC) gvisor = await createDockerBackend({ profile: 'gvisor', socketPath: daemon.socketPath, labNetnsPath: daemon.netnsPath, runId });
   }, 180_000);
 
   afterAll(async () => {
@@ -63,5 +71,11 @@ describe.skipIf(SKIP !== undefined)(`docker-hardened: the agent write probes${SK
     expect(na?.reason).toMatch(/read-only/);
     const asked = await runOn('write-protected-path', { ...CI_POLICY, files: { ...CI_POLICY.files, protected: ['.git/hooks'] } });
     expect(asked?.verdict, explain(asked)).toBe('unenforced');
+  });
+
+  it.skipIf(!HAVE_RUNSC)('gvisor: write-outside-scope held too (claimed from its settings: no read-write host bind)', async () => {
+    const r = await runOn('write-outside-scope', CI_POLICY, gvisor);
+    console.log(explain(r));
+    expect(r?.verdict, explain(r)).toBe('held');
   });
 });
