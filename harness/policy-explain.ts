@@ -39,5 +39,7 @@ export function explainPolicy(p: Policy): string {
     `  export volume, worst case: ${p.exports.maxFiles} files × ${n(p.exports.maxFileMb)} MB = ${n(b.exportFilesTimesSizeMb)} MB, capped at ${n(b.exportCapMb)} MB aggregate → ${n(b.exportWorstCaseMb)} MB`,
     `  output to the controller: ${b.outputCapBytes} bytes of stdout+stderr per execution, ${b.outputCapBytes * b.attempts} bytes over all attempts`,
     `  per execution: ${n(p.resources.cpus)} CPU, ${p.resources.memoryMb} MB memory, ${p.resources.processes} processes, ${p.resources.diskMb} MB temp disk, network ${p.network.mode}${p.network.mode === 'allowlist' ? ` (${p.network.allow.join(', ') || 'nothing'})` : ''}`,
+    `  writes: ${p.files.writeScope ? `only inside ${p.files.writeScope.join(', ')} (files.writeScope)` : 'no write scope asked (files.writeScope unset)'}`,
+    `  protected inside the workspace: ${p.files.protected && p.files.protected.length > 0 ? `${p.files.protected.join(', ')} (files.protected)` : 'nothing asked (files.protected unset)'}`,
   ].join('\n');
 }

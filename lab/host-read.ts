@@ -22,8 +22,9 @@ async function readHostFile(root: string, path: string): Promise<HostFileState> 
   const full = join(root, path);
   const st = await lstat(full).catch(() => undefined);
   if (!st) return { path, kind: 'missing' };
-  if (!st.isFile()) return { path, kind: 'other', dev: st.dev, ino: st.ino, note: st.isSymbolicLink() ? 'a symbolic link' : 'not a regular file' };
+  const mode = st.mode & 0o7777;
+  if (!st.isFile()) return { path, kind: 'other', dev: st.dev, ino: st.ino, mode, note: st.isSymbolicLink() ? 'a symbolic link' : 'not a regular file' };
   const bytes = await readNoFollow(full);
-  if (!bytes) return { path, kind: 'other', dev: st.dev, ino: st.ino, note: 'not readable' };
-  return { path, kind: 'file', dev: st.dev, ino: st.ino, size: st.size, sha256: createHash('sha256').update(bytes).digest('hex') };
+  if (!bytes) return { path, kind: 'other', dev: st.dev, ino: st.ino, mode, note: 'not readable' };
+  return { path, kind: 'file', dev: st.dev, ino: st.ino, mode, size: st.size, sha256: createHash('sha256').update(bytes).digest('hex') };
 }

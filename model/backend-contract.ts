@@ -9,6 +9,8 @@ export const RUN_MARKER = 'SANDCHECK_RUN';
 export const POLICY_ITEMS = [
   'files.hostPaths',
   'files.readOnlyInput',
+  'files.writeScope',
+  'files.protected',
   'network.egress',
   'resources.cpus',
   'resources.memoryMb',

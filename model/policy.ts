@@ -52,6 +52,23 @@ const HostPathPrefix = z
   .regex(/^\/(?:[^\0]*[^/\0])?$/, { error: 'expected an absolute host path without a trailing slash, such as /var/lib/mysandbox' })
   .refine((p) => !p.split('/').includes('..'), { error: 'expected a path without ".." components' });
 
+/** A root the box may write: its workspace, a temp directory of its own, or a host path prefix the policy grants. */
+export const WriteRoot = z.union([z.enum(['workspace', 'temp']), HostPathPrefix]).meta({
+  description:
+    "'workspace' (the box's workspace), 'temp' (a temp directory of the box's own, never the host's shared /tmp), or an absolute host path prefix the box may also write",
+});
+
+/** A path inside the workspace, relative to its root (a file or a directory). */
+export const WorkspacePath = z
+  .string({ error: 'expected a workspace-relative path such as .git/hooks' })
+  .min(1)
+  .max(256, { error: 'expected a path of at most 256 characters' })
+  .regex(/^[^/\0][^\0]*$/, { error: 'expected a path relative to the workspace, without a leading slash' })
+  .refine((p) => !p.split('/').some((c) => c === '..' || c === '.' || c === ''), { error: 'expected a path without "..", "." or empty components' });
+
+/** Paths inside a writable workspace that something runs later (git, shells, editors, agents): what `files.protected` names by default. */
+export const DEFAULT_PROTECTED_PATHS: readonly string[] = ['.git/hooks', '.git/config', '.bashrc', '.vscode/tasks.json', '.claude/settings.json'];
+
 /**
  * The box's posture as the host reads it from /proc/<pid> of the box's own program (never from the box's word).
  * Optional: a policy without it asks for none of these items.
@@ -85,6 +102,16 @@ export const PolicySchema = z
       readOnlyInput: z.boolean(),
       /** Host paths visible inside the box beyond the runtime itself. */
       hostPaths: z.enum(['none']),
+      /**
+       * The roots the box may write (the agent-sandbox contract): any host file outside them that changes or appears
+       * is a crossing. Unset: not asked.
+       */
+      writeScope: z.array(WriteRoot).min(1).max(64, { error: 'at most 64 entries' }).optional(),
+      /**
+       * Paths inside the writable workspace that must stay unwritten (persistence: git hooks and config, shell rc
+       * files, editor tasks, agent settings); a directory protects everything under it. Unset or empty: not asked.
+       */
+      protected: z.array(WorkspacePath).max(64, { error: 'at most 64 entries' }).optional(),
     }),
     network: z.strictObject({
       mode: z.enum(['off', 'allowlist']),

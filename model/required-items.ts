@@ -10,6 +10,10 @@ export function policyRequires(policy: Policy, item: PolicyItem): boolean {
   switch (item) {
     case 'files.readOnlyInput':
       return policy.files.readOnlyInput;
+    case 'files.writeScope':
+      return policy.files.writeScope !== undefined;
+    case 'files.protected':
+      return (policy.files.protected?.length ?? 0) > 0;
     case 'identity.unprivileged':
       return policy.identity.unprivileged;
     case 'lifecycle.freshEnvironment':

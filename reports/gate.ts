@@ -212,8 +212,11 @@ export const STRICTEST_FIRST: Readonly<Record<string, { item: PolicyItem; order:
   'posture.devices': { item: 'posture.devices', order: ['none', 'any'] },
 };
 
-/** Lists: `network.allow` and `posture.hostMounts` allow what they list (more = looser); `posture.namespaces` requires it (fewer = looser). */
-const LIST_FIELDS = ['network.allow', 'posture.namespaces', 'posture.hostMounts'] as const;
+/**
+ * Lists: `network.allow`, `posture.hostMounts` and `files.writeScope` allow what they list (more = looser; an unset
+ * write scope asks nothing); `posture.namespaces` and `files.protected` require it (fewer = looser).
+ */
+const LIST_FIELDS = ['network.allow', 'posture.namespaces', 'posture.hostMounts', 'files.writeScope', 'files.protected'] as const;
 /** Every policy field with a direction rule. */
 export const RULED_POLICY_FIELDS: readonly string[] = [
   ...Object.keys(HIGHER_IS_LOOSER),
@@ -231,6 +234,7 @@ function normalisedPolicy(p: Policy): Record<string, unknown> {
   return {
     ...p,
     resources: { ...p.resources, wallToleranceMs: p.resources.wallToleranceMs ?? 1000 },
+    files: { ...p.files, protected: p.files.protected ?? [] },
     posture: p.posture ?? POSTURE_UNASKED,
     isolation: p.isolation ?? { separateKernel: false },
   };
@@ -307,6 +311,44 @@ function listChange(
     };
   }
   const [xb, xh] = [strings(b), strings(h)];
+  if (field === 'files.writeScope') {
+    const item = 'files.writeScope' as const;
+    if (h === undefined) return { field, item, direction: 'looser', why: 'the write scope is no longer asked: the box may write anywhere it can' };
+    if (b === undefined) return { field, item, direction: 'tighter', why: `a write scope is now asked: ${listed(xh)}` };
+    const added = xh.filter((x) => !xb.includes(x));
+    const removed = xb.filter((x) => !xh.includes(x));
+    if (added.length)
+      return {
+        field,
+        item,
+        direction: 'looser',
+        why: `roots the box may write: added ${listed(added)}${removed.length ? `; removed ${listed(removed)}` : ''}`,
+      };
+    return {
+      field,
+      item,
+      direction: removed.length ? 'tighter' : 'changed',
+      why: removed.length ? `removed ${listed(removed)}` : 'the same roots, in another order',
+    };
+  }
+  if (field === 'files.protected') {
+    const item = 'files.protected' as const;
+    const dropped = xb.filter((x) => !xh.includes(x));
+    const added = xh.filter((x) => !xb.includes(x));
+    if (dropped.length)
+      return {
+        field,
+        item,
+        direction: 'looser',
+        why: `paths no longer protected: ${listed(dropped)}${added.length ? `; newly protected: ${listed(added)}` : ''}`,
+      };
+    return {
+      field,
+      item,
+      direction: added.length ? 'tighter' : 'changed',
+      why: added.length ? `newly protected: ${listed(added)}` : 'the same paths, in another order',
+    };
+  }
   if (field === 'posture.namespaces') {
     const item = 'posture.namespaces' as const;
     const dropped = xb.filter((x) => !xh.includes(x));

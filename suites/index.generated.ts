@@ -65,6 +65,8 @@ import { surviveTeardown } from '../probes/survive-teardown/probe.js';
 import { udpEgress } from '../probes/udp-egress/probe.js';
 import { wallClockSleep } from '../probes/wall-clock-sleep/probe.js';
 import { wallClockSpin } from '../probes/wall-clock-spin/probe.js';
+import { writeOutsideScope } from '../probes/write-outside-scope/probe.js';
+import { writeProtectedPath } from '../probes/write-protected-path/probe.js';
 import { zipSlip } from '../probes/zip-slip/probe.js';
 import { averageCopiedFromInput } from '../tasks/average-copied-from-input/probe.js';
 import { averageCorrect } from '../tasks/average-correct/probe.js';
@@ -177,6 +179,8 @@ export const builtInSpecs: readonly ProbeSpec[] = [
   udpEgress,
   wallClockSleep,
   wallClockSpin,
+  writeOutsideScope,
+  writeProtectedPath,
   zipSlip,
   averageCopiedFromInput,
   averageCorrect,

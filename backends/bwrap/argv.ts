@@ -38,6 +38,8 @@ export interface BoxPlan {
   tmpSizeBytes: number;
   /** Workspace-relative files bound read-only over themselves. */
   readOnlyFiles: readonly string[];
+  /** The protected-paths option: workspace-relative binds over themselves, in order (backends/bwrap/protected-paths.ts). */
+  protectedBinds?: readonly { rel: string; readOnly: boolean }[];
   extraBinds: readonly { src: string; dest: string; readOnly: boolean }[];
   /** Workspace-relative working directory ('' = /work). */
   cwd: string;
@@ -92,6 +94,7 @@ export function bwrapArgs(plan: BoxPlan): string[] {
   else a.push('--size', String(plan.tmpSizeBytes), '--tmpfs', '/tmp');
   a.push('--bind', plan.workHost, BOX_WORK);
   for (const rel of plan.readOnlyFiles) a.push('--ro-bind', posix.join(plan.workHost, rel), posix.join(BOX_WORK, rel));
+  for (const b of plan.protectedBinds ?? []) a.push(b.readOnly ? '--ro-bind' : '--bind', posix.join(plan.workHost, b.rel), posix.join(BOX_WORK, b.rel));
   if (plan.shareNetwork && plan.resolvConf !== undefined) a.push('--ro-bind', plan.resolvConf, '/etc/resolv.conf');
   for (const b of plan.extraBinds) a.push(b.readOnly ? '--ro-bind' : '--bind', b.src, b.dest);
   a.push('--chdir', plan.cwd === '' ? BOX_WORK : posix.join(BOX_WORK, plan.cwd));

@@ -26,6 +26,8 @@ const WORKSPACE_WORDS = { 'disk-image': 'sized ext4 image', tmpfs: 'sized tmpfs'
 const ALWAYS: readonly PolicyItem[] = [
   'files.hostPaths',
   'files.readOnlyInput',
+  // Binding a host tree read-write (extraBinds) keeps it claimed: write-outside-scope must catch it.
+  'files.writeScope',
   'identity.unprivileged',
   'identity.hostCredentials',
   'lifecycle.freshEnvironment',
@@ -66,6 +68,7 @@ export class BwrapBackend implements Backend {
       o.teardown === 'thorough' ? '' : 'launcher-tree teardown',
       o.downloadApi === 'lstat' ? '' : 'naive download API',
       o.readOnlyInputs === 'enforced' ? '' : 'read-only inputs ignored',
+      o.protectedPaths === 'read-only' ? '' : 'protected paths writable',
       o.misdeclare ? 'MISDECLARED: claims every policy item (positive controls only)' : '',
     ].filter(Boolean);
     this.description = `bubblewrap: namespaces, read-only /usr, ${WORKSPACE_WORDS[runtime.workspace]} workspace, setpriv to a dedicated uid, ${
@@ -103,6 +106,12 @@ export class BwrapBackend implements Backend {
             : cg.hierarchy.unavailable[limit],
       );
     }
+    claimUnless(
+      'files.protected',
+      o.protectedPaths === 'read-only'
+        ? undefined
+        : 'protected paths inside the workspace are not bound read-only (protectedPaths: off): the box may write git hooks, rc files and agent settings',
+    );
     claimUnless('resources.wallSeconds', o.wallClock ? undefined : "the backend's own wall clock is turned off in the backend options (wallClock: false)");
     claimUnless('output.maxBytes', o.outputCap ? undefined : "the backend's own output cap is turned off in the backend options (outputCap: false)");
     claimUnless(

@@ -31,6 +31,7 @@ import type { EnvCgroup } from './cgroups.js';
 import { inheritableFds, readIdentity, type ProcIdentity } from './host-proc.js';
 import { StatusReader } from './status.js';
 import { boxSeccompFilter } from './seccomp.js';
+import { protectedBinds, protectedPathsOf } from './protected-paths.js';
 import { getFile, putFile, removeEnvRoot, type EnvRoot, type Ownership } from './workspace.js';
 
 /** Every box process carries these (not secrets): the harness can find strays by them. */
@@ -150,7 +151,7 @@ export class BwrapEnvironment implements Environment {
     return members.filter((p) => p !== r.launcherPid && !(this.rt.opts.unsharePid && p === child));
   }
 
-  private plan(req: ExecRequest): BoxPlan {
+  private async plan(req: ExecRequest): Promise<BoxPlan> {
     const env: [string, string][] = [];
     for (const [k, v] of Object.entries(req.env ?? {})) {
       if (!ENV_NAME.test(k)) throw new SandcheckError('HARNESS', `invalid environment variable name "${k}"`);
@@ -170,6 +171,7 @@ export class BwrapEnvironment implements Environment {
       tmpHost: this.root.mounted ? this.root.tmp : undefined,
       tmpSizeBytes: this.policy.resources.diskMb * MIB,
       readOnlyFiles: [...this.readOnly],
+      ...(this.rt.opts.protectedPaths === 'read-only' ? { protectedBinds: (await protectedBinds(this.root.work, protectedPathsOf(this.policy))).binds } : {}),
       extraBinds: this.rt.opts.extraBinds,
       cwd: req.cwd ? segmentsOf(req.cwd).join('/') : '',
       env,
@@ -187,7 +189,7 @@ export class BwrapEnvironment implements Environment {
   async exec(req: ExecRequest): Promise<ExecResult> {
     this.assertUsable('exec');
     if (req.argv.length === 0) throw new SandcheckError('HARNESS', 'exec needs a non-empty argv');
-    const plan = this.plan(req);
+    const plan = await this.plan(req);
     if (req.signal.aborted) {
       return { exitCode: null, signal: null, startError: 'aborted before the box started', timedOut: false, oomKilled: false, outputTruncated: false };
     }

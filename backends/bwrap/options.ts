@@ -119,6 +119,13 @@ export const BwrapOptionsSchema = z
       .describe(
         "'enforced' (the fix): inputs marked readOnly stay root-owned, lose their write bits and are bound read-only over themselves at exec, so the box can neither write nor unlink, rename or replace them. 'ignored': they are put like any other input (owned by the box uid, writable, no bind). A deliberate weakening for positive controls; the backend keeps claiming files.readOnlyInput, so a probe has to catch it.",
       ),
+    /** See the description: 'off' leaves the persistence places of the workspace writable. */
+    protectedPaths: z
+      .enum(['read-only', 'off'])
+      .default('read-only')
+      .describe(
+        "'read-only' (the fix): at every exec, each path of the policy's files.protected (default: .git/hooks, .git/config, .bashrc, .vscode/tasks.json, .claude/settings.json) that exists in the workspace is bound read-only over itself, and its parent directories inside the workspace over themselves, so it can be neither written, replaced nor moved aside; files.protected is claimed. A path that does not exist (or reaches through a link) is not bound. 'off': no such binds, and files.protected is not claimed (unless misdeclare).",
+      ),
     /** DELIBERATELY BROKEN: see the description. For sandcheck's own positive controls, never for real use. */
     misdeclare: z
       .boolean()

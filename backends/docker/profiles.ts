@@ -195,6 +195,14 @@ export function derivedReasons(c: ContainerConfig, policy: Policy, gvisorRuntime
     reasons['resources.processes'] =
       "gVisor (runsc 2022) charges the sandbox's own host threads to the pids cgroup: a pids limit crashes the whole sandbox (exit 2) instead of refusing a fork, so none is set";
   }
+  if (h.Privileged) reasons['files.writeScope'] = 'Privileged: the box can mount and write host filesystems';
+  const writableBinds = [
+    ...(h.Binds ?? []).filter((b) => !/:(?:[^:]*,)?ro(?:,[^:]*)?$/.test(b)),
+    ...(h.Mounts ?? []).filter((m) => m.Type === 'bind' && m.ReadOnly !== true).map((m) => `${m.Source ?? '?'}:${m.Target}`),
+  ];
+  if (writableBinds.length > 0) reasons['files.writeScope'] ??= `host paths bound in read-write: ${writableBinds.join(', ')}`;
+  // The workspace is the container's own: nothing re-binds paths inside it read-only.
+  reasons['files.protected'] = 'the docker backend makes no path inside its workspace read-only (no read-only re-binds of .git/hooks, .git/config, rc files)';
   reasons['output.sanitized'] = NOT_SANITIZED;
   Object.assign(reasons, postureReasons(c, gvisor, hostBinds));
   return reasons;

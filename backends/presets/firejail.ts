@@ -20,6 +20,8 @@ export const firejail: PresetDefinition = {
         shape: 'one-shot',
         claims: ['files.hostPaths', 'files.readOnlyInput', 'identity.unprivileged', 'identity.hostCredentials', ...ADAPTER_CLAIMS],
         notClaimedReasons: {
+          'files.writeScope': "firejail's default profile keeps the host's /tmp and home writable",
+          'files.protected': "firejail's default profile makes no path inside the workspace read-only",
           'network.egress': 'firejail\'s default profile shares the caller\'s network ("net none" is commented out in default.profile)',
           'lifecycle.freshEnvironment': 'firejail\'s default profile keeps the host\'s /tmp and home ("private" and "private-tmp" are commented out)',
           'resources.memoryMb': "firejail's default profile sets no rlimit-as, and firejail removed --cgroup",

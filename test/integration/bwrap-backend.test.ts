@@ -251,6 +251,8 @@ describe(`bwrap backend: hardened profile, real bubblewrap${SKIP ? ` (skipped: $
       [
         'files.hostPaths',
         'files.readOnlyInput',
+        'files.writeScope',
+        'files.protected',
         'network.egress',
         'resources.cpus',
         'resources.memoryMb',

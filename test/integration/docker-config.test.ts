@@ -83,10 +83,13 @@ describe('docker container configuration: Docker key names, derived claims', () 
     expect(claims({ ReadonlyRootfs: false }).lost).toEqual(['resources.diskMb']);
     expect(claims({ Memory: 0, MemorySwap: 0 }).lost).toEqual(['resources.memoryMb']);
     expect(claims({ Binds: ['/etc:/host-etc:ro'] }).lost).toEqual(['files.hostPaths', 'posture.hostMounts']);
+    expect(claims({ Binds: ['/tmp:/tmp'] }).lost).toEqual(['files.hostPaths', 'files.writeScope', 'posture.hostMounts']);
+    expect(claims({ Binds: ['/tmp:/tmp'] }).reasons['files.writeScope']).toMatch(/read-write: \/tmp:\/tmp/);
     expect(claims({}, { User: '' }).lost).toEqual(['files.readOnlyInput', 'identity.unprivileged']);
     expect(claims({ Privileged: true }).lost).toEqual([
       'files.hostPaths',
       'files.readOnlyInput',
+      'files.writeScope',
       'identity.hostCredentials',
       'identity.unprivileged',
       'posture.capabilityBounding',
