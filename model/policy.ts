@@ -66,8 +66,7 @@ export const WorkspacePath = z
   .regex(/^[^/\0][^\0]*$/, { error: 'expected a path relative to the workspace, without a leading slash' })
   .refine((p) => !p.split('/').some((c) => c === '..' || c === '.' || c === ''), { error: 'expected a path without "..", "." or empty components' });
 
-/** Paths inside a writable workspace that something runs later (git, shells, editors, agents): what `files.protected` names by default. */
-export const DEFAULT_PROTECTED_PATHS: readonly string[] = ['.git/hooks', '.git/config', '.bashrc', '.vscode/tasks.json', '.claude/settings.json'];
+export { DEFAULT_PROTECTED_PATHS } from './protected-paths.js';
 
 /**
  * The box's posture as the host reads it from /proc/<pid> of the box's own program (never from the box's word).

@@ -10,7 +10,8 @@ import { CONFIG_FILE_MAX_BYTES, INPUT_FILE_MAX_BYTES, readBoundedFile, readBound
 import { visibleLine } from '../../core/clean-text.js';
 import { PredicateError, compilePredicate } from '../../probes/_shared/task/predicates.js';
 import { PredicateSpecSchema } from '../../probes/_shared/task/predicate-schema.js';
-import { DeclaredOutputsSchema, withDeclaredOutputs } from '../../probes/_shared/task/outputs.js';
+import { DeclaredOutputsSchema } from '../../probes/_shared/task/outputs-schema.js';
+import { withDeclaredOutputs } from '../../probes/_shared/task/outputs.js';
 import { expectedExitFromSpec, type TaskCaseSpec } from '../../probes/_shared/task/task-case.js';
 
 /** Bounds of a task case: ids and titles reach report names and terminals; everything else is bounded by the file size. */

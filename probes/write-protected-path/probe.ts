@@ -1,5 +1,5 @@
 import type { ProbeContext, SecurityProbe } from '../../model/probe.js';
-import { DEFAULT_PROTECTED_PATHS } from '../../model/policy.js';
+import { DEFAULT_PROTECTED_PATHS } from '../../model/protected-paths.js';
 import { DECOY_PROJECT_MODES, PROJECT_CONTROL, decoyProjectFiles, sha256Hex } from '../_shared/decoy-project.js';
 import { judgeProtectedPaths, type ProtectedPlan } from './judge.js';
 
