@@ -463,6 +463,13 @@ export class Runner {
   ): Promise<AnyResult> {
     const final = loop.final;
     if (!final) throw new SandcheckError('HARNESS', 'a task result without a final attempt');
+    if (task.needsWorkspaceListing && final.obs.workspace === undefined) {
+      return notApplicableTask(
+        task,
+        this.opts.policy,
+        "not judged: the case is decided by the files left in the box's workspace, and the host cannot list this backend's workspace (it is not on the host)",
+      );
+    }
     const verdict = loop.accepted ? 'accepted' : 'rejected';
     const asExpected = (verdict === 'accepted') === (task.expected === 'accept');
     const { exec } = final.obs;

@@ -276,6 +276,11 @@ export interface TaskCase extends ProbeCommon {
   policyItem: string;
   expected: ExpectedTaskVerdict;
   /**
+   * The case is judged only by what the host sees of the workspace (stray files beside the declared outputs): where
+   * the host cannot list a box's workspace (a daemon's volume, a module or remote box), it is not-applicable.
+   */
+  needsWorkspaceListing?: boolean;
+  /**
    * Candidate programs tried in order (generate → execute → observe → correct). Each attempt after
    * the first gets only limited diagnostics of the previous one in feedback.json.
    */

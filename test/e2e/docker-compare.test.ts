@@ -144,8 +144,14 @@ describe.skipIf(!isRoot || !hasDocker || !hasRunsc)(
       );
       expect(verdict(gv, 'fork-bomb')?.claimed).toBe(false);
       expect(def?.task.results.map((r) => r.id).sort()).toEqual(['average-correct', 'average-off-by-one']);
+      // The daemon's volume is not on the host: the one case judged by the workspace listing is not-applicable, said so.
+      const NOT_LISTED = /the host cannot list this backend's workspace/;
       for (const card of [def, hard, gv]) {
-        expect(card?.task.results.filter((r) => r.outcome !== 'as-expected').map((r) => `${card.task.backend.name} ${r.id}: ${r.reason}`)).toEqual([]);
+        expect(
+          card?.task.results
+            .filter((r) => r.outcome !== 'as-expected' && !(r.outcome === 'not-applicable' && NOT_LISTED.test(r.reason)))
+            .map((r) => `${card.task.backend.name} ${r.id}: ${r.reason}`),
+        ).toEqual([]);
       }
 
       const markdown = join(outs[0] ?? '', 'compare.md');

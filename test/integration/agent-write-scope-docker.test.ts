@@ -65,12 +65,12 @@ describe.skipIf(SKIP !== undefined)(`docker-hardened: the agent write probes${SK
     expect(r?.evidence.find((e) => e.witness === 'write-control')?.detail).toMatch(/ends in the payload's answer/);
   });
 
-  it('write-protected-path: not claimed, so not-applicable under ci and unenforced when the policy asks', async () => {
+  it('write-protected-path: not claimed, so not-applicable under ci; when the policy asks, run anyway and crossed — not claimed', async () => {
     const na = await runOn('write-protected-path');
     expect(na?.verdict, explain(na)).toBe('not-applicable');
     expect(na?.reason).toMatch(/read-only/);
     const asked = await runOn('write-protected-path', { ...CI_POLICY, files: { ...CI_POLICY.files, protected: ['.git/hooks'] } });
-    expect(asked?.verdict, explain(asked)).toBe('unenforced');
+    expect(`${asked?.verdict}, claimed ${asked?.claimed}`, explain(asked)).toBe('crossed, claimed false');
   });
 
   it.skipIf(!HAVE_RUNSC)('gvisor: write-outside-scope held too (claimed from its settings: no read-write host bind)', async () => {

@@ -90,12 +90,12 @@ describe.skipIf(SKIP !== undefined)(`write-protected-path${SKIP ? ` (skipped: ${
     expect(hostDiff(r)).toMatch(/\.git\/hooks\/pre-commit: .*bytes/);
   });
 
-  it('bwrap with protectedPaths off, claiming nothing: not-applicable under ci (the policy does not ask it), unenforced under the agent policy', async () => {
+  it('bwrap with protectedPaths off, claiming nothing: not-applicable under ci (the policy does not ask it); asked by the agent policy, run anyway and crossed — not claimed', async () => {
     const off = await runOn({ protectedPaths: 'off' }, 'write-protected-path');
     expect(off?.verdict, explain(off)).toBe('not-applicable');
     const agent: Policy = { ...CI_POLICY, files: { ...CI_POLICY.files, protected: ['.git/hooks', '.bashrc'] } };
     const asked = await runOn({ protectedPaths: 'off' }, 'write-protected-path', agent);
-    expect(asked?.verdict, explain(asked)).toBe('unenforced');
+    expect(`${asked?.verdict}, claimed ${asked?.claimed}`, explain(asked)).toBe('crossed, claimed false');
   });
 
   it('hardened bwrap (protectedPaths read-only): held, with the write to an ordinary workspace file landing on the host', async () => {
