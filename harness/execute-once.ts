@@ -15,6 +15,7 @@ import type { Policy } from '../model/policy.js';
 import type { Observation, ProbeContext, ProbeSpec } from '../model/probe.js';
 import { watchForProcess } from './process-watch.js';
 import { readDaemonEvents, type RunContext } from './run-context.js';
+import { describeTracked, ExecTracker } from './exec-tracker.js';
 
 /** What one execution needs from its runner. */
 export interface OnceSetting {
@@ -37,6 +38,11 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
   // Held until the box is gone: another run's disk-fill would count as this box's drop in free disk.
   const releaseHost =
     probe.kind === 'security' && probe.watchHost ? await acquireHostWatch(run.runId, once.setting.signal ? { signal: once.setting.signal } : {}) : undefined;
+  // The host's own record of this execution's processes, for the probes whose verdict rests on them.
+  const tracked =
+    probe.confirmStopped === true || probe.watchSurvivor === true || probe.sampleProcesses === true || probe.readsCgroup === true
+      ? new ExecTracker(ctx.nonce, survivor ? [survivor] : [])
+      : undefined;
   let createdAt = performance.now();
   const createdWallMs = Date.now();
   try {
@@ -50,10 +56,13 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
     const hostReadPaths = env.hostWorkspace ? probe.hostRead : undefined;
     const hostBefore = hostReadPaths && env.hostWorkspace ? await readHostFiles(env.hostWorkspace, hostReadPaths) : undefined;
     const execFrom = Date.now();
+    tracked?.start();
     const watch = survivor ? watchForProcess(survivor, { release: probe.releaseWhenSeen === 'marked' }) : undefined;
-    const exec = await execWithDeadline(once.setting, env, probe, ctx, how, createdAt, prepared).finally(() => watch?.stop());
+    const exec = await execWithDeadline(once.setting, env, probe, ctx, tracked ? { ...how, tracker: tracked } : how, createdAt, prepared).finally(() =>
+      watch?.stop(),
+    );
     const seenAlive = watch ? await watch.stop() : undefined;
-    const runningAfter = probe.confirmStopped ? await payloadStillRunning(ctx.nonce) : undefined;
+    const runningAfter = probe.confirmStopped ? await payloadStillRunning(ctx.nonce, 1000, tracked) : undefined;
     const wanted = typeof probe.artifacts === 'function' ? probe.artifacts(ctx) : probe.artifacts;
     const artifacts = wanted ? await env.getFiles(wanted, { maxBytesPerFile: policy.exports.maxFileMb * 1024 * 1024 }) : [];
     const hostAfter = hostReadPaths && env.hostWorkspace ? await readHostFiles(env.hostWorkspace, hostReadPaths) : undefined;
@@ -101,6 +110,7 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
         if (obs) obs.leftovers = left.items;
       }
     } finally {
+      tracked?.stop();
       await releaseHost?.();
     }
   }
@@ -121,8 +131,14 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
   obs.heartbeat = await watchHeartbeat(join(ctx.hostProbeDir, 'heartbeat'));
   // Only a payload told to leave a survivor names one (survivorName): the others skip the /proc scan.
   const survivors = survivor ? await findProcessesWithCmdline(survivor) : [];
-  killPids(survivors.map((p) => p.pid));
-  obs.survivors = survivors.map((p) => `process ${p.pid} (${p.command}) still ran after destroy; killed by the harness`);
+  // And by identity: every process the host tied to this execution while it ran, whatever its argv says now.
+  const byName = new Set(survivors.map((p) => p.pid));
+  const hidden = survivor && tracked ? (await stillAlive(tracked)).filter((t) => !byName.has(t.pid)) : [];
+  obs.survivors = [
+    ...survivors.map((p) => `process ${p.pid} (${p.command}) still ran after destroy; killed by the harness`),
+    ...hidden.map((t) => `process ${describeTracked(t)}, tied to this execution while it ran, still alive after destroy; killed by the harness`),
+  ];
+  killPids([...survivors.map((p) => p.pid), ...hidden.map((t) => t.pid)]);
   const usk = survivor ? obs.exec.userSpaceKernel : undefined;
   const after = usk ? await carriersAfterDestroy(usk) : undefined;
   if (after) {
@@ -130,4 +146,15 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
     killPids(after.filter((c) => c.running).map((c) => c.pid));
   }
   return obs;
+}
+
+/** Tracked processes still alive after destroy, given a second to finish dying (a stopped process is alive). */
+async function stillAlive(tracker: ExecTracker): Promise<ReturnType<ExecTracker['alive']>> {
+  const until = Date.now() + 1000;
+  let alive = tracker.alive();
+  while (alive.length > 0 && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 100));
+    alive = tracker.alive();
+  }
+  return alive;
 }
