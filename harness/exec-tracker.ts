@@ -36,6 +36,21 @@ function statOf(pid: number): Stat | undefined {
 
 const key = (pid: number, start: number): string => `${pid}:${start}`;
 
+/** The namespaces a box's program is placed in (never net: a run's boxes share the lab's). */
+const SCOPE_NAMESPACES = ['pid', 'mnt', 'ipc', 'uts'] as const;
+
+/** A process's namespaces and cgroups, each as one string ("mnt:[4026532201]", "cgroup 4:memory:/box"). */
+export function scopesOf(pid: number): string[] {
+  const ns = SCOPE_NAMESPACES.flatMap((n) => procLink(`/proc/${pid}/ns/${n}`) ?? []);
+  const cgroups = (procText(`/proc/${pid}/cgroup`) ?? '')
+    .split('\n')
+    .filter((l) => l.trim() !== '' && !l.endsWith(':/'))
+    .map((l) => `cgroup ${l}`);
+  return [...ns, ...cgroups];
+}
+
+let harnessScopes: Set<string> | undefined;
+
 /** The same process is alive (a stopped one, state T, counts; a zombie does not). */
 export function aliveSame(p: { pid: number; start: number }): boolean {
   const s = statOf(p.pid);
@@ -64,6 +79,10 @@ export class ExecTracker {
   private timer: NodeJS.Timeout | undefined;
   private readonly needles: Buffer[];
   private readonly own = new Set<number>();
+  /** Namespaces and cgroups of this execution's program that the harness is not in (candidates until checked). */
+  private readonly scopes = new Set<string>();
+  /** Scopes that held a process of something else: never used to find survivors. */
+  private readonly sharedScopes = new Set<string>();
 
   constructor(
     readonly nonce: string,
@@ -126,9 +145,62 @@ export class ExecTracker {
       const via = carried ?? (ancestors.some((a) => this.tracked.has(a)) ? 'descendant' : undefined);
       if (!via) continue;
       const command = (procBytes(`/proc/${pid}/cmdline`)?.toString('utf8') ?? '').replaceAll('\0', ' ').trim().slice(0, 120);
-      this.tracked.set(k, { pid, start: s.start, exe: exeBasename(procLink(`/proc/${pid}/exe`) ?? ''), command, via, ancestors });
+      const exe = exeBasename(procLink(`/proc/${pid}/exe`) ?? '');
+      this.tracked.set(k, { pid, start: s.start, exe, command, via, ancestors });
+      if (via !== 'descendant' && PAYLOAD_INTERPRETER.test(exe)) {
+        harnessScopes ??= new Set(scopesOf(process.pid));
+        for (const scope of scopesOf(pid)) if (!harnessScopes.has(scope)) this.scopes.add(scope);
+      }
     }
   }
+
+  /**
+   * Marks as shared every scope of the program that holds a process older than this execution and neither tracked
+   * nor named (the lab, a tool's own cgroup, a box that was there before): only the execution's own scopes may name
+   * survivors. Call while the box exists.
+   */
+  checkScopes(): void {
+    if (this.scopes.size === 0) return;
+    for (const pid of procPids()) {
+      const s = statOf(pid);
+      // Only what was there before this execution began betrays a scope shared with something else.
+      if (!s || this.own.has(pid) || s.state === 'Z' || s.start >= this.since) continue;
+      const k = key(pid, s.start);
+      if (this.tracked.has(k) || this.named.has(k)) continue;
+      for (const scope of scopesOf(pid)) if (this.scopes.has(scope)) this.sharedScopes.add(scope);
+    }
+  }
+
+  /**
+   * Processes alive now (a stopped one counts) in a namespace or cgroup of this execution's program that held nothing
+   * else, started since the tracker was made: found by where they are, whatever their argv or environment.
+   */
+  inScopes(keep: (exe: string) => boolean = () => true): TrackedProcess[] {
+    const mine = [...this.scopes].filter((x) => !this.sharedScopes.has(x));
+    if (mine.length === 0) return [];
+    const out: TrackedProcess[] = [];
+    for (const pid of procPids()) {
+      const s = statOf(pid);
+      if (!s || this.own.has(pid) || s.state === 'Z' || s.state === 'X' || s.start < this.since) continue;
+      const exe = exeBasename(procLink(`/proc/${pid}/exe`) ?? '');
+      if (!keep(exe)) continue;
+      const where = scopesOf(pid).find((x) => mine.includes(x));
+      if (where === undefined) continue;
+      const command = (procBytes(`/proc/${pid}/cmdline`)?.toString('utf8') ?? '').replaceAll('\0', ' ').trim().slice(0, 120);
+      out.push({
+        pid,
+        start: s.start,
+        exe,
+        command: `${command || exe}; in the box's ${where.split(' ')[0] === 'cgroup' ? where : `namespace ${where}`}`,
+        via: 'descendant',
+        ancestors: [],
+      });
+    }
+    return out;
+  }
+
+  /** The start tick of the newest process when the tracker was made: what starts later starts at or after it. */
+  private readonly since = Math.max(0, ...procPids().map((p) => statOf(p)?.start ?? 0));
 
   /** Whether a pid (as it is now) is this execution's: tracked, or an ancestor of a tracked carrier. */
   linked(pid: number): boolean {

@@ -62,6 +62,8 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
       watch?.stop(),
     );
     const seenAlive = watch ? await watch.stop() : undefined;
+    // While the box still exists: which of its program's namespaces and cgroups hold nothing else.
+    tracked?.checkScopes();
     const runningAfter = probe.confirmStopped ? await payloadStillRunning(ctx.nonce, 1000, tracked) : undefined;
     const wanted = typeof probe.artifacts === 'function' ? probe.artifacts(ctx) : probe.artifacts;
     const artifacts = wanted ? await env.getFiles(wanted, { maxBytesPerFile: policy.exports.maxFileMb * 1024 * 1024 }) : [];
@@ -131,8 +133,9 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
   obs.heartbeat = await watchHeartbeat(join(ctx.hostProbeDir, 'heartbeat'));
   // Only a payload told to leave a survivor names one (survivorName): the others skip the /proc scan.
   const survivors = survivor ? await findProcessesWithCmdline(survivor) : [];
-  // And by identity: every process the host tied to this execution while it ran, whatever its argv says now.
   const byName = new Set(survivors.map((p) => p.pid));
+  // And by identity and place: every process the host tied to this execution while it ran, whatever its argv says
+  // now, and any process in a namespace or cgroup of this execution's program alone.
   const hidden = survivor && tracked ? (await stillAlive(tracked)).filter((t) => !byName.has(t.pid)) : [];
   obs.survivors = [
     ...survivors.map((p) => `process ${p.pid} (${p.command}) still ran after destroy; killed by the harness`),
@@ -148,13 +151,18 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
   return obs;
 }
 
-/** Tracked processes still alive after destroy, given a second to finish dying (a stopped process is alive). */
+/** Tracked processes and processes in the program's own scopes still alive after destroy, given a second to finish dying. */
 async function stillAlive(tracker: ExecTracker): Promise<ReturnType<ExecTracker['alive']>> {
+  const look = () => {
+    const alive = tracker.alive();
+    const pids = new Set(alive.map((t) => t.pid));
+    return [...alive, ...tracker.inScopes().filter((t) => !pids.has(t.pid))];
+  };
   const until = Date.now() + 1000;
-  let alive = tracker.alive();
+  let alive = look();
   while (alive.length > 0 && Date.now() < until) {
     await new Promise((r) => setTimeout(r, 100));
-    alive = tracker.alive();
+    alive = look();
   }
   return alive;
 }

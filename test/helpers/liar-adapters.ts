@@ -16,9 +16,12 @@ import type { Policy } from '../../model/policy.js';
  *   arguments in its argv) instead of the payload; the counters claim every limit acted.
  * - innocent-pids-bare: the same, the innocent's argv holding nothing of the execution.
  * - blank-survivors: on destroy, every process of its boxes still alive has its argv blanked and is SIGSTOPped.
+ * - hidden-daemon: the box has a mount namespace of its own; a program it runs that names a survivor gets a decoy
+ *   of that name (killed on destroy) while the real one runs with neither the name nor any environment, and is
+ *   SIGSTOPped on destroy.
  * - fake-timeout: at the wall it reports a kill (SIGKILL, timed out), blanks the program's argv and lets it run on.
  */
-export type LiarTrick = 'innocent-pids' | 'innocent-pids-bare' | 'blank-survivors' | 'fake-timeout';
+export type LiarTrick = 'innocent-pids' | 'innocent-pids-bare' | 'blank-survivors' | 'fake-timeout' | 'hidden-daemon';
 
 const MiB = 2 ** 20;
 const V1 = '/sys/fs/cgroup/memory';
@@ -65,6 +68,15 @@ export function liarProcesses(id: string): number[] {
   return procPids().filter((pid) => pid !== process.pid && (procBytes(`/proc/${pid}/environ`)?.includes(needle) ?? false));
 }
 
+/** The real programs hidden-daemon ran without a name, while they still run the survivor's code. */
+export function hiddenPids(id: string): number[] {
+  return (procText(join(tmpdir(), `${id}.pids`)) ?? '')
+    .split('\n')
+    .filter((l) => /^\d+$/.test(l))
+    .map(Number)
+    .filter((pid) => procBytes(`/proc/${pid}/cmdline`)?.includes('heartbeat') ?? false);
+}
+
 const kill = (pids: readonly number[], signal: NodeJS.Signals): void => {
   for (const pid of pids) {
     try {
@@ -94,9 +106,32 @@ export class LiarBackend implements Backend {
   }
   /** SIGKILL every process any of its environments left (stopped ones included). */
   cleanUp(): void {
-    for (const id of this.made) kill(liarProcesses(id), 'SIGKILL');
+    for (const id of this.made) {
+      kill(liarProcesses(id), 'SIGKILL');
+      kill(hiddenPids(id), 'SIGKILL');
+      rmSync(join(tmpdir(), `${id}.pids`), { force: true });
+    }
   }
 }
+
+/**
+ * Loaded by the box's python (sitecustomize): an exec whose argv names a survivor starts a decoy of that name and
+ * runs the real program without the name and with an empty environment, its pid left for the adapter.
+ */
+const HIDE_DAEMON = `
+import os, subprocess, sys
+_execv = os.execv
+def execv(path, argv):
+    named = [a for a in argv if a.startswith("sandcheck-survivor-")]
+    if named:
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", named[0]], start_new_session=True,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(os.environ["LIAR_PIDS"], "a") as f:
+            f.write("%d\\n" % os.getpid())
+        os.execve(path, [a for a in argv if not a.startswith("sandcheck-survivor-")], {})
+    _execv(path, argv)
+os.execv = execv
+`;
 
 let seq = 0;
 class LiarEnv implements Environment {
@@ -127,12 +162,26 @@ class LiarEnv implements Environment {
   async getFiles(paths: readonly string[]): Promise<GotFile[]> {
     return paths.map((path) => ({ path, kind: 'missing' as const, size: 0 }));
   }
+  private get hideDir(): string {
+    return join(this.dir, '.liar');
+  }
   async hostPids(): Promise<number[]> {
     const named = this.trick.startsWith('innocent-pids') ? this.innocent?.pid : this.child?.pid;
     return named === undefined ? [] : processTree(named);
   }
   exec(req: ExecRequest): Promise<ExecResult> {
-    const env = { PATH: '/usr/bin:/bin', HOME: this.dir, ...req.env, [LIAR_ENV]: this.id };
+    const hide = this.trick === 'hidden-daemon';
+    if (hide) {
+      mkdirSync(this.hideDir, { recursive: true });
+      writeFileSync(join(this.hideDir, 'sitecustomize.py'), HIDE_DAEMON);
+    }
+    const env = {
+      PATH: '/usr/bin:/bin',
+      HOME: this.dir,
+      ...req.env,
+      [LIAR_ENV]: this.id,
+      ...(hide ? { PYTHONPATH: this.hideDir, LIAR_PIDS: join(tmpdir(), `${this.id}.pids`) } : {}),
+    };
     if (this.trick.startsWith('innocent-pids')) {
       const shown = this.trick === 'innocent-pids' ? req.argv.slice(2) : [];
       // The innocent: the execution's arguments in its argv, nobody's uid, tight cgroups, and nothing to do.
@@ -145,7 +194,11 @@ class LiarEnv implements Environment {
         stdio: 'ignore',
       });
     }
-    const child = spawn('/usr/bin/python3', req.argv.slice(1), { cwd: this.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // hidden-daemon: a mount namespace of the box's own, as a sandbox would give it.
+    const [cmd, argv] = hide
+      ? ['/usr/bin/unshare', ['--mount', '--propagation', 'private', '/usr/bin/python3', ...req.argv.slice(1)]]
+      : ['/usr/bin/python3', req.argv.slice(1)];
+    const child = spawn(cmd, argv, { cwd: this.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     child.stdout.on('data', (c: Buffer) => req.stdout.write(c));
     child.stderr.on('data', (c: Buffer) => req.stderr.write(c));
@@ -166,7 +219,10 @@ class LiarEnv implements Environment {
   }
   async destroy(): Promise<{ items: string[] }> {
     const left = liarProcesses(this.id);
-    if (this.trick === 'blank-survivors') {
+    if (this.trick === 'hidden-daemon') {
+      kill(left, 'SIGKILL');
+      kill(hiddenPids(this.id), 'SIGSTOP');
+    } else if (this.trick === 'blank-survivors') {
       // What is still alive is hidden, not killed: no argv to find it by, no heartbeat to see it by.
       for (const pid of left) blankArgv(pid);
       kill(left, 'SIGSTOP');

@@ -11,7 +11,7 @@ import { postureNamespaces } from '../../probes/posture-namespaces/probe.js';
 import { surviveTeardown } from '../../probes/survive-teardown/probe.js';
 import { wallClockSleep } from '../../probes/wall-clock-sleep/probe.js';
 import { wallClockSpin } from '../../probes/wall-clock-spin/probe.js';
-import { LiarBackend, liarsUsable, liarProcesses } from '../helpers/liar-adapters.js';
+import { hiddenPids, LiarBackend, liarsUsable, liarProcesses } from '../helpers/liar-adapters.js';
 
 /**
  * Module adapters that pass for a sandbox and lie about one thing each (test/helpers/liar-adapters.ts). Each runs the
@@ -69,6 +69,16 @@ describe.skipIf(!liarsUsable)('a lying adapter earns no held on what it lied abo
     expect(r?.evidence.some((e) => e.source === 'outside' && /stopped|still ran after destroy/.test(e.detail))).toBe(true);
     liar.cleanUp();
     for (const id of liar.made) expect(liarProcesses(id)).toEqual([]);
+  }, 120_000);
+
+  it('a decoy survivor for the watch, the real daemon run with neither name nor environment and SIGSTOPped: crossed, found in the mount namespace of the box', async () => {
+    const liar = new LiarBackend('hidden-daemon');
+    made.push(liar);
+    const [r] = await run(liar, [surviveTeardown]);
+    expect(`${r?.verdict}: ${r?.reason}`).toMatch(/^crossed: /);
+    expect(r?.evidence.some((e) => e.source === 'outside' && /in the box's namespace mnt:/.test(e.detail))).toBe(true);
+    for (const id of liar.made) expect(hiddenPids(id)).toEqual([]);
+    liar.cleanUp();
   }, 120_000);
 
   it('a timeout reported (SIGKILL) while the program runs on, its argv blanked: neither wall-clock probe is held', async () => {
