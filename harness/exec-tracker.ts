@@ -72,6 +72,8 @@ export function stateOf(pid: number): string | undefined {
 export class ExecTracker {
   private readonly tracked = new Map<string, TrackedProcess>();
   private readonly named = new Set<string>();
+  /** What each named process was when first named (its via is unused). */
+  private readonly namedSeen = new Map<string, TrackedProcess>();
   /** Interpreter processes of this execution found unnamed after a hostPids answer, with how many answers missed them. */
   private readonly misses = new Map<string, number>();
   private readonly unnamedKeys = new Set<string>();
@@ -93,9 +95,27 @@ export class ExecTracker {
     for (let pid: number | undefined = process.pid; pid !== undefined && pid > 1 && !this.own.has(pid); pid = statOf(pid)?.ppid) this.own.add(pid);
   }
 
-  start(intervalMs = POLL_MS): this {
-    this.scan();
-    this.timer = setInterval(() => this.scan(), intervalMs);
+  /**
+   * Polls /proc; with `names` (the adapter's hostPids) also records what the adapter names on every tick, for a
+   * probe that samples nothing else (the wall-clock ones): a named interpreter process is then looked for too.
+   */
+  start(intervalMs = POLL_MS, names?: () => Promise<number[]>): this {
+    let busy = false;
+    const tick = (): void => {
+      // A scan the sampler's own check just made (noteNamed) is not made again.
+      if (!names) {
+        if (Date.now() - this.lastScan >= intervalMs / 2) this.scan();
+        return;
+      }
+      if (busy) return;
+      busy = true;
+      void names()
+        .then((pids) => this.noteNamed(pids))
+        .catch(() => this.scan())
+        .finally(() => (busy = false));
+    };
+    tick();
+    this.timer = setInterval(tick, intervalMs);
     this.timer.unref();
     return this;
   }
@@ -126,8 +146,13 @@ export class ExecTracker {
     return out;
   }
 
+  private lastScan = 0;
+  /** Ancestors (pid:start) of the processes that carried a needle themselves: named ones count as the box's. */
+  private readonly carrierAncestors = new Set<string>();
+
   /** One pass over /proc: new carriers and new descendants of tracked processes. */
   scan(): void {
+    this.lastScan = Date.now();
     const stats = new Map<number, Stat>();
     for (const pid of procPids()) {
       const s = statOf(pid);
@@ -147,6 +172,7 @@ export class ExecTracker {
       const command = (procBytes(`/proc/${pid}/cmdline`)?.toString('utf8') ?? '').replaceAll('\0', ' ').trim().slice(0, 120);
       const exe = exeBasename(procLink(`/proc/${pid}/exe`) ?? '');
       this.tracked.set(k, { pid, start: s.start, exe, command, via, ancestors });
+      if (via !== 'descendant') for (const a of ancestors) this.carrierAncestors.add(a);
       if (via !== 'descendant' && PAYLOAD_INTERPRETER.test(exe)) {
         harnessScopes ??= new Set(scopesOf(process.pid));
         for (const scope of scopesOf(pid)) if (!harnessScopes.has(scope)) this.scopes.add(scope);
@@ -207,9 +233,7 @@ export class ExecTracker {
     const s = statOf(pid);
     if (!s) return false;
     const k = key(pid, s.start);
-    if (this.tracked.has(k)) return true;
-    for (const t of this.tracked.values()) if (t.via !== 'descendant' && t.ancestors.includes(k)) return true;
-    return false;
+    return this.tracked.has(k) || this.carrierAncestors.has(k);
   }
 
   /**
@@ -225,6 +249,10 @@ export class ExecTracker {
       if (!s) continue;
       const k = key(pid, s.start);
       this.named.add(k);
+      if (!this.namedSeen.has(k) && this.namedSeen.size < MAX_TRACKED) {
+        const command = (procBytes(`/proc/${pid}/cmdline`)?.toString('utf8') ?? '').replaceAll('\0', ' ').trim().slice(0, 120);
+        this.namedSeen.set(k, { pid, start: s.start, exe: exeBasename(procLink(`/proc/${pid}/exe`) ?? ''), command, via: 'descendant', ancestors: [] });
+      }
       if (this.linked(pid)) linked.push(pid);
       else if (this.unlinked.size < 16 && !this.unlinked.has(k)) {
         const command = (procBytes(`/proc/${pid}/cmdline`)?.toString('utf8') ?? '').replaceAll('\0', ' ').trim().slice(0, 80);
@@ -276,6 +304,11 @@ export class ExecTracker {
   /** Tracked processes still alive now (same pid and start; a stopped one counts). */
   alive(keep: (t: TrackedProcess) => boolean = () => true): TrackedProcess[] {
     return this.processes(keep).filter(aliveSame);
+  }
+
+  /** Processes the adapter named while the box ran that are still alive now (same pid and start). */
+  namedAlive(keep: (t: TrackedProcess) => boolean = () => true): TrackedProcess[] {
+    return [...this.namedSeen.values()].filter((t) => keep(t) && aliveSame(t));
   }
 }
 

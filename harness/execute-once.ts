@@ -56,7 +56,9 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
     const hostReadPaths = env.hostWorkspace ? probe.hostRead : undefined;
     const hostBefore = hostReadPaths && env.hostWorkspace ? await readHostFiles(env.hostWorkspace, hostReadPaths) : undefined;
     const execFrom = Date.now();
-    tracked?.start();
+    // A probe that samples nothing else asks the adapter's pids itself: a named program must be gone too.
+    const names = probe.confirmStopped === true && probe.sampleProcesses !== true && env.hostPids ? env.hostPids.bind(env) : undefined;
+    tracked?.start(undefined, names);
     const watch = survivor ? watchForProcess(survivor, { release: probe.releaseWhenSeen === 'marked' }) : undefined;
     const exec = await execWithDeadline(once.setting, env, probe, ctx, tracked ? { ...how, tracker: tracked } : how, createdAt, prepared).finally(() =>
       watch?.stop(),

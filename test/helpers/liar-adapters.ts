@@ -20,8 +20,10 @@ import type { Policy } from '../../model/policy.js';
  *   of that name (killed on destroy) while the real one runs with neither the name nor any environment, and is
  *   SIGSTOPped on destroy.
  * - fake-timeout: at the wall it reports a kill (SIGKILL, timed out), blanks the program's argv and lets it run on.
+ * - fake-timeout-hidden: the same, the program started with its arguments in a file (no nonce in argv, ever) and
+ *   named honestly in hostPids.
  */
-export type LiarTrick = 'innocent-pids' | 'innocent-pids-bare' | 'blank-survivors' | 'fake-timeout' | 'hidden-daemon';
+export type LiarTrick = 'innocent-pids' | 'innocent-pids-bare' | 'blank-survivors' | 'fake-timeout' | 'fake-timeout-hidden' | 'hidden-daemon';
 
 const MiB = 2 ** 20;
 const V1 = '/sys/fs/cgroup/memory';
@@ -133,6 +135,10 @@ def execv(path, argv):
 os.execv = execv
 `;
 
+/** The payload run with its arguments read from a file: its argv never holds the nonce. */
+const FROM_FILE =
+  "import sys; sys.argv = ['payload.py', open('.liar-args').read()]; exec(compile(open('payload.py').read(), 'payload.py', 'exec'), {'__name__': '__main__'})";
+
 let seq = 0;
 class LiarEnv implements Environment {
   readonly id = `liar${process.pid}-${++seq}`;
@@ -195,16 +201,20 @@ class LiarEnv implements Environment {
       });
     }
     // hidden-daemon: a mount namespace of the box's own, as a sandbox would give it.
+    const viaFile = this.trick === 'fake-timeout-hidden';
+    if (viaFile) writeFileSync(join(this.dir, '.liar-args'), req.argv[2] ?? '{}');
     const [cmd, argv] = hide
       ? ['/usr/bin/unshare', ['--mount', '--propagation', 'private', '/usr/bin/python3', ...req.argv.slice(1)]]
-      : ['/usr/bin/python3', req.argv.slice(1)];
+      : viaFile
+        ? ['/usr/bin/python3', ['-c', FROM_FILE]]
+        : ['/usr/bin/python3', req.argv.slice(1)];
     const child = spawn(cmd, argv, { cwd: this.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     child.stdout.on('data', (c: Buffer) => req.stdout.write(c));
     child.stderr.on('data', (c: Buffer) => req.stderr.write(c));
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
-        if (this.trick !== 'fake-timeout') return void child.kill('SIGKILL');
+        if (!this.trick.startsWith('fake-timeout')) return void child.kill('SIGKILL');
         // A kill reported, none sent: the program runs on, its argv blanked.
         for (const pid of liarProcesses(this.id)) blankArgv(pid);
         resolve({ exitCode: null, signal: 'SIGKILL', timedOut: true, oomKilled: false, outputTruncated: false });

@@ -89,4 +89,13 @@ describe.skipIf(!liarsUsable)('a lying adapter earns no held on what it lied abo
     expect(verdicts(rs.filter((r) => r.verdict === 'held'))).toEqual([]);
     for (const r of rs) expect(`${r.id}: ${r.verdict}: ${r.reason}`).toMatch(/still saw the payload running/);
   }, 180_000);
+
+  it('a timeout reported while the program runs on, its arguments passed in a file (no nonce in argv), named in hostPids: no held', async () => {
+    const liar = new LiarBackend('fake-timeout-hidden');
+    made.push(liar);
+    const rs = await run(liar, [wallClockSleep, wallClockSpin]);
+    expect(rs).toHaveLength(2);
+    expect(verdicts(rs.filter((r) => r.verdict === 'held'))).toEqual([]);
+    for (const r of rs) expect(`${r.id}: ${r.verdict}: ${r.reason}`).toMatch(/^[^:]+: inconclusive: .*still saw the payload running/);
+  }, 180_000);
 });
