@@ -11,6 +11,8 @@ import { postureNamespaces } from '../../probes/posture-namespaces/probe.js';
 import { surviveTeardown } from '../../probes/survive-teardown/probe.js';
 import { wallClockSleep } from '../../probes/wall-clock-sleep/probe.js';
 import { wallClockSpin } from '../../probes/wall-clock-spin/probe.js';
+import { securitySuite } from '../../suites/index.js';
+import { hostUntestableEscapes } from '../helpers/host-facts.js';
 import { hiddenPids, LiarBackend, liarsUsable, liarProcesses } from '../helpers/liar-adapters.js';
 
 /**
@@ -48,6 +50,19 @@ describe.skipIf(!liarsUsable)('a lying adapter earns no held on what it lied abo
     const uid = rs.find((r) => r.id === 'identity-uid');
     expect(`${uid?.verdict}: ${uid?.reason}`).toMatch(/^inconclusive: the host found this execution's program running in .*the adapter did not name/);
   }, 180_000);
+
+  it('the same liar through every local probe of the security suite (as the process control runs it): no held anywhere', async () => {
+    // As test/integration/process-backend.test.ts selects them: the payload runs unconfined, so nothing may hold.
+    const untestable = hostUntestableEscapes();
+    const local = securitySuite.filter(
+      (p) => p.category !== 'network' && p.enforcedBy !== 'exporter' && p.id !== 'cpu-quota' && p.id !== 'kernel-identity' && !untestable.has(p.id),
+    );
+    const liar = new LiarBackend('innocent-pids');
+    made.push(liar);
+    const rs = await run(liar, local);
+    expect(rs).toHaveLength(local.length);
+    expect(verdicts(rs.filter((r) => r.verdict === 'held'))).toEqual([]);
+  }, 400_000);
 
   it('hostPids names an innocent python with nothing of the execution in its argv: never sampled, and no held', async () => {
     const liar = new LiarBackend('innocent-pids-bare');
