@@ -100,8 +100,10 @@ export class ExecTracker {
    * probe that samples nothing else (the wall-clock ones): a named interpreter process is then looked for too.
    */
   start(intervalMs = POLL_MS, names?: () => Promise<number[]>): this {
+    this.names = names;
     let busy = false;
     const tick = (): void => {
+      const names = this.names;
       // A scan the sampler's own check just made (noteNamed) is not made again.
       if (!names) {
         if (Date.now() - this.lastScan >= intervalMs / 2) this.scan();
@@ -118,6 +120,11 @@ export class ExecTracker {
     this.timer = setInterval(tick, intervalMs);
     this.timer.unref();
     return this;
+  }
+
+  /** No more hostPids calls (the exec is over: the adapter is not asked while it destroys the box); /proc scans go on. */
+  stopAsking(): void {
+    this.names = undefined;
   }
 
   stop(): void {
@@ -147,6 +154,7 @@ export class ExecTracker {
   }
 
   private lastScan = 0;
+  private names: (() => Promise<number[]>) | undefined;
   /** Ancestors (pid:start) of the processes that carried a needle themselves: named ones count as the box's. */
   private readonly carrierAncestors = new Set<string>();
 

@@ -67,6 +67,7 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
     // While the box still exists: which of its program's namespaces and cgroups hold nothing else.
     tracked?.checkScopes();
     const runningAfter = probe.confirmStopped ? await payloadStillRunning(ctx.nonce, 1000, tracked) : undefined;
+    tracked?.stopAsking();
     const wanted = typeof probe.artifacts === 'function' ? probe.artifacts(ctx) : probe.artifacts;
     const artifacts = wanted ? await env.getFiles(wanted, { maxBytesPerFile: policy.exports.maxFileMb * 1024 * 1024 }) : [];
     const hostAfter = hostReadPaths && env.hostWorkspace ? await readHostFiles(env.hostWorkspace, hostReadPaths) : undefined;
