@@ -8,7 +8,7 @@ function code(err: unknown): string | undefined {
 }
 
 /** The files a run may write straight into `--out`: each must be absent or a regular file of the caller's. */
-export const OUT_FILES = ['security.json', 'task.json', 'security.junit.xml', 'task.junit.xml', 'security.sarif', 'run-journal.jsonl'] as const;
+export const OUT_FILES = ['security.json', 'task.json', 'security.junit.xml', 'task.junit.xml', 'security.sarif', 'report.html', 'run-journal.jsonl'] as const;
 
 /** Every prefix of the path as written: `a/b/c` → a, a/b, a/b/c; `/x/y` → /x, /x/y. */
 function prefixes(dir: string): string[] {
