@@ -22,7 +22,8 @@ export const LEGEND: readonly LegendEntry[] = [
   {
     verdict: 'unenforced',
     card: 'security',
-    means: 'the policy requires the item and the backend does not claim to enforce it; its probe was not run (JUnit: failure)',
+    means:
+      'the policy requires the item, the backend does not claim it, and its probe was not run (--trust-claims, or a network probe whose box the host cannot place) (JUnit: failure)',
     todo: 'a failure: enforce and claim the item, or change the policy if it asks for too much',
   },
   {
@@ -54,7 +55,7 @@ export const LEGEND: readonly LegendEntry[] = [
     verdict: 'false-claim',
     card: 'security',
     means: 'the backend claims to enforce the policy item and its probe crossed or was inconclusive',
-    todo: 'fix the control, or stop claiming the item (then it is unenforced, still a failure where the policy requires it)',
+    todo: 'fix the control, or stop claiming the item (its probe still runs: crossed — not claimed is a failure too where the policy requires it)',
   },
   {
     verdict: 'as-expected',
@@ -118,8 +119,8 @@ export function securityTodo(r: SecurityResult, card: SecurityScorecard): string
         ...waived,
         `Fix: ${r.remediation}`,
         claim === 'false claim'
-          ? `${card.backend.name} claims to enforce ${r.policyItem}: this is a FALSE CLAIM. Fix the control, or stop claiming it (the probe then comes out unenforced, still a failure where the policy requires it).`
-          : `${card.backend.name} does not claim ${r.policyItem}: enforce it, or change the policy if it should not ask for it.`,
+          ? `${card.backend.name} claims to enforce ${r.policyItem}: this is a FALSE CLAIM. Fix the control, or stop claiming it (the probe still runs: crossed — not claimed is a failure too where the policy requires it).`
+          : `crossed — not claimed: ${card.backend.name} does not claim ${r.policyItem}, and the probe, run anyway, crossed. Enforce it, or change the policy if it should not ask for it.`,
         again,
       ];
     case 'unenforced':
