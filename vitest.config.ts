@@ -35,6 +35,7 @@ const FAST_HOST = [
   'test/e2e/gate.test.ts',
   'test/e2e/labels-compare.test.ts',
   'test/e2e/list-threats.test.ts',
+  'test/e2e/non-root.test.ts',
   'test/e2e/report-html-cards.test.ts',
   // alone (below)
   'test/integration/process-backend.test.ts',

@@ -58,10 +58,14 @@ async function chosenBackend(opts: { backend?: string; backendConfig?: string })
     const chosen = await defaultBackend(await backendOptionsFrom(opts));
     const name = chosen.backend.name;
     await chosen.backend.dispose?.().catch(() => undefined);
+    // Falling back to the control is not ready: it isolates nothing (and `run` refuses it in CI).
     return {
       name,
-      status: 'ok',
-      detail: chosen.fallbackReason ? 'bwrap does not work here: `run` falls back to the unsandboxed process control' : 'bwrap works here',
+      status: chosen.fallbackReason ? 'missing' : 'ok',
+      detail: chosen.fallbackReason
+        ? 'bwrap does not work here: `run` would fall back to the unsandboxed process control, which tests nothing (refused in CI; ask for it with --backend process)'
+        : 'bwrap works here',
+      ...(chosen.fallbackReason ? { hint: 'as root: npm run setup (bwrap, cgroups); or pass --backend process to test the control on purpose' } : {}),
       ...(chosen.fallbackReason ? { fallbackFrom: { name: 'bwrap', reason: visibleLine(chosen.fallbackReason) } } : {}),
     };
   }
@@ -117,7 +121,7 @@ export function doctorText(report: DoctorReport): string {
     `chosen: ${line(report.chosen, width)}${fallback}`,
     report.ok
       ? 'ok: the chosen backend and the lab work'
-      : `NOT READY: ${report.chosen.status !== 'ok' ? `backend ${report.chosen.name}` : ''}${report.chosen.status !== 'ok' && report.lab.status !== 'ok' ? ' and ' : ''}${report.lab.status !== 'ok' ? 'the lab' : ''} cannot work here (exit ${report.exitCode})`,
+      : `NOT READY: ${report.chosen.status !== 'ok' ? (report.chosen.fallbackFrom ? `the default backend ${report.chosen.fallbackFrom.name} (run would fall back to the unsandboxed ${report.chosen.name} control)` : `backend ${report.chosen.name}`) : ''}${report.chosen.status !== 'ok' && report.lab.status !== 'ok' ? ' and ' : ''}${report.lab.status !== 'ok' ? 'the lab' : ''} cannot work here (exit ${report.exitCode})`,
   );
   return `${lines.join('\n')}\n`;
 }

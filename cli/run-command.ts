@@ -80,6 +80,12 @@ export interface RunCommandOptions {
 }
 
 /** `sandcheck run`: checks every input before anything starts, runs the suite, prints the summary, writes the reports (and a sign-off bundle). */
+/** CI services set CI (GitHub Actions, GitLab, most others); `CI=false` or `CI=0` says it is not one. */
+export function inCi(env: NodeJS.ProcessEnv): boolean {
+  const v = env['CI'];
+  return v !== undefined && v !== '' && v !== '0' && v.toLowerCase() !== 'false';
+}
+
 export async function runCommand(opts: RunCommandOptions): Promise<number> {
   const policy = await loadPolicy(opts.policy);
   if (opts.label !== undefined) cleanLabel(opts.label);
@@ -124,6 +130,14 @@ export async function runCommand(opts: RunCommandOptions): Promise<number> {
       // The file goes to the backend that runs, the default one too: checked by its schema, never dropped.
       const chosen = await namingConfigFile(opts.backendConfig, () => defaultBackend(backendOptions));
       backend = chosen.backend;
+      if (chosen.fallbackReason && inCi(process.env)) {
+        await backend.dispose?.().catch(() => undefined);
+        throw new SandcheckError(
+          'BACKEND_UNAVAILABLE',
+          `the default backend bwrap cannot run here (${chosen.fallbackReason}), and in CI (CI=${process.env['CI'] ?? ''}) a run never falls back to the unsandboxed process control: it would test nothing`,
+          { hint: 'run as root after `npm run setup` (`sandcheck doctor` lists what is missing), or ask for the control itself with --backend process' },
+        );
+      }
       if (chosen.fallbackReason)
         reporter.onNotice?.(
           `bwrap is not usable here (${chosen.fallbackReason}); falling back to the process control. Run \`sandcheck doctor\` to see what to install.`,
