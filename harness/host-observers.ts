@@ -8,7 +8,6 @@ import type { UserSpaceKernel } from '../model/observation.js';
 import { attachRootView, readRootView, rootViewOf } from '../lab/root-view.js';
 import { describeBoxCgroup, joinCounters, readBoxCgroup, readBoxCounters, sinceFirstRead, type BoxCgroup } from '../lab/box-cgroup.js';
 import type { CgroupCounters } from '../lab/cgroup-counters.js';
-import type { ExecTracker } from './exec-tracker.js';
 
 /** The box's own program: the payload's interpreter, by the executable the kernel names (never by its self-chosen comm). */
 export { PAYLOAD_INTERPRETER } from '../model/payload.js';
@@ -37,11 +36,6 @@ export interface SamplerOptions {
   mark?: string;
   /** Read the cgroup counters of the first process of the box's program on every tick (lab/box-cgroup.ts). */
   cgroup?: boolean;
-  /**
-   * The host's own record of this execution's processes: the pids the adapter names are checked against it, and only
-   * those tied to this execution's nonce are sampled (the others are reported, never evidence).
-   */
-  tracker?: ExecTracker;
 }
 
 /** The counters of the box program's own cgroups, read by the host while it ran and once after. */
@@ -73,16 +67,7 @@ const sameIdentity = (a: ProcessIdentity, b: ProcessIdentity): boolean =>
 export function startProcessSampler(
   env: Environment,
   options: SamplerOptions | number = {},
-): {
-  stop(): Promise<{
-    processes: ProcessIdentity[];
-    maxConcurrent: number;
-    userSpaceKernel?: UserSpaceKernel;
-    cgroup?: HostCgroupRead;
-    unnamed?: string[];
-    unlinkedNamed?: string[];
-  }>;
-} {
+): { stop(): Promise<{ processes: ProcessIdentity[]; maxConcurrent: number; userSpaceKernel?: UserSpaceKernel; cgroup?: HostCgroupRead }> } {
   const opts: SamplerOptions = typeof options === 'number' ? { intervalMs: options } : options;
   const program = opts.program ?? PAYLOAD_INTERPRETER;
   const maxProcesses = opts.maxProcesses ?? 64;
@@ -194,10 +179,8 @@ export function startProcessSampler(
     busy = true;
     postureReadsThisTick = 0;
     try {
-      const named = await env.hostPids();
-      maxConcurrent = Math.max(maxConcurrent, named.length);
-      // What the adapter names speaks for the box only where the host ties it to this execution.
-      const pids = opts.tracker ? opts.tracker.noteNamed(named) : named;
+      const pids = await env.hostPids();
+      maxConcurrent = Math.max(maxConcurrent, pids.length);
       await markOwn(pids);
       for (const pid of pids) {
         if (!own.has(pid)) continue;
@@ -229,7 +212,7 @@ export function startProcessSampler(
       }
       await readCgroup(pids);
       // Only while no process of the box's program was seen: then the host sees the program itself.
-      if (carriers && seen.size === 0) await carriers.tick(named, own);
+      if (carriers && seen.size === 0) await carriers.tick(pids, own);
       const nonce = opts.release;
       if (nonce !== undefined) for (const pid of pids) if (releasable(pid, nonce)) release(pid);
     } finally {
@@ -247,16 +230,7 @@ export function startProcessSampler(
       // Once more after the program ended (an OOM kill is counted as it dies), while the backend has not yet removed them.
       if (cg) cg.counters = joinCounters(cg.counters, await readBoxCounters(cg.at));
       const cgroup = cg ? { pid: cg.pid, where: describeBoxCgroup(cg.at), counters: sinceFirstRead(cg.counters, cg.first) } : undefined;
-      const unnamed = opts.tracker?.unnamed() ?? [];
-      const unlinkedNamed = opts.tracker?.unlinkedNamed() ?? [];
-      return {
-        processes,
-        maxConcurrent,
-        ...(userSpaceKernel ? { userSpaceKernel } : {}),
-        ...(cgroup ? { cgroup } : {}),
-        ...(unnamed.length > 0 ? { unnamed } : {}),
-        ...(unlinkedNamed.length > 0 ? { unlinkedNamed } : {}),
-      };
+      return { processes, maxConcurrent, ...(userSpaceKernel ? { userSpaceKernel } : {}), ...(cgroup ? { cgroup } : {}) };
     },
   };
 }
