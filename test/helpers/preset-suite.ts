@@ -116,12 +116,19 @@ const UNCLAIMED = {
   residue: /a fresh environment saw what the previous one left/,
   'ipc-covert': /two boxes of the run shared memory/,
 } satisfies Record<string, RegExp>;
-/** An unclaimed memory limit: the bomb passes 512 MiB, unless on a busy machine the wall clock stops it first (then inconclusive, never held). */
 /** An unclaimed disk limit: the writer stops at its own ceiling (1000 MiB) when the box's filesystem fills first, else a busy machine's clock stops it. */
 const UNCLAIMED_DISK = /the writer was stopped by a clock .* not by the disk limit/;
 /** podman's root file system is the image sandcheck unpacked in its state directory, bound read-only (the judge names every host path at /). */
 const PODMAN_ROOTFS = /host path <sandcheck-state> at \/ \(ext4, read-only\)/;
-const UNCLAIMED_MEMORY = { crossed: /past the 512 MiB limit/, inconclusive: LOAD_SENSITIVE['memory-bomb'] ?? /$^/ };
+/**
+ * An unclaimed memory limit: the bomb passes 512 MiB (where the host counts the box's memory) or finishes its whole
+ * ceiling (where it cannot, as under runsc's Sentry), unless on a busy machine the wall clock stops it first (then
+ * inconclusive, never held).
+ */
+const UNCLAIMED_MEMORY = {
+  crossed: /past the 512 MiB limit|allocated its whole ceiling \(4× the limit\) and finished/,
+  inconclusive: LOAD_SENSITIVE['memory-bomb'] ?? /$^/,
+};
 /** A bubblewrap-based tool's default read policy (srt, codex): the whole host readable, as root, nothing limiting processes. */
 const READS_WHOLE_HOST = [
   'secret-decoy-file',
