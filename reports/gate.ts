@@ -269,6 +269,35 @@ const listed = (xs: readonly string[], max = 8): string =>
     .map((x) => visibleLine(x).slice(0, 128))
     .join(', ')}${xs.length > max ? ` and ${xs.length - max} more` : ''}`;
 
+/**
+ * A list field judged by its entries: those in `from` and not in `to` loosen the policy, those in `to` and not in
+ * `from` tighten it. Allow lists pass (head, base): an added entry allows more; required lists (base, head): a
+ * dropped entry asks less.
+ */
+function entriesChange(
+  field: string,
+  item: PolicyItem,
+  from: readonly string[],
+  to: readonly string[],
+  words: { looser: string; tighter: string; same: string },
+): Omit<PolicyFieldChange, 'base' | 'head'> {
+  const loosening = from.filter((x) => !to.includes(x));
+  const tightening = to.filter((x) => !from.includes(x));
+  if (loosening.length)
+    return {
+      field,
+      item,
+      direction: 'looser',
+      why: `${words.looser}${listed(loosening)}${tightening.length ? `; ${words.tighter}${listed(tightening)}` : ''}`,
+    };
+  return {
+    field,
+    item,
+    direction: tightening.length ? 'tighter' : 'changed',
+    why: tightening.length ? `${words.tighter}${listed(tightening)}` : words.same,
+  };
+}
+
 /** One network.allow entry as the rule it is (`1.2.3.4:80` and `tcp:1.2.3.4:80` are the same rule). */
 function allowKey(entry: string): string {
   const r = parseAllowEntry(entry);
@@ -294,78 +323,34 @@ function listChange(
     if (rb !== rh)
       return { field, item, direction: rh > rb ? 'looser' : 'tighter', why: rh > rb ? 'more host mounts allowed in the box' : 'fewer host mounts allowed' };
     const [xb, xh] = [strings((b as { allow?: unknown }).allow), strings((h as { allow?: unknown }).allow)];
-    const added = xh.filter((x) => !xb.includes(x));
-    const removed = xb.filter((x) => !xh.includes(x));
-    if (added.length)
-      return {
-        field,
-        item,
-        direction: 'looser',
-        why: `host paths allowed in the box: added ${listed(added)}${removed.length ? `; removed ${listed(removed)}` : ''}`,
-      };
-    return {
-      field,
-      item,
-      direction: removed.length ? 'tighter' : 'changed',
-      why: removed.length ? `removed ${listed(removed)}` : 'the same prefixes, written differently',
-    };
+    return entriesChange(field, item, xh, xb, {
+      looser: 'host paths allowed in the box: added ',
+      tighter: 'removed ',
+      same: 'the same prefixes, written differently',
+    });
   }
   const [xb, xh] = [strings(b), strings(h)];
   if (field === 'files.writeScope') {
     const item = 'files.writeScope' as const;
     if (h === undefined) return { field, item, direction: 'looser', why: 'the write scope is no longer asked: the box may write anywhere it can' };
     if (b === undefined) return { field, item, direction: 'tighter', why: `a write scope is now asked: ${listed(xh)}` };
-    const added = xh.filter((x) => !xb.includes(x));
-    const removed = xb.filter((x) => !xh.includes(x));
-    if (added.length)
-      return {
-        field,
-        item,
-        direction: 'looser',
-        why: `roots the box may write: added ${listed(added)}${removed.length ? `; removed ${listed(removed)}` : ''}`,
-      };
-    return {
-      field,
-      item,
-      direction: removed.length ? 'tighter' : 'changed',
-      why: removed.length ? `removed ${listed(removed)}` : 'the same roots, in another order',
-    };
+    return entriesChange(field, item, xh, xb, { looser: 'roots the box may write: added ', tighter: 'removed ', same: 'the same roots, in another order' });
   }
   if (field === 'files.protected') {
     const item = 'files.protected' as const;
-    const dropped = xb.filter((x) => !xh.includes(x));
-    const added = xh.filter((x) => !xb.includes(x));
-    if (dropped.length)
-      return {
-        field,
-        item,
-        direction: 'looser',
-        why: `paths no longer protected: ${listed(dropped)}${added.length ? `; newly protected: ${listed(added)}` : ''}`,
-      };
-    return {
-      field,
-      item,
-      direction: added.length ? 'tighter' : 'changed',
-      why: added.length ? `newly protected: ${listed(added)}` : 'the same paths, in another order',
-    };
+    return entriesChange(field, item, xb, xh, {
+      looser: 'paths no longer protected: ',
+      tighter: 'newly protected: ',
+      same: 'the same paths, in another order',
+    });
   }
   if (field === 'posture.namespaces') {
     const item = 'posture.namespaces' as const;
-    const dropped = xb.filter((x) => !xh.includes(x));
-    const added = xh.filter((x) => !xb.includes(x));
-    if (dropped.length)
-      return {
-        field,
-        item,
-        direction: 'looser',
-        why: `namespaces no longer required of the box: ${listed(dropped)}${added.length ? `; newly required: ${listed(added)}` : ''}`,
-      };
-    return {
-      field,
-      item,
-      direction: added.length ? 'tighter' : 'changed',
-      why: added.length ? `newly required: ${listed(added)}` : 'the same namespaces, in another order',
-    };
+    return entriesChange(field, item, xb, xh, {
+      looser: 'namespaces no longer required of the box: ',
+      tighter: 'newly required: ',
+      same: 'the same namespaces, in another order',
+    });
   }
   // network.allow: what an entry allows only counts while network.mode is allowlist.
   const item = 'network.egress' as const;
