@@ -15,6 +15,7 @@ import type { ProbeContext, ProbeSpec } from '../model/probe.js';
 import { payloadPath } from '../core/paths.js';
 import { CHALLENGE_FILE, CONTROL_ENV, CONTROL_FILE, makeControlValue, makeProof, type ExecProof } from '../lab/proof.js';
 import type { RunContext } from './run-context.js';
+import type { ExecTracker } from './exec-tracker.js';
 
 export const DEFAULT_GRACE_MS = 2000;
 /** How long a backend may take to stop after the harness aborted an exec before it counts as a harness error. */
@@ -67,6 +68,8 @@ export interface ExecHow {
   files?: PutFile[];
   /** The controller's remaining end-to-end budget, when it is shorter than the per-exec deadline. */
   deadlineCapMs?: number;
+  /** The host's own record of this execution's processes (harness/exec-tracker.ts), checked against what the adapter names. */
+  tracker?: ExecTracker;
 }
 
 export interface ExecOutcome {
@@ -144,6 +147,7 @@ export async function execWithDeadline(
           ...(program ? { program } : {}),
           ...(probe.rootPaths ? { rootPaths: probe.rootPaths } : {}),
           ...(probe.releaseWhenSeen === 'sampled' ? { release: ctx.nonce } : {}),
+          ...(how.tracker ? { tracker: how.tracker } : {}),
         })
       : undefined;
   const health = probe.watchHost ? await startHostHealth(setting.scratchDir) : undefined;
@@ -196,6 +200,8 @@ export async function execWithDeadline(
     ...(setting.adapterCounters && result.resources ? { adapterResources: result.resources } : {}),
     ...(hostProcesses ? { hostProcesses: hostProcesses.processes, hostProcessCountMax: hostProcesses.maxConcurrent } : {}),
     ...(hostProcesses?.userSpaceKernel ? { userSpaceKernel: hostProcesses.userSpaceKernel } : {}),
+    ...(hostProcesses?.unnamed ? { unnamedProcesses: hostProcesses.unnamed } : {}),
+    ...(hostProcesses?.unlinkedNamed ? { unlinkedNamedPids: hostProcesses.unlinkedNamed } : {}),
     ...(hostHealth ? { hostHealth } : {}),
   };
   return {

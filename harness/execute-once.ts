@@ -16,6 +16,7 @@ import type { Observation, ProbeContext, ProbeSpec } from '../model/probe.js';
 import { watchForProcess } from './process-watch.js';
 import { listWorkspace } from '../probes/_shared/task/workspace-listing.js';
 import { readDaemonEvents, type RunContext } from './run-context.js';
+import { describeTracked, ExecTracker } from './exec-tracker.js';
 
 /** What one execution needs from its runner. */
 export interface OnceSetting {
@@ -38,6 +39,11 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
   // Held until the box is gone: another run's disk-fill would count as this box's drop in free disk.
   const releaseHost =
     probe.kind === 'security' && probe.watchHost ? await acquireHostWatch(run.runId, once.setting.signal ? { signal: once.setting.signal } : {}) : undefined;
+  // The host's own record of this execution's processes, for the probes whose verdict rests on them.
+  const tracked =
+    probe.confirmStopped === true || probe.watchSurvivor === true || probe.sampleProcesses === true || probe.readsCgroup === true
+      ? new ExecTracker(ctx.nonce, survivor ? [survivor] : [])
+      : undefined;
   let createdAt = performance.now();
   const createdWallMs = Date.now();
   try {
@@ -51,10 +57,18 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
     const hostReadPaths = env.hostWorkspace ? probe.hostRead : undefined;
     const hostBefore = hostReadPaths && env.hostWorkspace ? await readHostFiles(env.hostWorkspace, hostReadPaths) : undefined;
     const execFrom = Date.now();
+    // A probe that samples nothing else asks the adapter's pids itself: a named program must be gone too.
+    const names = probe.confirmStopped === true && probe.sampleProcesses !== true && env.hostPids ? env.hostPids.bind(env) : undefined;
+    tracked?.start(undefined, names);
     const watch = survivor ? watchForProcess(survivor, { release: probe.releaseWhenSeen === 'marked' }) : undefined;
-    const exec = await execWithDeadline(once.setting, env, probe, ctx, how, createdAt, prepared).finally(() => watch?.stop());
+    const exec = await execWithDeadline(once.setting, env, probe, ctx, tracked ? { ...how, tracker: tracked } : how, createdAt, prepared).finally(() =>
+      watch?.stop(),
+    );
     const seenAlive = watch ? await watch.stop() : undefined;
-    const runningAfter = probe.confirmStopped ? await payloadStillRunning(ctx.nonce) : undefined;
+    // While the box still exists: which of its program's namespaces and cgroups hold nothing else.
+    tracked?.checkScopes();
+    const runningAfter = probe.confirmStopped ? await payloadStillRunning(ctx.nonce, 1000, tracked) : undefined;
+    tracked?.stopAsking();
     const wanted = typeof probe.artifacts === 'function' ? probe.artifacts(ctx) : probe.artifacts;
     const artifacts = wanted ? await env.getFiles(wanted, { maxBytesPerFile: policy.exports.maxFileMb * 1024 * 1024 }) : [];
     const hostAfter = hostReadPaths && env.hostWorkspace ? await readHostFiles(env.hostWorkspace, hostReadPaths) : undefined;
@@ -106,6 +120,7 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
         if (obs) obs.leftovers = left.items;
       }
     } finally {
+      tracked?.stop();
       await releaseHost?.();
     }
   }
@@ -126,8 +141,15 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
   obs.heartbeat = await watchHeartbeat(join(ctx.hostProbeDir, 'heartbeat'));
   // Only a payload told to leave a survivor names one (survivorName): the others skip the /proc scan.
   const survivors = survivor ? await findProcessesWithCmdline(survivor) : [];
-  killPids(survivors.map((p) => p.pid));
-  obs.survivors = survivors.map((p) => `process ${p.pid} (${p.command}) still ran after destroy; killed by the harness`);
+  const byName = new Set(survivors.map((p) => p.pid));
+  // And by identity and place: every process the host tied to this execution while it ran, whatever its argv says
+  // now, and any process in a namespace or cgroup of this execution's program alone.
+  const hidden = survivor && tracked ? (await stillAlive(tracked)).filter((t) => !byName.has(t.pid)) : [];
+  obs.survivors = [
+    ...survivors.map((p) => `process ${p.pid} (${p.command}) still ran after destroy; killed by the harness`),
+    ...hidden.map((t) => `process ${describeTracked(t)}, tied to this execution while it ran, still alive after destroy; killed by the harness`),
+  ];
+  killPids([...survivors.map((p) => p.pid), ...hidden.map((t) => t.pid)]);
   const usk = survivor ? obs.exec.userSpaceKernel : undefined;
   const after = usk ? await carriersAfterDestroy(usk) : undefined;
   if (after) {
@@ -135,4 +157,20 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
     killPids(after.filter((c) => c.running).map((c) => c.pid));
   }
   return obs;
+}
+
+/** Tracked processes and processes in the program's own scopes still alive after destroy, given a second to finish dying. */
+async function stillAlive(tracker: ExecTracker): Promise<ReturnType<ExecTracker['alive']>> {
+  const look = () => {
+    const alive = tracker.alive();
+    const pids = new Set(alive.map((t) => t.pid));
+    return [...alive, ...tracker.inScopes().filter((t) => !pids.has(t.pid))];
+  };
+  const until = Date.now() + 1000;
+  let alive = look();
+  while (alive.length > 0 && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 100));
+    alive = look();
+  }
+  return alive;
 }

@@ -8,6 +8,7 @@ import type { UserSpaceKernel } from '../model/observation.js';
 import { attachRootView, readRootView, rootViewOf } from '../lab/root-view.js';
 import { describeBoxCgroup, joinCounters, readBoxCgroup, readBoxCounters, sinceFirstRead, type BoxCgroup } from '../lab/box-cgroup.js';
 import type { CgroupCounters } from '../lab/cgroup-counters.js';
+import type { ExecTracker } from './exec-tracker.js';
 
 /** The box's own program: the payload's interpreter, by the executable the kernel names (never by its self-chosen comm). */
 export { PAYLOAD_INTERPRETER } from '../model/payload.js';
@@ -36,6 +37,11 @@ export interface SamplerOptions {
   mark?: string;
   /** Read the cgroup counters of the first process of the box's program on every tick (lab/box-cgroup.ts). */
   cgroup?: boolean;
+  /**
+   * The host's own record of this execution's processes: the pids the adapter names are checked against it, and only
+   * those tied to this execution's nonce are sampled (the others are reported, never evidence).
+   */
+  tracker?: ExecTracker;
 }
 
 /** The counters of the box program's own cgroups, read by the host while it ran and once after. */
@@ -67,7 +73,16 @@ const sameIdentity = (a: ProcessIdentity, b: ProcessIdentity): boolean =>
 export function startProcessSampler(
   env: Environment,
   options: SamplerOptions | number = {},
-): { stop(): Promise<{ processes: ProcessIdentity[]; maxConcurrent: number; userSpaceKernel?: UserSpaceKernel; cgroup?: HostCgroupRead }> } {
+): {
+  stop(): Promise<{
+    processes: ProcessIdentity[];
+    maxConcurrent: number;
+    userSpaceKernel?: UserSpaceKernel;
+    cgroup?: HostCgroupRead;
+    unnamed?: string[];
+    unlinkedNamed?: string[];
+  }>;
+} {
   const opts: SamplerOptions = typeof options === 'number' ? { intervalMs: options } : options;
   const program = opts.program ?? PAYLOAD_INTERPRETER;
   const maxProcesses = opts.maxProcesses ?? 64;
@@ -179,8 +194,10 @@ export function startProcessSampler(
     busy = true;
     postureReadsThisTick = 0;
     try {
-      const pids = await env.hostPids();
-      maxConcurrent = Math.max(maxConcurrent, pids.length);
+      const named = await env.hostPids();
+      maxConcurrent = Math.max(maxConcurrent, named.length);
+      // What the adapter names speaks for the box only where the host ties it to this execution.
+      const pids = opts.tracker ? opts.tracker.noteNamed(named) : named;
       await markOwn(pids);
       for (const pid of pids) {
         if (!own.has(pid)) continue;
@@ -212,7 +229,7 @@ export function startProcessSampler(
       }
       await readCgroup(pids);
       // Only while no process of the box's program was seen: then the host sees the program itself.
-      if (carriers && seen.size === 0) await carriers.tick(pids, own);
+      if (carriers && seen.size === 0) await carriers.tick(named, own);
       const nonce = opts.release;
       if (nonce !== undefined) for (const pid of pids) if (releasable(pid, nonce)) release(pid);
     } finally {
@@ -230,7 +247,16 @@ export function startProcessSampler(
       // Once more after the program ended (an OOM kill is counted as it dies), while the backend has not yet removed them.
       if (cg) cg.counters = joinCounters(cg.counters, await readBoxCounters(cg.at));
       const cgroup = cg ? { pid: cg.pid, where: describeBoxCgroup(cg.at), counters: sinceFirstRead(cg.counters, cg.first) } : undefined;
-      return { processes, maxConcurrent, ...(userSpaceKernel ? { userSpaceKernel } : {}), ...(cgroup ? { cgroup } : {}) };
+      const unnamed = opts.tracker?.unnamed() ?? [];
+      const unlinkedNamed = opts.tracker?.unlinkedNamed() ?? [];
+      return {
+        processes,
+        maxConcurrent,
+        ...(userSpaceKernel ? { userSpaceKernel } : {}),
+        ...(cgroup ? { cgroup } : {}),
+        ...(unnamed.length > 0 ? { unnamed } : {}),
+        ...(unlinkedNamed.length > 0 ? { unlinkedNamed } : {}),
+      };
     },
   };
 }

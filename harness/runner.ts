@@ -25,6 +25,7 @@ import { noResultsReason, notApplicableTask } from './task/no-results.js';
 import { taskIdentity, taskNotRun } from './not-run.js';
 import type { SecurityResult, TaskResult } from '../model/scorecard.js';
 import { executeOnce } from './execute-once.js';
+import { confirmHeld } from './host-confirm.js';
 import { DEFAULT_GRACE_MS, harnessDeadlineMs, type ExecHow, type ExecSetting } from './exec-payload.js';
 import type { RunContext } from './run-context.js';
 
@@ -219,7 +220,7 @@ export class Runner {
     }
     let judgement: Judgement;
     try {
-      judgement = probe.judge(obs, ctx);
+      judgement = confirmHeld(obs, probe.judge(obs, ctx));
     } catch (err) {
       return this.failed(probe, { code: 'JUDGE', message: `judge threw: ${errorMessage(err)}` }, durationMs, obs.exec);
     }

@@ -126,6 +126,13 @@ export const ExecObservationSchema = z.strictObject({
   hostProcessCountMax: z.number().int().optional(),
   /** Set when none of the box's host processes ran its program but a user-space kernel's address space held its nonce. */
   userSpaceKernel: UserSpaceKernelSchema.optional(),
+  /**
+   * Processes of this execution's program (its nonce in their argv or environment, or a parent's) that the host found
+   * and the adapter never named among the box's processes: the program ran where the adapter did not say.
+   */
+  unnamedProcesses: z.array(z.string()).optional(),
+  /** Pids the adapter named that carried nothing of this execution (nor a parent or child of one that did): never evidence. */
+  unlinkedNamedPids: z.array(z.string()).optional(),
   hostHealth: HostHealthSchema.optional(),
 });
 export type ExecObservation = z.infer<typeof ExecObservationSchema>;
