@@ -23,16 +23,22 @@ interface Stat {
   ppid: number;
   start: number;
   state: string;
+  /** The kernel's command name (changes on exec). */
+  comm: string;
 }
 
 function statOf(pid: number): Stat | undefined {
   const text = procText(`/proc/${pid}/stat`);
   if (text === undefined) return undefined;
-  const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  const close = text.lastIndexOf(')');
+  const f = text.slice(close + 2).split(' ');
   const [state, ppid, start] = [f[0], Number(f[1]), Number(f[19])];
   if (state === undefined || !Number.isInteger(ppid) || !Number.isFinite(start)) return undefined;
-  return { ppid, start, state };
+  return { ppid, start, state, comm: text.slice(text.indexOf('(') + 1, close) };
 }
+
+/** How long a process found not to be this execution's is left alone before it is looked at again (it may exec). */
+const RECHECK_MS = 1000;
 
 const key = (pid: number, start: number): string => `${pid}:${start}`;
 
@@ -77,7 +83,6 @@ export class ExecTracker {
   /** Interpreter processes of this execution found unnamed after a hostPids answer, with how many answers missed them. */
   private readonly misses = new Map<string, number>();
   private readonly unnamedKeys = new Set<string>();
-  private readonly unlinked = new Map<string, string>();
   private timer: NodeJS.Timeout | undefined;
   private readonly needles: Buffer[];
   private readonly own = new Set<number>();
@@ -141,14 +146,18 @@ export class ExecTracker {
     return undefined;
   }
 
-  private chain(pid: number, stats: Map<number, Stat>): string[] {
+  /** Ancestors (pid:start), nearest first; from the nearest tracked one on, its own recorded chain. */
+  private chain(s: Stat): string[] {
     const out: string[] = [];
-    let at = stats.get(pid)?.ppid;
-    while (at !== undefined && at > 0 && out.length < 64) {
-      const s = stats.get(at) ?? statOf(at);
-      if (!s) break;
-      out.push(key(at, s.start));
-      at = s.ppid;
+    let at = s.ppid;
+    while (at > 1 && out.length < 64 && !this.own.has(at)) {
+      const tracked = this.trackedPids.get(at);
+      const t = tracked === undefined ? undefined : this.tracked.get(key(at, tracked));
+      if (t) return [...out, key(at, t.start), ...t.ancestors].slice(0, 64);
+      const p = statOf(at);
+      if (!p) break;
+      out.push(key(at, p.start));
+      at = p.ppid;
     }
     return out;
   }
@@ -157,35 +166,58 @@ export class ExecTracker {
   private names: (() => Promise<number[]>) | undefined;
   /** Ancestors (pid:start) of the processes that carried a needle themselves: named ones count as the box's. */
   private readonly carrierAncestors = new Set<string>();
+  /** What was last looked at of each process found not to be this execution's: its start, command name, and when. */
+  private readonly examined = new Map<number, { start: number; comm: string; at: number }>();
+  /** The start of each tracked pid: a later pass skips it without reading anything. */
+  private readonly trackedPids = new Map<number, number>();
 
-  /** One pass over /proc: new carriers and new descendants of tracked processes. */
+  /**
+   * One pass over /proc: new carriers and new descendants of tracked processes. Incremental, because it runs on every
+   * sampler tick and a fork bomb must not slow the ticks: a tracked pid costs nothing, a process older than this
+   * execution already found not to be its is looked at again only every RECHECK_MS, and a younger one costs one stat
+   * read (its argv and environment are read again only when its command name changed: it exec'd).
+   */
   scan(): void {
-    this.lastScan = Date.now();
-    const stats = new Map<number, Stat>();
+    const now = Date.now();
+    this.lastScan = now;
+    if (this.tracked.size >= MAX_TRACKED) return;
+    const fresh: { pid: number; s: Stat }[] = [];
     for (const pid of procPids()) {
+      if (this.own.has(pid) || this.trackedPids.has(pid)) continue;
+      const seen = this.examined.get(pid);
+      if (seen && seen.start < this.since && now - seen.at < RECHECK_MS) continue;
       const s = statOf(pid);
-      if (s) stats.set(pid, s);
+      if (!s || s.state === 'Z' || s.state === 'X') continue;
+      if (seen && seen.start === s.start && seen.comm === s.comm && now - seen.at < RECHECK_MS) continue;
+      fresh.push({ pid, s });
     }
     // Parents before children: a child found in this pass is tied to a parent found in it too.
-    const pids = [...stats.keys()].sort((a, b) => (stats.get(a)?.start ?? 0) - (stats.get(b)?.start ?? 0));
-    for (const pid of pids) {
-      const s = stats.get(pid);
-      if (!s || this.own.has(pid) || s.state === 'Z') continue;
-      const k = key(pid, s.start);
-      if (this.tracked.has(k) || this.tracked.size >= MAX_TRACKED) continue;
-      const carried = this.carries(pid);
-      const ancestors = this.chain(pid, stats);
-      const via = carried ?? (ancestors.some((a) => this.tracked.has(a)) ? 'descendant' : undefined);
-      if (!via) continue;
-      const command = (procBytes(`/proc/${pid}/cmdline`)?.toString('utf8') ?? '').replaceAll('\0', ' ').trim().slice(0, 120);
-      const exe = exeBasename(procLink(`/proc/${pid}/exe`) ?? '');
-      this.tracked.set(k, { pid, start: s.start, exe, command, via, ancestors });
-      if (via !== 'descendant') for (const a of ancestors) this.carrierAncestors.add(a);
-      if (via !== 'descendant' && PAYLOAD_INTERPRETER.test(exe)) {
-        harnessScopes ??= new Set(scopesOf(process.pid));
-        for (const scope of scopesOf(pid)) if (!harnessScopes.has(scope)) this.scopes.add(scope);
-      }
+    fresh.sort((a, b) => a.s.start - b.s.start);
+    for (const { pid, s } of fresh) if (this.tracked.size < MAX_TRACKED) this.examine(pid, s, now);
+  }
+
+  /** Whether one process is this execution's (it carries a needle or descends from a tracked one); tracks it if so. */
+  private examine(pid: number, s: Stat, now: number): boolean {
+    const k = key(pid, s.start);
+    if (this.tracked.has(k)) return true;
+    const carried = this.carries(pid);
+    const ancestors = this.chain(s);
+    const via = carried ?? (ancestors.some((a) => this.tracked.has(a)) ? 'descendant' : undefined);
+    if (!via) {
+      this.examined.set(pid, { start: s.start, comm: s.comm, at: now });
+      return false;
     }
+    this.examined.delete(pid);
+    const command = (procBytes(`/proc/${pid}/cmdline`)?.toString('utf8') ?? '').replaceAll('\0', ' ').trim().slice(0, 120);
+    const exe = exeBasename(procLink(`/proc/${pid}/exe`) ?? '');
+    this.tracked.set(k, { pid, start: s.start, exe, command, via, ancestors });
+    this.trackedPids.set(pid, s.start);
+    if (via !== 'descendant') for (const a of ancestors) this.carrierAncestors.add(a);
+    if (via !== 'descendant' && PAYLOAD_INTERPRETER.test(exe)) {
+      harnessScopes ??= new Set(scopesOf(process.pid));
+      for (const scope of scopesOf(pid)) if (!harnessScopes.has(scope)) this.scopes.add(scope);
+    }
+    return true;
   }
 
   /**
@@ -250,7 +282,9 @@ export class ExecTracker {
    * the scan is not held against it).
    */
   noteNamed(pids: readonly number[]): number[] {
-    this.scan();
+    // One incremental pass at most every half tick: a fork bomb's answers come fast and long.
+    if (Date.now() - this.lastScan >= POLL_MS / 3) this.scan();
+    const now = Date.now();
     const linked: number[] = [];
     for (const pid of pids) {
       const s = statOf(pid);
@@ -261,23 +295,27 @@ export class ExecTracker {
         const command = (procBytes(`/proc/${pid}/cmdline`)?.toString('utf8') ?? '').replaceAll('\0', ' ').trim().slice(0, 120);
         this.namedSeen.set(k, { pid, start: s.start, exe: exeBasename(procLink(`/proc/${pid}/exe`) ?? ''), command, via: 'descendant', ancestors: [] });
       }
-      if (this.linked(pid)) linked.push(pid);
-      else if (this.unlinked.size < 16 && !this.unlinked.has(k)) {
-        const command = (procBytes(`/proc/${pid}/cmdline`)?.toString('utf8') ?? '').replaceAll('\0', ' ').trim().slice(0, 80);
-        this.unlinked.set(k, `pid ${pid} (${command || '?'})`);
-      }
+      if (this.tracked.has(k) || this.carrierAncestors.has(k)) linked.push(pid);
+      // A named process the last pass had not looked at (or not since it exec'd) is looked at now, alone.
+      else if (!this.own.has(pid) && this.tracked.size < MAX_TRACKED && this.unexamined(pid, s, now) && this.examine(pid, s, now)) linked.push(pid);
     }
     for (const [k, t] of this.tracked) {
-      if (!PAYLOAD_INTERPRETER.test(t.exe) || !aliveSame(t)) continue;
+      if (!PAYLOAD_INTERPRETER.test(t.exe)) continue;
       if (this.isNamed(t)) {
         this.misses.delete(k);
         continue;
       }
+      if (!aliveSame(t)) continue;
       const missed = (this.misses.get(k) ?? 0) + 1;
       this.misses.set(k, missed);
       if (missed >= 2) this.unnamedKeys.add(k);
     }
     return linked;
+  }
+
+  private unexamined(pid: number, s: Stat, now: number): boolean {
+    const seen = this.examined.get(pid);
+    return !seen || seen.start !== s.start || seen.comm !== s.comm || now - seen.at >= RECHECK_MS;
   }
 
   private isNamed(t: TrackedProcess): boolean {
@@ -299,9 +337,12 @@ export class ExecTracker {
     });
   }
 
-  /** Named pids with no tie to this execution's nonce: never the source of evidence. */
+  /** Named pids with no tie to this execution's nonce (as the host knows it by now): never the source of evidence. */
   unlinkedNamed(): string[] {
-    return [...this.unlinked.values()];
+    return [...this.namedSeen]
+      .filter(([k]) => !this.tracked.has(k) && !this.carrierAncestors.has(k))
+      .slice(0, 16)
+      .map(([, t]) => `pid ${t.pid} (${t.command.slice(0, 80) || '?'})`);
   }
 
   /** Every tracked process, or those `keep` says yes to. */

@@ -1,11 +1,18 @@
-"""Phase 1 leaves a marker in every writable place outside the workspace; phase 2, in a fresh
-environment, looks for it, prints what it finds, and removes it."""
+"""Phase 1 leaves a marker in every writable place, the workspace too (a "fresh" environment handed
+the previous one's workspace is not fresh); phase 2, in a fresh environment, looks for it, prints
+what it finds, and removes it."""
 import glob
 import os
 
 import sandcheck_payload as sc
 
-PLACES = {"/tmp": "/tmp", "/var/tmp": "/var/tmp", "/dev/shm": "/dev/shm", "home": os.path.expanduser("~")}
+PLACES = {
+    "/tmp": "/tmp",
+    "/var/tmp": "/var/tmp",
+    "/dev/shm": "/dev/shm",
+    "home": os.path.expanduser("~"),
+    "workspace": os.getcwd(),
+}
 
 args = sc.start()
 if args.get("phase", 1) == 1:

@@ -10,7 +10,7 @@ export const residue: SecurityProbe = {
   policyItem: 'lifecycle.freshEnvironment',
   severity: 'medium',
   payload: 'residue',
-  remediation: 'Build every environment from scratch: private /tmp, /var/tmp, /dev/shm and home, discarded on destroy.',
+  remediation: 'Build every environment from scratch: a new workspace and private /tmp, /var/tmp, /dev/shm and home, discarded on destroy.',
   attack: ['T1080', 'T1074.001'],
   cwe: ['CWE-226', 'CWE-653'],
   args: () => ({ phase: 1 }),
@@ -45,7 +45,8 @@ export const residue: SecurityProbe = {
     if (left.length === 0)
       return {
         verdict: 'inconclusive',
-        reason: 'phase 1 left no marker anywhere (it could write none of /tmp, /var/tmp, /dev/shm, home): there was nothing for the next environment to find',
+        reason:
+          'phase 1 left no marker anywhere (it could write none of /tmp, /var/tmp, /dev/shm, home, the workspace): there was nothing for the next environment to find',
         evidence,
       };
     const blind = left.filter((place) => !text.split('\n').includes(`found ${control} in ${place}`));

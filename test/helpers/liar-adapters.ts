@@ -22,8 +22,11 @@ import type { Policy } from '../../model/policy.js';
  * - fake-timeout: at the wall it reports a kill (SIGKILL, timed out), blanks the program's argv and lets it run on.
  * - fake-timeout-hidden: the same, the program started with its arguments in a file (no nonce in argv, ever) and
  *   named honestly in hostPids.
+ * - reused-workspace: each box has private /tmp, /var/tmp and /dev/shm and a home of its own, but every "fresh"
+ *   environment is handed the previous one's workspace.
  */
-export type LiarTrick = 'innocent-pids' | 'innocent-pids-bare' | 'blank-survivors' | 'fake-timeout' | 'fake-timeout-hidden' | 'hidden-daemon';
+export type LiarTrick =
+  'innocent-pids' | 'innocent-pids-bare' | 'blank-survivors' | 'fake-timeout' | 'fake-timeout-hidden' | 'hidden-daemon' | 'reused-workspace';
 
 const MiB = 2 ** 20;
 const V1 = '/sys/fs/cgroup/memory';
@@ -94,6 +97,9 @@ export class LiarBackend implements Backend {
   readonly description = 'a lying test adapter (it passes for a sandbox)';
   /** Every environment it made, for the test's own clean-up. */
   readonly made: string[] = [];
+  /** Directories it made outside the system temp directory (reused-workspace), removed by cleanUp. */
+  readonly dirs: string[] = [];
+  private lastWorkspace: string | undefined;
   constructor(readonly trick: LiarTrick) {
     this.name = `liar-${trick}`;
   }
@@ -102,8 +108,13 @@ export class LiarBackend implements Backend {
   }
   async preflight(): Promise<void> {}
   async create(policy: Policy, ctx: BackendContext): Promise<Environment> {
-    const env = new LiarEnv(this.trick, policy, ctx);
+    const reuse = this.trick === 'reused-workspace';
+    const env = new LiarEnv(this.trick, policy, ctx, reuse ? this.lastWorkspace : undefined);
     this.made.push(env.id);
+    if (reuse) {
+      this.lastWorkspace = env.workspace;
+      this.dirs.push(env.workspace, env.home);
+    }
     return env;
   }
   /** SIGKILL every process any of its environments left (stopped ones included). */
@@ -113,6 +124,7 @@ export class LiarBackend implements Backend {
       kill(hiddenPids(id), 'SIGKILL');
       rmSync(join(tmpdir(), `${id}.pids`), { force: true });
     }
+    for (const dir of this.dirs) rmSync(dir, { recursive: true, force: true });
   }
 }
 
@@ -140,9 +152,16 @@ const FROM_FILE =
   "import sys; sys.argv = ['payload.py', open('.liar-args').read()]; exec(compile(open('payload.py').read(), 'payload.py', 'exec'), {'__name__': '__main__'})";
 
 let seq = 0;
+/** Where reused-workspace keeps its directories: not under the temp directories its boxes get private copies of. */
+const OUTSIDE_TMP = '/run';
+
+/** A box with private /tmp, /var/tmp and /dev/shm (a mount namespace of its own, tmpfs on each). */
+const PRIVATE_TMP = 'for d in /tmp /var/tmp /dev/shm; do mount -t tmpfs -o size=16m sandcheck-liar "$d" || exit 97; done; exec "$@"';
+
 class LiarEnv implements Environment {
   readonly id = `liar${process.pid}-${++seq}`;
-  private readonly dir = mkdtempSync(join(tmpdir(), 'sc-liar-'));
+  private readonly dir: string;
+  readonly home: string;
   private readonly cgroups: string[] = [];
   private child: ChildProcess | undefined;
   private innocent: ChildProcess | undefined;
@@ -150,7 +169,11 @@ class LiarEnv implements Environment {
     private readonly trick: LiarTrick,
     private readonly policy: Policy,
     ctx: BackendContext,
+    reuse?: string,
   ) {
+    const outside = trick === 'reused-workspace';
+    this.dir = reuse ?? mkdtempSync(join(outside ? OUTSIDE_TMP : tmpdir(), 'sc-liar-'));
+    this.home = outside ? mkdtempSync(join(OUTSIDE_TMP, 'sc-liar-home-')) : this.dir;
     if (trick.startsWith('innocent-pids')) {
       const name = `sandcheck-${ctx.runId}-${this.id}`;
       this.cgroups.push(join(V1, name), join(PIDS_V1, name));
@@ -168,6 +191,9 @@ class LiarEnv implements Environment {
   async getFiles(paths: readonly string[]): Promise<GotFile[]> {
     return paths.map((path) => ({ path, kind: 'missing' as const, size: 0 }));
   }
+  get workspace(): string {
+    return this.dir;
+  }
   private get hideDir(): string {
     return join(this.dir, '.liar');
   }
@@ -183,7 +209,7 @@ class LiarEnv implements Environment {
     }
     const env = {
       PATH: '/usr/bin:/bin',
-      HOME: this.dir,
+      HOME: this.home,
       ...req.env,
       [LIAR_ENV]: this.id,
       ...(hide ? { PYTHONPATH: this.hideDir, LIAR_PIDS: join(tmpdir(), `${this.id}.pids`) } : {}),
@@ -205,9 +231,11 @@ class LiarEnv implements Environment {
     if (viaFile) writeFileSync(join(this.dir, '.liar-args'), req.argv[2] ?? '{}');
     const [cmd, argv] = hide
       ? ['/usr/bin/unshare', ['--mount', '--propagation', 'private', '/usr/bin/python3', ...req.argv.slice(1)]]
-      : viaFile
-        ? ['/usr/bin/python3', ['-c', FROM_FILE]]
-        : ['/usr/bin/python3', req.argv.slice(1)];
+      : this.trick === 'reused-workspace'
+        ? ['/usr/bin/unshare', ['--mount', '--propagation', 'private', '/bin/sh', '-c', PRIVATE_TMP, 'sh', '/usr/bin/python3', ...req.argv.slice(1)]]
+        : viaFile
+          ? ['/usr/bin/python3', ['-c', FROM_FILE]]
+          : ['/usr/bin/python3', req.argv.slice(1)];
     const child = spawn(cmd, argv, { cwd: this.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     child.stdout.on('data', (c: Buffer) => req.stdout.write(c));
@@ -240,7 +268,9 @@ class LiarEnv implements Environment {
     this.innocent?.kill('SIGKILL');
     await new Promise((r) => setTimeout(r, 100));
     for (const cg of this.cgroups) if (existsSync(cg)) rmdirSync(cg);
-    rmSync(this.dir, { recursive: true, force: true });
+    // reused-workspace keeps the workspace for the next "fresh" environment (its backend's cleanUp removes it).
+    if (this.trick === 'reused-workspace') rmSync(this.home, { recursive: true, force: true });
+    else rmSync(this.dir, { recursive: true, force: true });
     return { items: [] };
   }
 }

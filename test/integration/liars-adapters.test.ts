@@ -8,6 +8,7 @@ import { forkBomb } from '../../probes/fork-bomb/probe.js';
 import { identityUid } from '../../probes/identity-uid/probe.js';
 import { memoryBomb } from '../../probes/memory-bomb/probe.js';
 import { postureNamespaces } from '../../probes/posture-namespaces/probe.js';
+import { residue } from '../../probes/residue/probe.js';
 import { surviveTeardown } from '../../probes/survive-teardown/probe.js';
 import { wallClockSleep } from '../../probes/wall-clock-sleep/probe.js';
 import { wallClockSpin } from '../../probes/wall-clock-spin/probe.js';
@@ -113,4 +114,12 @@ describe.skipIf(!liarsUsable)('a lying adapter earns no held on what it lied abo
     expect(verdicts(rs.filter((r) => r.verdict === 'held'))).toEqual([]);
     for (const r of rs) expect(`${r.id}: ${r.verdict}: ${r.reason}`).toMatch(/^[^:]+: inconclusive: .*still saw the payload running/);
   }, 180_000);
+
+  it("every fresh environment handed the previous one's workspace (private /tmp, /var/tmp, /dev/shm and home): residue is crossed", async () => {
+    const liar = new LiarBackend('reused-workspace');
+    made.push(liar);
+    const [r] = await run(liar, [residue]);
+    expect(`${r?.verdict}: ${r?.reason}`).toMatch(/^crossed: a fresh environment saw what the previous one left: 1 place/);
+    expect(r?.evidence.some((e) => e.source === 'outside' && /residue-\S+ in workspace/.test(e.detail))).toBe(true);
+  }, 60_000);
 });
