@@ -34,13 +34,20 @@ else:
                 fh.write(control)
         except OSError:
             pass
+    # Removed only after every place was searched: two names may be one directory (home in the workspace).
+    found = set()
     for name, place in PLACES.items():
         for pattern in ("sandcheck-residue-%s" % args["firstNonce"], "sandcheck-residue-control-%s" % control[:8]):
             for path in glob.glob(os.path.join(place, pattern)):
                 try:
                     with open(path) as fh:
                         print("found %s in %s" % (fh.read(64), name))
-                    os.unlink(path)
+                    found.add(path)
                 except OSError:
                     pass
+    for path in found:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 sc.done(args)
