@@ -69,8 +69,9 @@ export function stateOf(pid: number): string | undefined {
 }
 
 /**
- * The host's own record of one execution's processes: every host process whose command line or environment carries
- * the execution's nonce (or another needle, as a survivor's mark), and every descendant of one, each by pid + start
+ * The host's own record of one execution's processes: every process of the payload's interpreter whose command line or
+ * environment carries the execution's nonce (or another needle, as a survivor's mark), and every descendant of one
+ * (whatever it runs), each by pid + start
  * time. What the adapter names (`hostPids`) is checked against it: an interpreter process of this execution the
  * adapter never named is the box's program running where the adapter did not say, and a named process with no tie to
  * the nonce cannot speak for the box. Reads only /proc.
@@ -200,8 +201,11 @@ export class ExecTracker {
   private examine(pid: number, s: Stat, now: number): boolean {
     const k = key(pid, s.start);
     if (this.tracked.has(k)) return true;
-    const carried = this.carries(pid);
+    const exe = exeBasename(procLink(`/proc/${pid}/exe`) ?? '');
     const ancestors = this.chain(s);
+    // Only the payload's interpreter is asked for its argv and environment: reading them takes the process's memory
+    // lock, and a user-space kernel's stub processes (gVisor) fork and map under it while a fork bomb runs.
+    const carried = PAYLOAD_INTERPRETER.test(exe) ? this.carries(pid) : undefined;
     const via = carried ?? (ancestors.some((a) => this.tracked.has(a)) ? 'descendant' : undefined);
     if (!via) {
       this.examined.set(pid, { start: s.start, comm: s.comm, at: now });
@@ -209,7 +213,6 @@ export class ExecTracker {
     }
     this.examined.delete(pid);
     const command = (procBytes(`/proc/${pid}/cmdline`)?.toString('utf8') ?? '').replaceAll('\0', ' ').trim().slice(0, 120);
-    const exe = exeBasename(procLink(`/proc/${pid}/exe`) ?? '');
     this.tracked.set(k, { pid, start: s.start, exe, command, via, ancestors });
     this.trackedPids.set(pid, s.start);
     if (via !== 'descendant') for (const a of ancestors) this.carrierAncestors.add(a);

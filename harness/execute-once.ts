@@ -40,7 +40,7 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
   const releaseHost =
     probe.kind === 'security' && probe.watchHost ? await acquireHostWatch(run.runId, once.setting.signal ? { signal: once.setting.signal } : {}) : undefined;
   // The host's own record of this execution's processes, for the probes whose verdict rests on them.
-  const tracked =
+  let tracked =
     probe.confirmStopped === true || probe.watchSurvivor === true || probe.sampleProcesses === true || probe.readsCgroup === true
       ? new ExecTracker(ctx.nonce, survivor ? [survivor] : [])
       : undefined;
@@ -48,6 +48,7 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
   const createdWallMs = Date.now();
   try {
     env = await once.createEnvironment();
+    if (env.programInUserSpaceKernel === true && once.setting.adapterCounters !== true) tracked = undefined;
     const checkFrom = performance.now();
     const placement = await once.beforePayload?.(env);
     // Cold start is create → the payload's first byte: the placement check's own program is not part of it.
@@ -59,7 +60,9 @@ export async function executeOnce(once: OnceSetting, probe: ProbeSpec, ctx: Prob
     const execFrom = Date.now();
     // A probe that samples nothing else asks the adapter's pids itself: a named program must be gone too.
     const names = probe.confirmStopped === true && probe.sampleProcesses !== true && env.hostPids ? env.hostPids.bind(env) : undefined;
-    tracked?.start(undefined, names);
+    // Asking a runtime for its pids costs a /proc walk or an API call: for a program that sleeps or spins for seconds,
+    // twice a second is enough, and the backend's own wall-clock kill must not wait behind it on a busy machine.
+    tracked?.start(names ? 500 : undefined, names);
     const watch = survivor ? watchForProcess(survivor, { release: probe.releaseWhenSeen === 'marked' }) : undefined;
     const exec = await execWithDeadline(once.setting, env, probe, ctx, tracked ? { ...how, tracker: tracked } : how, createdAt, prepared).finally(() =>
       watch?.stop(),

@@ -172,6 +172,12 @@ export interface Environment {
   getFiles(paths: readonly string[], options: { maxBytesPerFile: number }): Promise<GotFile[]>;
   /** Host pids of the box's live processes (for identity checks from outside), if the backend can tell. */
   hostPids?(): Promise<number[]>;
+  /**
+   * The box's program runs inside a user-space kernel (gVisor's Sentry): no host process is ever it. Honoured only
+   * from sandcheck's own backends, whose word this is: the host's record of the execution's processes
+   * (harness/exec-tracker.ts) is then not kept, since it could find nothing and its reads slow the runtime's stubs.
+   */
+  readonly programInUserSpaceKernel?: boolean;
   /** Idempotent. */
   destroy(): Promise<Leftovers>;
 }

@@ -78,6 +78,10 @@ export class DockerEnvironment implements Environment {
   private stoppedWhy: string | undefined;
   private readonly client: DockerClient;
 
+  get programInUserSpaceKernel(): boolean {
+    return this.init.backend.gvisor;
+  }
+
   constructor(private readonly init: EnvInit) {
     this.id = init.id;
     this.containerId = init.containerId;

@@ -121,8 +121,11 @@ export async function hostSnapshot(decoyDir: string): Promise<HostSnapshot> {
 }
 
 const OTHERS = /sandcheck|sccmd|\/run\/netns\/|docker|containerd|runsc|\/sc-/;
-/** Sockets of the container engines and of other sandcheck runs' state (a payload's own socket is none of these). */
-const OTHER_SOCKETS = /\/run\/(sandcheck|docker|containerd|podman|netns)\/|\/sandcheck-|docker|containerd|runsc|podman/;
+/**
+ * Sockets of the container engines, of other sandcheck runs' state, and the IPC pipe of every tsx process other test
+ * files start meanwhile (/tmp/tsx-<uid>/<pid>.pipe): a payload's own socket is none of these.
+ */
+const OTHER_SOCKETS = /\/run\/(sandcheck|docker|containerd|podman|netns)\/|\/sandcheck-|docker|containerd|runsc|podman|^\/tmp\/tsx-\d+\/\d+\.pipe$/;
 
 /** Differences that are this test's (or its payloads') doing; empty when the host is as it was. */
 export function hostChanges(before: HostSnapshot, after: HostSnapshot, ownDirs: readonly string[]): string[] {

@@ -448,9 +448,17 @@ describe(`docker backend: profiles on a lab daemon${SKIP ? ` (skipped: ${SKIP})`
     const fork = r.get('fork-bomb');
     if (profile === 'gvisor') {
       // The policy requires a process limit that this runsc build cannot give: not claimed, run anyway, and the
-      // bomb is seen passing the policy's limit (a failure, not a skip).
-      expect(`${fork?.verdict}, claimed ${fork?.claimed}`, fork?.reason).toBe('crossed, claimed false');
-      expect(fork?.reason).toMatch(/processes ran at once, past the limit of/);
+      // bomb is seen passing the policy's limit (a failure, not a skip). The sandbox's memory limit kills the bomb at
+      // 60-70 processes (python forks cost the Sentry memory), so whether the host's 100 ms sampling saw more than 64
+      // alive at once is a race: measured 65-69 on an idle machine, 59-65 beside other work. Never held.
+      const got = `${fork?.verdict}, claimed ${fork?.claimed}`;
+      if (got === 'inconclusive, claimed false') {
+        expect(fork?.reason).toMatch(/no refused fork was counted from outside \(peak (5[6-9]|6\d) of 64\)/);
+        expect(fork?.evidence.some((e) => /killed by the OOM killer/.test(e.detail))).toBe(true);
+      } else {
+        expect(got, fork?.reason).toBe('crossed, claimed false');
+        expect(fork?.reason).toMatch(/processes ran at once, past the limit of/);
+      }
     } else {
       expect(fork?.verdict, fork?.reason).toBe('held');
       expect(fork?.observation?.resources?.pidsMaxEvents ?? 0).toBeGreaterThan(0);

@@ -363,7 +363,7 @@ describe('the host snapshot comparison can fail', () => {
       // A key a box added to the host's user keyring; another run's decoy keyring and a container's session keyring are not the box's.
       keys: ['keyring _uid.0', 'user sc-planted', `keyring _ses.${'a'.repeat(64)}`, 'keyring sandcheck-decoy-r2'],
       ipc: ['/dev/shm/other', '/dev/shm/sandcheck-covert-1', 'sysv shm key 1234'],
-      sockets: ['/run/other.sock', '/tmp/sc-left.sock', '/scratch/env/own.sock', '/run/docker/x.sock'],
+      sockets: ['/run/other.sock', '/tmp/sc-left.sock', '/scratch/env/own.sock', '/run/docker/x.sock', '/tmp/tsx-0/28546.pipe', '/tmp/tsx-0/x.sock'],
     };
     const found = hostChanges(base, changed, ['/scratch']).join('\n');
     expect(found).toMatch(/decoy control-plane\/token/);
@@ -382,6 +382,9 @@ describe('the host snapshot comparison can fail', () => {
     expect(found).toMatch(/ipc object left: sysv shm key 1234/);
     expect(found).toMatch(/socket left: \/tmp\/sc-left.sock/);
     expect(found).not.toMatch(/own.sock|docker\/x.sock/);
+    // Another test file's tsx process meanwhile (its IPC pipe) is not a payload's; a socket of another name there is.
+    expect(found).not.toMatch(/28546\.pipe/);
+    expect(found).toMatch(/socket left: \/tmp\/tsx-0\/x.sock/);
   });
 });
 
