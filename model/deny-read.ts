@@ -23,8 +23,14 @@ export function denyReadMatches(glob: string, path: string): boolean {
   return globRegExp(glob).test(`${path}/`);
 }
 
-/** Whether any glob of the list matches the path. */
-export const deniedToRead = (globs: readonly string[], path: string): boolean => globs.some((g) => denyReadMatches(g, path));
+/** Whether the path or one of its parent directories matches a glob of the list (a denied directory denies what is in it). */
+export function deniedToRead(globs: readonly string[], path: string): boolean {
+  const parts = path.split('/');
+  return parts.some((_, i) => {
+    const prefix = parts.slice(0, i + 1).join('/');
+    return globs.some((g) => denyReadMatches(g, prefix));
+  });
+}
 
 /** What the read-denied-path probe tries when the policy names no deny-list (it runs then only where claimed anyway, or on the control). */
 export const DEFAULT_DENY_READ: readonly string[] = ['.env', '*.pem', 'id_*'];

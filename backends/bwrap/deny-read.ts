@@ -1,5 +1,6 @@
 import { lstat, readdir } from 'node:fs/promises';
 import { posix } from 'node:path';
+import { SandcheckError } from '../../core/errors.js';
 import { deniedToRead } from '../../model/deny-read.js';
 import type { Policy } from '../../model/policy.js';
 
@@ -19,17 +20,21 @@ export const denyReadOf = (policy: Policy): readonly string[] => policy.files.de
 /**
  * Every file and directory of the workspace a deny glob matches, found by walking it without following a link (a
  * hidden directory is not walked into). A matching symbolic link is not hidden: binding over it would follow it on the
- * host; what it points to is hidden only if it matches itself. Throws past MAX_ENTRIES: a deny-list half applied must
- * not be claimed.
+ * host; what it points to is hidden only if it matches itself. Throws (HARNESS) past maxEntries: the exec does not
+ * run with a deny-list half applied.
  */
-export async function hiddenPaths(workHost: string, globs: readonly string[]): Promise<HiddenPath[]> {
+export async function hiddenPaths(workHost: string, globs: readonly string[], maxEntries = MAX_ENTRIES): Promise<HiddenPath[]> {
   if (globs.length === 0) return [];
   const out: HiddenPath[] = [];
   let seen = 0;
   const walk = async (rel: string, depth: number): Promise<void> => {
     const names = await readdir(rel === '' ? workHost : posix.join(workHost, rel)).catch(() => [] as string[]);
     for (const name of names.sort()) {
-      if (++seen > MAX_ENTRIES) throw new Error(`the workspace holds more than ${MAX_ENTRIES} entries: the deny-list is not applied to a part of it`);
+      if (++seen > maxEntries)
+        throw new SandcheckError(
+          'HARNESS',
+          `the workspace holds more than ${maxEntries} entries: bwrap would leave part of it outside the deny-list (files.denyRead)`,
+        );
       const child = rel === '' ? name : `${rel}/${name}`;
       const st = await lstat(posix.join(workHost, child)).catch(() => undefined);
       if (!st || st.isSymbolicLink()) continue;

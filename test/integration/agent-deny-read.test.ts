@@ -80,4 +80,14 @@ describe.skipIf(SKIP !== undefined)(`read-denied-path${SKIP ? ` (skipped: ${SKIP
     expect(r?.verdict, explain(r)).toBe('held');
     expect(r?.evidence.find((e) => e.witness === 'read-control')?.detail).toMatch(/came out/);
   });
+
+  it('hardened bwrap with a denied directory (.ssh, hidden under an empty read-only tmpfs) and config/**: held, the control planted outside config', async () => {
+    const policy: Policy = { ...AGENT, files: { ...AGENT.files, denyRead: ['.ssh', 'config/**'] } };
+    const r = await runOn({}, policy);
+    console.log(explain(r));
+    expect(r?.verdict, explain(r)).toBe('held');
+    expect(r?.reason).toContain('sc-read-control.txt');
+    const weak = await runOn({ denyReadPaths: 'off', misdeclare: true }, policy);
+    expect(weak?.verdict, explain(weak)).toBe('crossed');
+  });
 });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { bwrapArgs, type BoxPlan } from '../../backends/bwrap/argv.js';
 import { hiddenPaths } from '../../backends/bwrap/deny-read.js';
-import { denyReadMatches } from '../../model/deny-read.js';
+import { deniedToRead, denyReadMatches } from '../../model/deny-read.js';
 import { CI_POLICY, PolicySchema, type Policy } from '../../model/policy.js';
 import type { Observation } from '../../model/probe.js';
 import { DRP_MARKER, READ_ROUTES, judgeDeniedReads } from '../../probes/read-denied-path/judge.js';
@@ -31,6 +31,10 @@ describe('files.denyRead globs', () => {
       ['f.x', 'fax', false],
     ];
     for (const [g, p, want] of cases) expect(denyReadMatches(g, p), `${g} ~ ${p}`).toBe(want);
+    // A denied directory denies what is in it.
+    expect(deniedToRead(['.ssh'], '.ssh/id_ed25519')).toBe(true);
+    expect(deniedToRead(['config/**'], 'config/app.toml')).toBe(true);
+    expect(deniedToRead(['.ssh'], 'src/app.py')).toBe(false);
   });
 
   it('the schema takes workspace-relative globs only, at most 64', () => {
@@ -83,6 +87,8 @@ describe('read-denied-path judge: the host-known values decide, the payload can 
     expect([...p.denied.keys()]).toContain('secrets/sc.key');
     expect(p.control?.path).toBe('sc-read-control.txt');
     expect(denyPlan(ctx(withDeny(['*']))).control).toBeUndefined();
+    const dir = denyPlan(ctx(withDeny(['.ssh'])));
+    expect([...dir.denied.keys()]).toEqual(['.ssh/id_ed25519']);
   });
 
   it('inconclusive, never held: a liar, a missing route, no control value, a truncated output, an unfinished payload', () => {
@@ -119,6 +125,7 @@ describe("bwrap's denyReadPaths option", () => {
     ]);
     expect(await hiddenPaths(w, ['.ssh'])).toEqual([{ rel: '.ssh', dir: true }]);
     expect(await hiddenPaths(w, [])).toEqual([]);
+    await expect(hiddenPaths(w, ['*.pem'], 3)).rejects.toMatchObject({ code: 'HARNESS' });
     const plan = {
       workHost: '/h/w',
       readOnlyFiles: [],
