@@ -101,7 +101,8 @@ export function judgeDeniedReads(obs: Observation, plan: DenyPlan): Judgement {
   const evidence = [scanned, ...insideLine, exitEvidence(obs.exec)];
   const notRun = unlessAttempted(obs, true);
   if (notRun) return { ...notRun, evidence: [...evidence, payloadReport(obs.exec)] };
-  if (stdout.truncated || stderr.truncated) {
+  const kept = (c: typeof stdout): number => Buffer.from(c.headBase64, 'base64').length + Buffer.from(c.tailBase64, 'base64').length;
+  if (stdout.bytes > kept(stdout) || stderr.bytes > kept(stderr)) {
     return {
       verdict: 'inconclusive',
       reason: `the output was larger than the harness keeps (${stdout.bytes} + ${stderr.bytes} bytes): its middle was not scanned for the deny-listed values`,

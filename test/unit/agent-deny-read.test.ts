@@ -99,7 +99,8 @@ describe('read-denied-path judge: the host-known values decide, the payload can 
     const noControl = judgeDeniedReads(obs(allRoutes), plan);
     expect(noControl.verdict).toBe('inconclusive');
     expect(noControl.reason).toContain('config/app.toml');
-    const big = fakeObservation({ stdout: { ...capture([...allRoutes, ...controlOut].join('\n')), truncated: true } }, { finished: true });
+    const whole = capture([...allRoutes, ...controlOut].join('\n'));
+    const big = fakeObservation({ stdout: { ...whole, bytes: whole.bytes + 100_000, truncated: true } }, { finished: true });
     expect(judgeDeniedReads(big, plan).verdict).toBe('inconclusive');
     expect(judgeDeniedReads(obs([...allRoutes, ...controlOut], { finished: false }), plan).verdict).toBe('inconclusive');
     const forged = allRoutes.map((l) => l.replace('token-drp-line', 'token-other'));
