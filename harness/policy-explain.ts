@@ -41,5 +41,6 @@ export function explainPolicy(p: Policy): string {
     `  per execution: ${n(p.resources.cpus)} CPU, ${p.resources.memoryMb} MB memory, ${p.resources.processes} processes, ${p.resources.diskMb} MB temp disk, network ${p.network.mode}${p.network.mode === 'allowlist' ? ` (${p.network.allow.join(', ') || 'nothing'})` : ''}`,
     `  writes: ${p.files.writeScope ? `only inside ${p.files.writeScope.join(', ')} (files.writeScope)` : 'no write scope asked (files.writeScope unset)'}`,
     `  protected inside the workspace: ${p.files.protected && p.files.protected.length > 0 ? `${p.files.protected.join(', ')} (files.protected)` : 'nothing asked (files.protected unset)'}`,
+    `  unreadable inside the workspace: ${p.files.denyRead && p.files.denyRead.length > 0 ? `${p.files.denyRead.join(', ')} (files.denyRead)` : 'nothing asked (files.denyRead unset)'}`,
   ].join('\n');
 }

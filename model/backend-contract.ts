@@ -11,6 +11,7 @@ export const POLICY_ITEMS = [
   'files.readOnlyInput',
   'files.writeScope',
   'files.protected',
+  'files.denyRead',
   'network.egress',
   'resources.cpus',
   'resources.memoryMb',

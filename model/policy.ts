@@ -69,6 +69,21 @@ export const WorkspacePath = z
 export { DEFAULT_PROTECTED_PATHS } from './protected-paths.js';
 
 /**
+ * A workspace-relative glob of files the box must not read (files.denyRead): `*` and `?` match within one path
+ * component, `**` any number of components; an entry without `/` matches a file's name at any depth (`.env`,
+ * `*.pem`, `id_*`), one with `/` the whole path from the workspace root (`config/*.key`).
+ */
+export const DenyReadGlob = z
+  .string({ error: 'expected a workspace-relative glob such as .env or *.pem' })
+  .min(1)
+  .max(256, { error: 'expected a glob of at most 256 characters' })
+  .regex(/^[^/\0[\]{}\\][^\0[\]{}\\]*$/, { error: 'expected a workspace-relative glob (*, ? and ** only), without a leading slash' })
+  .refine((p) => !p.split('/').some((c) => c === '..' || c === '.' || c === ''), { error: 'expected a glob without "..", "." or empty components' })
+  .meta({
+    description: 'A workspace-relative glob of files the box must not read: * and ? within a component, ** across; without / it matches a name at any depth',
+  });
+
+/**
  * The box's posture as the host reads it from /proc/<pid> of the box's own program (never from the box's word).
  * Optional: a policy without it asks for none of these items.
  */
@@ -111,6 +126,11 @@ export const PolicySchema = z
        * files, editor tasks, agent settings); a directory protects everything under it. Unset or empty: not asked.
        */
       protected: z.array(WorkspacePath).max(64, { error: 'at most 64 entries' }).optional(),
+      /**
+       * Files inside the readable workspace the box must not read (`.env`, `*.pem`, `id_*`): globs, see DenyReadGlob.
+       * Unset or empty: not asked.
+       */
+      denyRead: z.array(DenyReadGlob).max(64, { error: 'at most 64 entries' }).optional(),
     }),
     network: z.strictObject({
       mode: z.enum(['off', 'allowlist']),

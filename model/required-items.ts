@@ -14,6 +14,8 @@ export function policyRequires(policy: Policy, item: PolicyItem): boolean {
       return policy.files.writeScope !== undefined;
     case 'files.protected':
       return (policy.files.protected?.length ?? 0) > 0;
+    case 'files.denyRead':
+      return (policy.files.denyRead?.length ?? 0) > 0;
     case 'identity.unprivileged':
       return policy.identity.unprivileged;
     case 'lifecycle.freshEnvironment':

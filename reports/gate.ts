@@ -214,9 +214,9 @@ export const STRICTEST_FIRST: Readonly<Record<string, { item: PolicyItem; order:
 
 /**
  * Lists: `network.allow`, `posture.hostMounts` and `files.writeScope` allow what they list (more = looser; an unset
- * write scope asks nothing); `posture.namespaces` and `files.protected` require it (fewer = looser).
+ * write scope asks nothing); `posture.namespaces`, `files.protected` and `files.denyRead` require it (fewer = looser).
  */
-const LIST_FIELDS = ['network.allow', 'posture.namespaces', 'posture.hostMounts', 'files.writeScope', 'files.protected'] as const;
+const LIST_FIELDS = ['network.allow', 'posture.namespaces', 'posture.hostMounts', 'files.writeScope', 'files.protected', 'files.denyRead'] as const;
 /** Every policy field with a direction rule. */
 export const RULED_POLICY_FIELDS: readonly string[] = [
   ...Object.keys(HIGHER_IS_LOOSER),
@@ -234,7 +234,7 @@ function normalisedPolicy(p: Policy): Record<string, unknown> {
   return {
     ...p,
     resources: { ...p.resources, wallToleranceMs: p.resources.wallToleranceMs ?? 1000 },
-    files: { ...p.files, protected: p.files.protected ?? [] },
+    files: { ...p.files, protected: p.files.protected ?? [], denyRead: p.files.denyRead ?? [] },
     posture: p.posture ?? POSTURE_UNASKED,
     isolation: p.isolation ?? { separateKernel: false },
   };
@@ -342,6 +342,14 @@ function listChange(
       looser: 'paths no longer protected: ',
       tighter: 'newly protected: ',
       same: 'the same paths, in another order',
+    });
+  }
+  if (field === 'files.denyRead') {
+    const item = 'files.denyRead' as const;
+    return entriesChange(field, item, xb, xh, {
+      looser: 'files no longer denied to reads: ',
+      tighter: 'newly denied to reads: ',
+      same: 'the same globs, in another order',
     });
   }
   if (field === 'posture.namespaces') {

@@ -55,6 +55,7 @@ import { postureSeccomp } from '../probes/posture-seccomp/probe.js';
 import { ptraceHostDecoy } from '../probes/ptrace-host-decoy/probe.js';
 import { publicEgressIpv4 } from '../probes/public-egress-ipv4/probe.js';
 import { publicEgressIpv6 } from '../probes/public-egress-ipv6/probe.js';
+import { readDeniedPath } from '../probes/read-denied-path/probe.js';
 import { readOnlyInput } from '../probes/read-only-input/probe.js';
 import { residue } from '../probes/residue/probe.js';
 import { secretDecoyEnv } from '../probes/secret-decoy-env/probe.js';
@@ -169,6 +170,7 @@ export const builtInSpecs: readonly ProbeSpec[] = [
   ptraceHostDecoy,
   publicEgressIpv4,
   publicEgressIpv6,
+  readDeniedPath,
   readOnlyInput,
   residue,
   secretDecoyEnv,

@@ -40,6 +40,8 @@ export interface BoxPlan {
   readOnlyFiles: readonly string[];
   /** The protected-paths option: workspace-relative binds over themselves, in order (backends/bwrap/protected-paths.ts). */
   protectedBinds?: readonly { rel: string; readOnly: boolean }[];
+  /** The denyReadPaths option: workspace-relative paths hidden after every other workspace bind (backends/bwrap/deny-read.ts). */
+  hiddenPaths?: readonly { rel: string; dir: boolean }[];
   extraBinds: readonly { src: string; dest: string; readOnly: boolean }[];
   /** Workspace-relative working directory ('' = /work). */
   cwd: string;
@@ -95,6 +97,11 @@ export function bwrapArgs(plan: BoxPlan): string[] {
   a.push('--bind', plan.workHost, BOX_WORK);
   for (const rel of plan.readOnlyFiles) a.push('--ro-bind', posix.join(plan.workHost, rel), posix.join(BOX_WORK, rel));
   for (const b of plan.protectedBinds ?? []) a.push(b.readOnly ? '--ro-bind' : '--bind', posix.join(plan.workHost, b.rel), posix.join(BOX_WORK, b.rel));
+  for (const h of plan.hiddenPaths ?? []) {
+    const dest = posix.join(BOX_WORK, h.rel);
+    if (h.dir) a.push('--tmpfs', dest, '--remount-ro', dest);
+    else a.push('--ro-bind', '/dev/null', dest);
+  }
   if (plan.shareNetwork && plan.resolvConf !== undefined) a.push('--ro-bind', plan.resolvConf, '/etc/resolv.conf');
   for (const b of plan.extraBinds) a.push(b.readOnly ? '--ro-bind' : '--bind', b.src, b.dest);
   a.push('--chdir', plan.cwd === '' ? BOX_WORK : posix.join(BOX_WORK, plan.cwd));

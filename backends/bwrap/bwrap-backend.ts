@@ -69,6 +69,7 @@ export class BwrapBackend implements Backend {
       o.downloadApi === 'lstat' ? '' : 'naive download API',
       o.readOnlyInputs === 'enforced' ? '' : 'read-only inputs ignored',
       o.protectedPaths === 'read-only' ? '' : 'protected paths writable',
+      o.denyReadPaths === 'hidden' ? '' : 'deny-listed files readable',
       o.misdeclare ? 'MISDECLARED: claims every policy item (positive controls only)' : '',
     ].filter(Boolean);
     this.description = `bubblewrap: namespaces, read-only /usr, ${WORKSPACE_WORDS[runtime.workspace]} workspace, setpriv to a dedicated uid, ${
@@ -111,6 +112,14 @@ export class BwrapBackend implements Backend {
       o.protectedPaths === 'read-only'
         ? undefined
         : 'protected paths inside the workspace are not bound read-only (protectedPaths: off): the box may write git hooks, rc files and agent settings',
+    );
+    claimUnless(
+      'files.denyRead',
+      o.denyReadPaths !== 'hidden'
+        ? 'deny-listed files inside the workspace are not hidden (denyReadPaths: off): the box may read .env files and keys'
+        : (policy.files.denyRead?.length ?? 0) === 0
+          ? `policy ${policy.name} names no file to deny (files.denyRead unset): nothing is hidden`
+          : undefined,
     );
     claimUnless('resources.wallSeconds', o.wallClock ? undefined : "the backend's own wall clock is turned off in the backend options (wallClock: false)");
     claimUnless('output.maxBytes', o.outputCap ? undefined : "the backend's own output cap is turned off in the backend options (outputCap: false)");

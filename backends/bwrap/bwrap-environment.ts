@@ -32,6 +32,7 @@ import { inheritableFds, readIdentity, type ProcIdentity } from './host-proc.js'
 import { StatusReader } from './status.js';
 import { boxSeccompFilter } from './seccomp.js';
 import { protectedBinds, protectedPathsOf } from './protected-paths.js';
+import { denyReadOf, hiddenPaths } from './deny-read.js';
 import { getFile, putFile, removeEnvRoot, type EnvRoot, type Ownership } from './workspace.js';
 
 /** Every box process carries these (not secrets): the harness can find strays by them. */
@@ -172,6 +173,7 @@ export class BwrapEnvironment implements Environment {
       tmpSizeBytes: this.policy.resources.diskMb * MIB,
       readOnlyFiles: [...this.readOnly],
       ...(this.rt.opts.protectedPaths === 'read-only' ? { protectedBinds: (await protectedBinds(this.root.work, protectedPathsOf(this.policy))).binds } : {}),
+      ...(this.rt.opts.denyReadPaths === 'hidden' ? { hiddenPaths: await hiddenPaths(this.root.work, denyReadOf(this.policy)) } : {}),
       extraBinds: this.rt.opts.extraBinds,
       cwd: req.cwd ? segmentsOf(req.cwd).join('/') : '',
       env,

@@ -126,6 +126,13 @@ export const BwrapOptionsSchema = z
       .describe(
         "'read-only' (the fix): at every exec, each path of the policy's files.protected (default: .git/hooks, .git/config, .bashrc, .vscode/tasks.json, .claude/settings.json) that exists in the workspace is bound read-only over itself, and its parent directories inside the workspace over themselves, so it can be neither written, replaced nor moved aside; files.protected is claimed. A path that does not exist (or reaches through a link) is not bound. 'off': no such binds, and files.protected is not claimed (unless misdeclare).",
       ),
+    /** See the description: 'off' leaves the deny-listed files of the workspace readable. */
+    denyReadPaths: z
+      .enum(['hidden', 'off'])
+      .default('hidden')
+      .describe(
+        "'hidden' (the fix): when the policy asks files.denyRead, at every exec each file of the workspace a deny glob matches is hidden after the workspace bind (/dev/null bound over a file, an empty read-only tmpfs over a directory), and files.denyRead is claimed. A matching symbolic link is not hidden. 'off': nothing is hidden, and files.denyRead is not claimed (unless misdeclare).",
+      ),
     /** DELIBERATELY BROKEN: see the description. For sandcheck's own positive controls, never for real use. */
     misdeclare: z
       .boolean()

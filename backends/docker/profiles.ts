@@ -203,6 +203,7 @@ export function derivedReasons(c: ContainerConfig, policy: Policy, gvisorRuntime
   if (writableBinds.length > 0) reasons['files.writeScope'] ??= `host paths bound in read-write: ${writableBinds.join(', ')}`;
   // The workspace is the container's own: nothing re-binds paths inside it read-only.
   reasons['files.protected'] = 'the docker backend makes no path inside its workspace read-only (no read-only re-binds of .git/hooks, .git/config, rc files)';
+  reasons['files.denyRead'] = 'the docker backend hides no file inside its workspace (no bind over .env, keys or other deny-listed files)';
   reasons['output.sanitized'] = NOT_SANITIZED;
   Object.assign(reasons, postureReasons(c, gvisor, hostBinds));
   return reasons;

@@ -15,6 +15,7 @@ const NOT_CLAIMED = {
   'files.writeScope':
     "codex's workspace-write roots include the host's shared /tmp and $TMPDIR, not a temp of the box's own; its read-only mode is not declared here yet",
   'files.protected': "codex re-binds .git and .codex read-only, not shell rc files or other agents' settings; not declared from its settings yet",
+  'files.denyRead': "codex's sandbox lets commands read every file of the workspace (reads are not restricted by the built-in profiles)",
   'files.hostPaths':
     "Codex's sandbox lets commands read the whole host filesystem (its permissions documentation: reads are not restricted by the built-in profiles)",
   'identity.unprivileged': "codex sandbox keeps the caller's uid (root here); it drops capabilities and sets no_new_privs but does not change user",

@@ -22,6 +22,7 @@ export const firejail: PresetDefinition = {
         notClaimedReasons: {
           'files.writeScope': "firejail's default profile keeps the host's /tmp and home writable",
           'files.protected': "firejail's default profile makes no path inside the workspace read-only",
+          'files.denyRead': "firejail's default profile blacklists no file inside the workspace (its blacklists name paths in home and /etc)",
           'network.egress': 'firejail\'s default profile shares the caller\'s network ("net none" is commented out in default.profile)',
           'lifecycle.freshEnvironment': 'firejail\'s default profile keeps the host\'s /tmp and home ("private" and "private-tmp" are commented out)',
           'resources.memoryMb': "firejail's default profile sets no rlimit-as, and firejail removed --cgroup",

@@ -23,6 +23,7 @@ export const nspawn: PresetDefinition = {
         notClaimedReasons: {
           'files.writeScope': 'systemd-nspawn writes where its binds allow; the write scope is not declared from them yet',
           'files.protected': 'systemd-nspawn makes no path inside the bound workspace read-only',
+          'files.denyRead': 'systemd-nspawn hides no file inside the bound workspace',
           'identity.unprivileged': 'systemd-nspawn runs the program as root with a reduced capability set; --private-users is off by default',
           'resources.memoryMb': 'systemd-nspawn sets limits through systemd (--property=MemoryMax=), which is not PID 1 here',
           'resources.processes': 'systemd-nspawn sets limits through systemd (--property=TasksMax=), which is not PID 1 here',

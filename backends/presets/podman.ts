@@ -42,6 +42,7 @@ interface Variant {
 const COMMON_REASONS: Partial<Record<PolicyItem, string>> = {
   'files.writeScope': 'the workspace is a host directory bound in; the write scope is not declared from the flags yet',
   'files.protected': 'podman makes no path inside the bound workspace read-only',
+  'files.denyRead': 'podman hides no file inside the bound workspace',
   'resources.diskMb': 'podman sizes no container filesystem here: --read-only leaves an unsized tmpfs on /tmp, the workspace is a host directory bound in',
   'output.sanitized': "podman run passes the program's output through unchanged",
 };

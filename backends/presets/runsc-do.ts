@@ -26,6 +26,7 @@ export const runscDo: PresetDefinition = {
         notClaimedReasons: {
           'files.writeScope': "with -force-overlay=false runsc do writes to the host's filesystem (its own warning)",
           'files.protected': 'runsc do makes no path inside the workspace read-only',
+          'files.denyRead': 'runsc do hides no file inside the workspace',
           'files.hostPaths': 'runsc do shows the host\'s root filesystem to the box (its help: "host filesystem mounted inside")',
           'files.readOnlyInput':
             "with -force-overlay=false the box has write access to the host (runsc do's own warning); with the overlay no file could come back",

@@ -34,6 +34,8 @@ const LAUNCHER = [
 const NOT_CLAIMED = {
   'files.writeScope': "srt's allowWrite roots are not declared as a write scope yet (its defaults include the host's /tmp)",
   'files.protected': "srt's mandatory write-deny list (.bashrc, .git/hooks, …) applies on Linux only to files that already exist; not declared yet",
+  'files.denyRead':
+    "the preset's srt settings name no file of the workspace in filesystem.denyRead (empty, or only ~); the policy's deny-list is not turned into srt settings yet",
   'identity.unprivileged': "srt keeps the caller's uid (root here) and its capabilities inside bubblewrap's user namespace",
   'lifecycle.freshEnvironment': "srt runs in the caller's filesystem: /tmp and home are the host's",
   'resources.memoryMb': 'srt confines files and network only: no CPU, memory or time limits (its README)',

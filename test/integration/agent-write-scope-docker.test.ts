@@ -1,7 +1,8 @@
 /**
  * The agent-sandbox write probes on docker-hardened (issue 40), with a private dockerd inside a lab of this file's
- * own (as in docker-new-probes.test.ts): write-outside-scope held; write-protected-path not claimed (nothing makes a
- * path inside the container's workspace read-only), so not-applicable under ci and unenforced when the policy asks.
+ * own (as in docker-new-probes.test.ts): write-outside-scope held; write-protected-path and read-denied-path not claimed
+ * (nothing makes a path inside the container's workspace read-only or hides one), so not-applicable under ci and run
+ * unclaimed (crossed) when the policy asks.
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
@@ -70,6 +71,15 @@ describe.skipIf(SKIP !== undefined)(`docker-hardened: the agent write probes${SK
     expect(na?.verdict, explain(na)).toBe('not-applicable');
     expect(na?.reason).toMatch(/read-only/);
     const asked = await runOn('write-protected-path', { ...CI_POLICY, files: { ...CI_POLICY.files, protected: ['.git/hooks'] } });
+    expect(`${asked?.verdict}, claimed ${asked?.claimed}`, explain(asked)).toBe('crossed, claimed false');
+  });
+
+  it('read-denied-path: not claimed (nothing hides a file inside the workspace), so not-applicable under ci; when the policy asks, run anyway and crossed — not claimed', async () => {
+    const na = await runOn('read-denied-path');
+    expect(na?.verdict, explain(na)).toBe('not-applicable');
+    expect(na?.reason).toMatch(/hides no file/);
+    const asked = await runOn('read-denied-path', { ...CI_POLICY, files: { ...CI_POLICY.files, denyRead: ['.env', '*.pem', 'id_*'] } });
+    console.log(explain(asked));
     expect(`${asked?.verdict}, claimed ${asked?.claimed}`, explain(asked)).toBe('crossed, claimed false');
   });
 

@@ -219,11 +219,12 @@ describe('docker profiles: policy → HostConfig, and honest capabilities', () =
       expect(d.notEnforcedReasons?.[item], item).toBeTruthy();
     }
     const h = capabilitiesFor(PROFILES['docker-hardened'], CI_POLICY, inLab, false);
-    // runc shares the host kernel, and nothing makes a path inside its workspace read-only: the items besides sanitized output hardened Docker cannot claim.
+    // runc shares the host kernel, and nothing makes a path inside its workspace read-only or hides one: the items besides sanitized output hardened Docker cannot claim.
     expect([...h.enforces].sort()).toEqual(
-      POLICY_ITEMS.filter((i) => i !== 'output.sanitized' && i !== 'isolation.separateKernel' && i !== 'files.protected').sort(),
+      POLICY_ITEMS.filter((i) => i !== 'output.sanitized' && i !== 'isolation.separateKernel' && i !== 'files.protected' && i !== 'files.denyRead').sort(),
     );
     expect(h.notEnforcedReasons?.['files.protected']).toMatch(/read-only/);
+    expect(h.notEnforcedReasons?.['files.denyRead']).toMatch(/hides no file/);
     expect(h.notEnforcedReasons?.['isolation.separateKernel']).toMatch(/host kernel/);
     const g = capabilitiesFor(PROFILES.gvisor, CI_POLICY, inLab, false);
     expect(g.enforces).not.toContain('resources.processes');

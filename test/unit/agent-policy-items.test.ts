@@ -41,6 +41,11 @@ describe('files.writeScope and files.protected (the agent-sandbox contract)', ()
     expect(policyRequires(agent, 'files.writeScope')).toBe(true);
     expect(policyRequires(agent, 'files.protected')).toBe(true);
     expect(policyRequires(withFiles({ protected: [] }), 'files.protected')).toBe(false);
+    for (const p of [REFERENCE_POLICY, CI_POLICY]) expect(policyRequires(p, 'files.denyRead')).toBe(false);
+    expect(agent.files.denyRead).toEqual(['.env', '*.pem', 'id_*']);
+    expect(policyRequires(agent, 'files.denyRead')).toBe(true);
+    expect(policyRequires(withFiles({ denyRead: [] }), 'files.denyRead')).toBe(false);
+    expect(POLICY_ITEMS).toContain('files.denyRead');
   });
 
   it('policy explain shows both', () => {
@@ -48,6 +53,8 @@ describe('files.writeScope and files.protected (the agent-sandbox contract)', ()
     expect(text).toContain('writes: only inside workspace, temp (files.writeScope)');
     expect(text).toContain('protected inside the workspace: .git/hooks, .bashrc (files.protected)');
     expect(explainPolicy(CI_POLICY)).toContain('no write scope asked (files.writeScope unset)');
+    expect(explainPolicy(withFiles({ denyRead: ['.env', '*.pem'] }))).toContain('unreadable inside the workspace: .env, *.pem (files.denyRead)');
+    expect(explainPolicy(CI_POLICY)).toContain('nothing asked (files.denyRead unset)');
   });
 
   it('the gate calls a wider write scope and fewer protected paths looser, the opposite tighter', () => {
@@ -59,6 +66,16 @@ describe('files.writeScope and files.protected (the agent-sandbox contract)', ()
     expect(dir(scoped, withFiles({ writeScope: ['workspace', 'temp'], protected: ['.git/hooks'] }))).toEqual(['files.protected:looser']);
     expect(dir(scoped, withFiles({ writeScope: ['workspace', 'temp'] }))).toEqual(['files.protected:looser']);
     expect(dir(withFiles({}), scoped).sort()).toEqual(['files.protected:tighter', 'files.writeScope:tighter']);
+  });
+
+  it('the gate calls fewer deny-listed globs looser (an unset list asks none), more tighter', () => {
+    const dir = (a: Policy, b: Policy) => policyChanges(a, b).map((c) => `${c.field}:${c.direction}`);
+    const denied = withFiles({ denyRead: ['.env', '*.pem'] });
+    expect(dir(denied, withFiles({ denyRead: ['.env'] }))).toEqual(['files.denyRead:looser']);
+    expect(dir(denied, withFiles({}))).toEqual(['files.denyRead:looser']);
+    expect(dir(denied, withFiles({ denyRead: ['.env', '*.pem', 'id_*'] }))).toEqual(['files.denyRead:tighter']);
+    expect(dir(denied, withFiles({ denyRead: ['*.pem', '.env'] }))).toEqual(['files.denyRead:changed']);
+    expect(policyChanges(denied, withFiles({ denyRead: ['.env'] }))[0]?.why).toContain('files no longer denied to reads: *.pem');
   });
 });
 
