@@ -31,6 +31,12 @@ function positiveInt(value: string): number {
   return n;
 }
 
+function pngSize(value: string): { width: number; height: number } {
+  const m = /^(\d{2,5})x(\d{2,5})$/.exec(value);
+  if (!m) throw new InvalidArgumentError('expected WIDTHxHEIGHT, e.g. 1400x1000');
+  return { width: Number(m[1]), height: Number(m[2]) };
+}
+
 export async function main(argv: readonly string[]): Promise<number> {
   let code: number = EXIT.ok;
   const program = new Command()
@@ -212,6 +218,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('--tasks <dir>', 'the --backend runs: also run the task cases in this directory')
     .option('-j, --concurrency <n>', 'the --backend runs: at most n environments at once (default: sized from the cores, as `run`)', positiveInt)
     .requiredOption('-o, --out <dir>', 'directory for matrix.md, matrix.html, matrix.json (and runs/)')
+    .option('--png <file>', 'also render matrix.html to this PNG in headless chromium (how docs/matrix-example.png is made)')
+    .option('--png-size <WxH>', 'the --png window size (default 1400x1000)', pngSize)
     .action(async (dirs, opts) => {
       code = await (await import('./matrix-command.js')).matrixCommand(dirs, opts);
     });
