@@ -60,8 +60,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       ),
     )
     .option('--backend-config <file>', 'YAML/JSON options for the backend (e.g. bwrap extraBinds, shareNetwork, limits)')
-    .option('-p, --policy <preset|file>', 'policy preset (ci, the default: 5 s wall; reference: 30 s wall) or a YAML/JSON policy file', 'ci')
-    .option('-o, --out <dir>', 'directory for security.json, task.json and their JUnit XML', 'out')
+    .option('-p, --policy <preset|file>', 'policy preset (ci, the default: 5 s wall; reference: 30 s wall) or a YAML/JSON policy file')
+    .option('-o, --out <dir>', 'directory for security.json, task.json and their JUnit XML (default: out)')
     .option('--only <ids...>', 'run only these probe / task ids')
     .option('--tasks <dir>', 'also run the task cases (YAML, JSON or .mjs) in this directory')
     .option('--image <ref>', 'docker backends: an image you already have (needs python3), instead of the offline-built probe image')
@@ -80,8 +80,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     )
     .option(
       '--exporter <name>',
-      'the exporter artifacts pass and the export probes judge: reference, naive (unsafe, positive controls only), command:<file.yaml> or a module path',
-      'reference',
+      'the exporter artifacts pass and the export probes judge: reference (the default), naive (unsafe, positive controls only), command:<file.yaml> or a module path',
     )
     .option(
       '-j, --concurrency <n>',
@@ -112,8 +111,11 @@ export async function main(argv: readonly string[]): Promise<number> {
       '--certify <dir>',
       'also write a sign-off bundle to this new directory (scorecards, JUnit, policy, environment fingerprint, manifest.sha256); refuses --waivers and skips for a missing tool or lab',
     )
+    .option('--config <file>', 'read the run options from this YAML/JSON file instead of ./sandcheck.yaml (flags win over the file)')
+    .option('--no-config', 'ignore ./sandcheck.yaml: only the flags and the defaults')
     .action(async (opts) => {
-      code = await (await import('./run-command.js')).runCommand(opts);
+      const { resolveRunOptions } = await import('./run-config.js');
+      code = await (await import('./run-command.js')).runCommand(await resolveRunOptions(opts));
     });
 
   program
