@@ -145,7 +145,8 @@ export function summaryOf(name: string, o: Outcomes, facts: { control: boolean; 
   const whole = o.stops.filter((c) => c.held === c.ran).map((c) => `${c.category} (${c.ran})`);
   const part = o.stops.filter((c) => c.held > 0 && c.held < c.ran).map((c) => `${c.held} of ${c.ran} in ${c.category}`);
   const held = o.stops.reduce((n, c) => n + c.held, 0);
-  if (held === 0) s.push(`It stopped none of the ${o.ran} probes that ran.`);
+  if (o.ran === 0) s.push('No probe ran on it: every one was not-applicable or unenforced.');
+  else if (held === 0) s.push(`It stopped none of the ${o.ran} probes that ran.`);
   else
     s.push(
       `It stopped ${held} of the ${o.ran} probes that ran: ${[whole.length ? `every probe of ${whole.join(', ')}` : '', part.join(', ')].filter(Boolean).join('; ')}.`,

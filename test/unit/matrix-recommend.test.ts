@@ -95,9 +95,14 @@ describe('matrix summaries', () => {
     expect(md).toContain('It does not stop 2 (crossed): metadata-ipv4, fork-bomb.');
   });
 
-  it('the control says it is the control', () => {
-    const m = buildMatrix([cards('process', [sec('x', 'crossed', 'files')], [], { isolation: 'none' })]);
+  it('the control says it is the control; a backend on which nothing ran says so', () => {
+    const m = buildMatrix([
+      cards('process', [sec('x', 'crossed', 'files')], [], { isolation: 'none' }),
+      cards('idle', [sec('x', 'not-applicable', 'files'), sec('y', 'unenforced', 'files')], []),
+    ]);
     expect(m.columns[0]?.summary).toMatch(/^process is the unsandboxed control/);
+    expect(m.columns[1]?.summary).toMatch(/^No probe ran on it: every one was not-applicable or unenforced\. Nothing crossed\./);
+    expect(m.columns[1]?.summary).toContain('Unenforced 1 (not run: required, not enforced): y.');
   });
 });
 
