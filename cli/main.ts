@@ -31,6 +31,12 @@ function positiveInt(value: string): number {
   return n;
 }
 
+function pngSize(value: string): { width: number; height: number } {
+  const m = /^(\d{2,5})x(\d{2,5})$/.exec(value);
+  if (!m) throw new InvalidArgumentError('expected WIDTHxHEIGHT, e.g. 1400x1000');
+  return { width: Number(m[1]), height: Number(m[2]) };
+}
+
 export async function main(argv: readonly string[]): Promise<number> {
   let code: number = EXIT.ok;
   const program = new Command()
@@ -54,8 +60,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       ),
     )
     .option('--backend-config <file>', 'YAML/JSON options for the backend (e.g. bwrap extraBinds, shareNetwork, limits)')
-    .option('-p, --policy <preset|file>', 'policy preset (ci, the default: 5 s wall; reference: 30 s wall) or a YAML/JSON policy file', 'ci')
-    .option('-o, --out <dir>', 'directory for security.json, task.json and their JUnit XML', 'out')
+    .option('-p, --policy <preset|file>', 'policy preset (ci, the default: 5 s wall; reference: 30 s wall) or a YAML/JSON policy file')
+    .option('-o, --out <dir>', 'directory for security.json, task.json and their JUnit XML (default: out)')
     .option('--only <ids...>', 'run only these probe / task ids')
     .option('--tasks <dir>', 'also run the task cases (YAML, JSON or .mjs) in this directory')
     .option('--image <ref>', 'docker backends: an image you already have (needs python3), instead of the offline-built probe image')
@@ -74,8 +80,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     )
     .option(
       '--exporter <name>',
-      'the exporter artifacts pass and the export probes judge: reference, naive (unsafe, positive controls only), command:<file.yaml> or a module path',
-      'reference',
+      'the exporter artifacts pass and the export probes judge: reference (the default), naive (unsafe, positive controls only), command:<file.yaml> or a module path',
     )
     .option(
       '-j, --concurrency <n>',
@@ -106,8 +111,11 @@ export async function main(argv: readonly string[]): Promise<number> {
       '--certify <dir>',
       'also write a sign-off bundle to this new directory (scorecards, JUnit, policy, environment fingerprint, manifest.sha256); refuses --waivers and skips for a missing tool or lab',
     )
+    .option('--config <file>', 'read the run options from this YAML/JSON file instead of ./sandcheck.yaml (flags win over the file)')
+    .option('--no-config', 'ignore ./sandcheck.yaml: only the flags and the defaults')
     .action(async (opts) => {
-      code = await (await import('./run-command.js')).runCommand(opts);
+      const { resolveRunOptions } = await import('./run-config.js');
+      code = await (await import('./run-command.js')).runCommand(await resolveRunOptions(opts));
     });
 
   program
@@ -212,6 +220,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('--tasks <dir>', 'the --backend runs: also run the task cases in this directory')
     .option('-j, --concurrency <n>', 'the --backend runs: at most n environments at once (default: sized from the cores, as `run`)', positiveInt)
     .requiredOption('-o, --out <dir>', 'directory for matrix.md, matrix.html, matrix.json (and runs/)')
+    .option('--png <file>', 'also render matrix.html to this PNG in headless chromium (how docs/matrix-example.png is made)')
+    .option('--png-size <WxH>', 'the --png window size (default 1400x1000)', pngSize)
     .action(async (dirs, opts) => {
       code = await (await import('./matrix-command.js')).matrixCommand(dirs, opts);
     });

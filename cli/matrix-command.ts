@@ -1,6 +1,6 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import { writeReportFile } from '../core/atomic-write.js';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { describeBackends, isBuiltinBackend, loadBackend } from '../backends/registry.js';
 import { selectProbes } from '../suites/index.js';
 import { safeJsonStringify, visibleLine } from '../core/clean-text.js';
@@ -22,6 +22,22 @@ export interface MatrixCommandOptions {
   only?: string[];
   tasks?: string;
   concurrency?: number;
+  /** Also render matrix.html to this PNG in headless chromium (docs/matrix-example.png is made so). */
+  png?: string;
+  pngSize?: { width: number; height: number };
+}
+
+/** --png needs chromium and a directory to write into: checked before anything runs. */
+async function checkPng(png: string): Promise<void> {
+  const { CHROMIUM_INSTALL, findChromium } = await import('../reports/matrix-screenshot.js');
+  if (!(await findChromium()))
+    throw new SandcheckError('USAGE', '--png renders matrix.html in headless chromium, which is not installed', { hint: CHROMIUM_INSTALL });
+  const dir = dirname(resolve(png));
+  const isDir = await stat(dir).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
+  if (!isDir) throw new SandcheckError('USAGE', `--png ${visibleLine(png)}: its directory does not exist`);
 }
 
 /** `--backend a,b,c` (and repeated flags) as one list, in order, without repeats. */
@@ -128,6 +144,7 @@ export async function matrixCommand(dirs: readonly string[], opts: MatrixCommand
     });
   }
   // Every input is checked before the first backend starts, and a refused command creates nothing.
+  if (opts.png !== undefined) await checkPng(opts.png);
   const checked = await checkOutDir(opts.out);
   const inputs: MatrixInput[] = [];
   for (const dir of dirs) inputs.push({ kind: 'cards', source: dir, ...(await readRunCards(dir)) });
@@ -158,6 +175,18 @@ export async function matrixCommand(dirs: readonly string[], opts: MatrixCommand
       `${c.header}: ${c.score}${c.falseClaims ? ` · FALSE CLAIMS ${c.falseClaims}` : ''}${c.status === 'unavailable' ? ` (${c.unavailable?.reason ?? ''}; install: ${c.unavailable?.install ?? ''})` : ''}\n`,
     );
   out.write(`matrix: ${files.markdown}, ${files.html}, ${files.json}\n`);
+  if (opts.png !== undefined) {
+    const { screenshot } = await import('../reports/matrix-screenshot.js');
+    try {
+      const shot = await screenshot(files.html, opts.png, opts.pngSize);
+      out.write(`matrix picture: ${opts.png} (${shot.bytes} bytes)\n`);
+    } catch (err) {
+      throw new SandcheckError('REPORT_WRITE_FAILED', `--png ${visibleLine(opts.png)}: ${visibleLine(err instanceof Error ? err.message : String(err))}`, {
+        hint: `the matrix itself is written: ${files.html}`,
+        cause: err,
+      });
+    }
+  }
   if (interrupted) return EXIT.interrupted;
   return matrix.columns.some((c) => c.status === 'unavailable' || c.incomplete) ? EXIT.inconclusive : EXIT.ok;
 }

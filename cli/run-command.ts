@@ -20,6 +20,7 @@ import { certifyAfterRun, certifyBackend, certifyBeforeRun } from './certify-com
 import { runSummary } from '../reports/run-summary.js';
 import { shardProbes, type Shard } from '../harness/shard.js';
 import { checkWatchDaemons } from '../harness/watch-daemon.js';
+import type { RunConfigRecord } from '../model/run-options.js';
 
 /** What one run can write into --out at most: the reports of every result, and each task case's artifacts. */
 export function outBytesBound(probes: readonly { kind: string }[], policy: { exports: { maxTotalMb: number } }): number {
@@ -77,6 +78,8 @@ export interface RunCommandOptions {
   certify?: string;
   shard?: Shard;
   watchDaemon?: string[];
+  /** The sandcheck.yaml the options came from (cli/run-config.ts), recorded in both cards. */
+  runConfig?: RunConfigRecord;
 }
 
 /** `sandcheck run`: checks every input before anything starts, runs the suite, prints the summary, writes the reports (and a sign-off bundle). */
@@ -172,14 +175,17 @@ export async function runCommand(opts: RunCommandOptions): Promise<number> {
         'WARNING: --live-network: no lab. Network probes will try REAL addresses (cloud metadata, public hosts) from this machine. Only for a disposable cloud machine you mean to test.',
       );
     }
-    const environment = await collectEnvironment({
-      policy,
-      backendName: opts.backend ?? backend.name,
-      backend,
-      ...(opts.backendConfig ? { backendConfig: opts.backendConfig, backendOptions } : {}),
-      ...(opts.dockerSocket ? { dockerSocket: opts.dockerSocket } : {}),
-      ...(opts.label !== undefined ? { label: opts.label } : {}),
-    });
+    const environment = {
+      ...(await collectEnvironment({
+        policy,
+        backendName: opts.backend ?? backend.name,
+        backend,
+        ...(opts.backendConfig ? { backendConfig: opts.backendConfig, backendOptions } : {}),
+        ...(opts.dockerSocket ? { dockerSocket: opts.dockerSocket } : {}),
+        ...(opts.label !== undefined ? { label: opts.label } : {}),
+      })),
+      ...(opts.runConfig ? { runConfig: opts.runConfig } : {}),
+    };
     const outcome = await runSuite({
       writeCards: writeScorecards,
       backend,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { RunConfigRecordSchema } from './run-options.js';
 
 /** What a run was: recorded in both scorecards (`environment`) and in a sign-off bundle's fingerprint. */
 
@@ -51,6 +52,7 @@ export const EnvironmentSchema = z.strictObject({
   policySha256: Sha256Hex.describe('of the policy as used, as canonical JSON (keys sorted, no whitespace)'),
   tools: z.array(ToolVersionSchema).max(32).describe('sandbox tools on this machine, asked with `<tool> --version`; missing is recorded, never an error'),
   backendConfig: BackendConfigRecordSchema.optional(),
+  runConfig: RunConfigRecordSchema.optional(),
   backendFacts: z
     .array(BackendFactSchema)
     .max(16)

@@ -1,5 +1,6 @@
 import type { MatrixCell, MatrixColumn, MatrixReport } from './matrix-model.js';
-import { cellVerdict, claimRows, claimText, coldStartText, columnFacts } from './matrix-markdown.js';
+import { COLD_START_NOTE, cellVerdict, claimRows, claimText, coldStartText, columnFacts, columnTitle, rankingRows } from './matrix-markdown.js';
+import { MATRIX_LEGEND } from './matrix-recommend.js';
 import { htmlText } from './markdown-text.js';
 import { visibleLine } from '../core/clean-text.js';
 
@@ -33,6 +34,10 @@ tr.group th{background:#d6dbe6;font-size:1.05em}
 pre{white-space:pre-wrap;word-break:break-all;background:#f6f6f6;border:1px solid #ddd;padding:.5em;margin:.3em 0 1em}
 .ev{border-top:1px solid #ccc;padding-top:.3em}
 .ev:target{background:#ffffd0}
+.tool{font-weight:400;font-size:.9em}
+.rule,.summary{max-width:70em}
+.summary p{margin:.4em 0}
+td.n{text-align:right;font-family:ui-monospace,monospace}
 `;
 
 function verdictClass(cell: MatrixCell | null): string {
@@ -43,7 +48,8 @@ function verdictClass(cell: MatrixCell | null): string {
 }
 
 function header(c: MatrixColumn): string {
-  return `<th${c.status === 'unavailable' ? ' class="unavailable"' : ''}>${h(c.header)}<div class="facts">${columnFacts(c).map(h).join('<br>')}</div></th>`;
+  const tool = c.toolShort ? `<div class="tool">${h(c.toolShort)}</div>` : '';
+  return `<th${c.status === 'unavailable' ? ' class="unavailable"' : ''}>${h(c.header)}${tool}<div class="facts">${columnFacts(c).map(h).join('<br>')}</div></th>`;
 }
 
 const scoreClass = (c: MatrixColumn): string =>
@@ -58,9 +64,32 @@ const scoreClass = (c: MatrixColumn): string =>
 function summaryTable(m: MatrixReport): string {
   const rows = m.columns.map((c) => {
     const claims = c.status === 'unavailable' ? '–' : c.falseClaims ? `<span class="false">${c.falseClaims} FALSE CLAIM(S)</span>` : '0';
-    return `<tr><th>${h(c.header)}</th><td class="score${scoreClass(c)}">${c.score.split(' | ').map(h).join('<br>')}</td><td>${c.status === 'ran' ? h(coldStartText(c)) : '–'}</td><td>${claims}</td><td class="facts">${columnFacts(c).map(h).join('<br>')}</td></tr>`;
+    return `<tr><th>${h(c.header)}</th><td class="score${scoreClass(c)}">${c.score.split(' | ').map(h).join('<br>')}</td><td>${c.status === 'ran' ? h(coldStartText(c, m)) : '–'}</td><td>${claims}</td><td class="facts">${columnFacts(c).map(h).join('<br>')}</td></tr>`;
   });
-  return `<table><tr><th>backend</th><th>score: security, then task</th><th>cold start</th><th>false claims</th><th>facts</th></tr>${rows.join('')}</table>`;
+  return `<h2>Totals</h2><p class="rule">${h(COLD_START_NOTE)}</p><table><tr><th>backend</th><th>score: security, then task</th><th>cold start</th><th>false claims</th><th>facts</th></tr>${rows.join('')}</table>`;
+}
+
+/** The ranking (rule stated above it), then one paragraph per backend in the same order. */
+function rankingSection(m: MatrixReport): string {
+  const ranked = rankingRows(m);
+  const rows = ranked.map(({ rank, column: c, key }) => {
+    const counts = c.outcomes
+      ? [
+          ...key.map((n, i) => `<td class="n${n > 0 ? (i === 0 ? ' crossed' : i === 1 ? ' inconclusive' : '') : ''}">${n}</td>`),
+          `<td class="n${c.falseClaims ? ' false' : ''}">${c.falseClaims}</td>`,
+          `<td class="n">${c.outcomes.ran}</td>`,
+        ]
+      : ['<td class="unavailable" colspan="6">unavailable</td>'];
+    return `<tr><td class="n">${h(rank)}</td><th>${h(columnTitle(c))}</th>${counts.join('')}</tr>`;
+  });
+  const paragraphs = ranked.map(({ rank, column: c }) => `<p><strong>${h(rank)}. ${h(columnTitle(c))}</strong>: ${h(c.summary)}</p>`);
+  return `<h2>Ranking</h2><p class="rule">${h(m.ranking.rule)}</p><table><tr><th>rank</th><th>backend</th><th>crossed</th><th>inconclusive</th><th>held, not claimed</th><th>unenforced</th><th>false claims</th><th>probes ran</th></tr>${rows.join('')}</table>
+<h2>What each backend stops and lets through</h2><div class="summary">${paragraphs.join('')}</div>`;
+}
+
+function legendSection(): string {
+  const rows = MATRIX_LEGEND.map((l) => `<tr><td class="v${l.cls ? ` ${l.cls}` : ''}">${h(l.term)}</td><td>${h(l.meaning)}</td></tr>`);
+  return `<h2>Legend</h2><table>${rows.join('')}</table>`;
 }
 
 /** One table: a header per backend (name and facts), a row per probe, a separator row per category. */
@@ -103,7 +132,7 @@ function claimsSection(m: MatrixReport): string {
     });
     return `<tr><th>${h(r.item)}</th>${cells.join('')}</tr>`;
   });
-  return `<table><tr><th>policy item</th>${m.columns.map((c) => `<th>${h(c.header)}</th>`).join('')}</tr>${body.join('')}</table>`;
+  return `<table><tr><th>policy item</th>${m.columns.map((c) => `<th>${h(columnTitle(c))}</th>`).join('')}</tr>${body.join('')}</table>`;
 }
 
 function evidenceSection(m: MatrixReport): string {
@@ -124,7 +153,9 @@ export function matrixHtml(m: MatrixReport): string {
 <body>
 <h1>sandcheck matrix</h1>
 <p>Generated ${h(m.generatedAt)}. Two report cards per backend, never merged: the security score leads with crossed and inconclusive counts. A verdict links to its evidence.</p>
+${rankingSection(m)}
 ${summaryTable(m)}
+${legendSection()}
 ${verdictTable(m)}
 <h2>Claims against what was observed</h2>
 ${claimsSection(m)}

@@ -1,4 +1,5 @@
 import type { MatrixCell, MatrixClaim, MatrixColumn, MatrixReport } from './matrix-model.js';
+import { MATRIX_LEGEND } from './matrix-recommend.js';
 import { mdCell, mdRow, mdTableHead } from './markdown-text.js';
 
 /** `matrix.md`: the same matrix as matrix.html, every box-derived text through mdCell (no `|`, no markup). */
@@ -24,8 +25,33 @@ export function columnFacts(c: MatrixColumn): string[] {
   ];
 }
 
-export const coldStartText = (c: MatrixColumn): string =>
-  c.coldStartMs ? `p50 ${c.coldStartMs.p50} ms · p95 ${c.coldStartMs.p95} ms (${c.coldStartMs.samples} executions)` : 'not recorded';
+const ms = (c: { p50: number; p95: number }): string => `p50 ${c.p50} ms · p95 ${c.p95} ms`;
+
+/** Cold start with its sample size beside every figure; across several columns, first over the executions all of them share. */
+export function coldStartText(c: MatrixColumn, m?: Pick<MatrixReport, 'coldStartSame'>): string {
+  if (!c.coldStartMs) return 'not recorded';
+  const all = `${ms(c.coldStartMs)} (${c.coldStartMs.samples} executions)`;
+  if (!m || m.coldStartSame.columns < 2) return all;
+  if (!c.coldStartSameMs) return `none of the executions every backend ran; all: ${all}`;
+  const same = `${ms(c.coldStartSameMs)} over the same ${c.coldStartSameMs.samples} executions`;
+  return c.coldStartSameMs.samples === c.coldStartMs.samples ? `${same} (all of this run's)` : `${same}; all: ${all}`;
+}
+
+/** A column's name as a table header: the backend, then its tool's name and version when the card records one. */
+export const columnTitle = (c: MatrixColumn): string => (c.toolShort ? `${c.header} (${c.toolShort})` : c.header);
+
+/** The ranking rows, best first: rank (`=` when shared), the column, the counts compared. */
+export function rankingRows(m: MatrixReport): { rank: string; column: MatrixColumn; key: number[] }[] {
+  return m.ranking.order.flatMap((o) => {
+    const column = m.columns[o.column];
+    if (!column) return [];
+    const shared = o.rank !== null && m.ranking.order.filter((x) => x.rank === o.rank).length > 1;
+    return [{ rank: o.rank === null ? 'not ranked' : `${o.rank}${shared ? '=' : ''}`, column, key: o.key }];
+  });
+}
+
+export const COLD_START_NOTE =
+  'Cold start: create() to the first output byte. The first figures are over the same probes and task cases in every column (equal sample sizes); "all" is every execution of that run, its size beside it.';
 
 /** Every item some column claims or ran unclaimed, with each column's claim of it (null: not claimed there, and not run). */
 export function claimRows(m: MatrixReport): { item: string; cells: (MatrixClaim | null)[] }[] {
@@ -46,11 +72,28 @@ export function claimText(c: MatrixClaim | null, column: MatrixColumn | undefine
 export function matrixMarkdown(m: MatrixReport): string {
   const cols = m.columns;
   const out: string[] = ['# sandcheck matrix\n\n'];
+  out.push('## Ranking\n\n', `${mdCell(m.ranking.rule, 2000)}\n\n`);
+  out.push(mdTableHead(['rank', 'backend', 'crossed', 'inconclusive', 'held, not claimed', 'unenforced', 'false claims', 'probes ran']));
+  for (const r of rankingRows(m)) {
+    const o = r.column.outcomes;
+    out.push(
+      mdRow(
+        o
+          ? [r.rank, columnTitle(r.column), ...r.key.map(String), String(r.column.falseClaims), String(o.ran)]
+          : [r.rank, columnTitle(r.column), '–', '–', '–', '–', '–', 'unavailable'],
+      ),
+    );
+  }
+  out.push('\n## What each backend stops and lets through\n\n');
+  for (const r of rankingRows(m)) out.push(`- **${mdCell(r.rank)}. ${mdCell(columnTitle(r.column))}**: ${mdCell(r.column.summary, 6000)}\n`);
+  out.push('\n## Totals\n\n', `${mdCell(COLD_START_NOTE, 1000)}\n\n`);
   out.push(mdTableHead(['backend', 'score: security, then task', 'cold start', 'false claims', 'facts']));
-  for (const c of cols) out.push(mdRow([c.header, c.score, c.status === 'ran' ? coldStartText(c) : '–', String(c.falseClaims), columnFacts(c).join('; ')]));
+  for (const c of cols) out.push(mdRow([c.header, c.score, c.status === 'ran' ? coldStartText(c, m) : '–', String(c.falseClaims), columnFacts(c).join('; ')]));
+  out.push('\n## Legend\n\n');
+  for (const l of MATRIX_LEGEND) out.push(`- **${mdCell(l.term)}**: ${mdCell(l.meaning, 1000)}\n`);
   for (const group of [...new Set(m.rows.map((r) => r.group))]) {
     out.push(`\n## ${group === 'task' ? 'Task cases' : `Security: ${group}`}\n\n`);
-    out.push(mdTableHead(['probe', ...cols.map((c) => mdCell(c.header))]));
+    out.push(mdTableHead(['probe', ...cols.map((c) => mdCell(columnTitle(c)))]));
     for (const r of m.rows.filter((x) => x.group === group)) {
       const id = mdCell(r.id);
       out.push(
@@ -62,7 +105,7 @@ export function matrixMarkdown(m: MatrixReport): string {
   const claims = claimRows(m);
   if (claims.length === 0) out.push('No backend claims to enforce any policy item.\n\n');
   else {
-    out.push(mdTableHead(['policy item', ...cols.map((c) => mdCell(c.header))]));
+    out.push(mdTableHead(['policy item', ...cols.map((c) => mdCell(columnTitle(c)))]));
     for (const r of claims)
       out.push(
         `| ${mdCell(r.item)} | ${r.cells.map((x, i) => (x?.falseClaim ? `**${mdCell(claimText(x, cols[i]))}**` : mdCell(claimText(x, cols[i])))).join(' | ')} |\n`,

@@ -9,10 +9,11 @@ import {
 } from '../model/scorecard.js';
 import { Category, SecurityVerdict } from '../model/verdict.js';
 import { capText, visibleText } from '../core/clean-text.js';
+import { OutcomesSchema, RankingSchema, outcomesOf, rankColumns, summaryOf } from './matrix-recommend.js';
 
 /** `sandcheck matrix`: several backends side by side, one column each; the data both renderers (Markdown, HTML) draw from. */
 
-export const MATRIX_VERSION = '1.0.0';
+export const MATRIX_VERSION = '1.1.0';
 /** Evidence kept per cell: every line, each capped, the whole capped (the scorecards keep everything). */
 const EVIDENCE_LINE_MAX = 2000;
 const EVIDENCE_LINES_MAX = 40;
@@ -53,6 +54,8 @@ const ClaimSchema = z.strictObject({
 });
 export type MatrixClaim = z.infer<typeof ClaimSchema>;
 
+const ColdStartSchema = z.strictObject({ samples: z.number().int().positive(), p50: z.number(), p95: z.number() });
+
 const ColumnSchema = z.strictObject({
   header: z.string().describe('backend name, its label in brackets; `#n` when two columns would look alike'),
   backend: z.string(),
@@ -65,18 +68,23 @@ const ColumnSchema = z.strictObject({
     .describe('why the backend could not run on this machine and the command that installs it'),
   policy: z.string().optional(),
   tool: z.string().optional().describe('the sandbox tool and version the run recorded (environment.tools)'),
+  toolShort: z.string().optional().describe("the tool's name and version number, for the column header (a bare version number gets the tool's name)"),
   kernel: z.string().optional(),
   isolation: z.enum(['none', 'sandbox']).optional(),
   incomplete: z.boolean().optional(),
   security: SecuritySummarySchema.optional(),
   task: TaskSummarySchema.optional(),
   score: z.string().describe('crossed and inconclusive counts first, never a percentage'),
-  coldStartMs: z
-    .strictObject({ samples: z.number().int().positive(), p50: z.number(), p95: z.number() })
-    .nullable()
-    .describe('create() to the first output byte, over every execution of both cards (observation.startupMs); null when none was recorded'),
+  coldStartMs: ColdStartSchema.nullable().describe(
+    'create() to the first output byte, over every execution of both cards (observation.startupMs); null when none was recorded',
+  ),
+  coldStartSameMs: ColdStartSchema.nullable().describe(
+    'the same, over only the probes and task cases every column that ran recorded a cold start for: equal sample sizes across columns',
+  ),
   claims: z.array(ClaimSchema),
   falseClaims: z.number().int().nonnegative(),
+  outcomes: OutcomesSchema.optional().describe('the probes sorted by what they showed (a column that ran)'),
+  summary: z.string().describe('one paragraph: what the backend stops, what it lets through, what it claims falsely, what stayed inconclusive'),
 });
 export type MatrixColumn = z.infer<typeof ColumnSchema>;
 
@@ -86,6 +94,10 @@ export const MatrixReportSchema = z
     version: z.literal(MATRIX_VERSION),
     generatedAt: z.iso.datetime(),
     columns: z.array(ColumnSchema).min(1),
+    ranking: RankingSchema,
+    coldStartSame: z
+      .strictObject({ samples: z.number().int().nonnegative(), columns: z.number().int().nonnegative() })
+      .describe('coldStartSameMs: executions per column (the same in each), and how many columns they were taken from'),
     rows: z.array(RowSchema),
   })
   .meta({ id: 'sandcheck-matrix', title: 'sandcheck matrix: several backends side by side' });
@@ -112,13 +124,32 @@ const BACKEND_TOOL: Record<string, string> = {
   command: 'bwrap',
 };
 
-/** The backend's own answer (a preset, the command backend), else the tool a built-in backend drives; never another tool that merely is installed. */
-function toolOf(card: SecurityScorecard): string | undefined {
+/** The name a tool goes by: a built-in backend's tool, or the tool a preset is named after (its name up to the first `-`: srt-deny-home runs srt). */
+const toolName = (recorded: string): string => {
+  const bare = recorded.replace(/^backend:/, '').replace(/^preset:/, '');
+  return recorded.startsWith('backend:') ? (bare.split('-')[0] ?? bare) : bare;
+};
+
+/**
+ * The backend's own answer (a preset, the command backend), else the tool a built-in backend drives; never another tool
+ * that merely is installed. A version line that is a bare number (srt prints `0.0.78`) gets the tool's name in front.
+ */
+function toolOf(card: SecurityScorecard): { tool: string; short: string } | undefined {
   const tools = card.environment?.tools ?? [];
   const name = BACKEND_TOOL[card.backend.name];
   const tool = tools.find((t) => t.tool.startsWith('backend:') && t.status === 'ok') ?? tools.find((t) => t.tool === name);
   if (!tool) return undefined;
-  return oneLine(tool.status === 'ok' ? (tool.version ?? `${tool.tool} (version unknown)`) : `${tool.tool}: ${tool.status}`, 120);
+  const named = toolName(tool.tool);
+  if (tool.status !== 'ok' || tool.version === undefined) {
+    const line = oneLine(tool.status === 'ok' ? `${named} (version unknown)` : `${named}: ${tool.status}`, 120);
+    return { tool: line, short: line };
+  }
+  const version = oneLine(tool.version, 120);
+  const full = /^v?\d/.test(version) ? oneLine(`${named} ${version}`, 120) : version;
+  // `Docker version 20.10.24+dfsg1, build 297e128` → `Docker 20.10.24+dfsg1`; `systemd 252 (252.39-1)` → `systemd 252`.
+  const first = full.split(' ')[0] ?? named;
+  const number = /(?:^|\s)v?(\d[\w.~+:-]*)/.exec(full.slice(first.length))?.[1]?.replace(/[,;]$/, '');
+  return { tool: full, short: number ? `${first} ${number}` : full };
 }
 
 function percentile(sorted: readonly number[], p: number): number {
@@ -194,7 +225,7 @@ function headers(inputs: readonly MatrixInput[]): string[] {
   return plain.map((h, i) => (plain.filter((x) => x === h).length > 1 ? `${h} #${i + 1}` : h));
 }
 
-function column(input: MatrixInput, header: string): MatrixColumn {
+function column(input: MatrixInput, header: string, same: ReadonlySet<string> | undefined): MatrixColumn {
   if (input.kind === 'unavailable') {
     return {
       header,
@@ -204,14 +235,18 @@ function column(input: MatrixInput, header: string): MatrixColumn {
       unavailable: { reason: oneLine(input.reason, 2000), install: oneLine(input.install, 500) },
       score: 'not run: unavailable',
       coldStartMs: null,
+      coldStartSameMs: null,
       claims: [],
       falseClaims: 0,
+      summary: `${header} did not run here: ${oneLine(input.reason, 500)}. Install: ${oneLine(input.install, 300)}.`,
     };
   }
   const { security, task } = input;
   const label = security.environment?.label;
   const tool = toolOf(security);
   const claims = claimsOf(security);
+  const outcomes = outcomesOf(security, task);
+  const incomplete = security.run.incomplete || task.run.incomplete;
   return {
     header,
     backend: oneLine(security.backend.name, 256),
@@ -219,17 +254,35 @@ function column(input: MatrixInput, header: string): MatrixColumn {
     status: 'ran',
     source: input.source,
     policy: oneLine(security.policy.name, 128),
-    ...(tool !== undefined ? { tool } : {}),
+    ...(tool !== undefined ? { tool: tool.tool, toolShort: tool.short } : {}),
     ...(security.environment ? { kernel: oneLine(security.environment.kernel, 128) } : {}),
     isolation: security.backend.isolation,
-    incomplete: security.run.incomplete || task.run.incomplete,
+    incomplete,
     security: security.summary,
     task: task.summary,
     score: scoreLine(security.summary, task.summary),
     coldStartMs: coldStart([...security.results, ...task.results]),
+    coldStartSameMs: same
+      ? coldStart([...security.results, ...task.results].filter((r, i) => same.has(i < security.results.length ? `s:${r.id}` : `t:${r.id}`)))
+      : null,
     claims,
     falseClaims: claims.filter((c) => c.falseClaim).length,
+    outcomes,
+    summary: summaryOf(header, outcomes, { control: security.backend.isolation === 'none', incomplete }),
   };
+}
+
+/** The probes and task cases (`s:id`, `t:id`) every column that ran recorded a cold start for: timings compared over equal samples. */
+function sameExecutions(inputs: readonly MatrixInput[]): Set<string> | undefined {
+  const ran = inputs.flatMap((i) => (i.kind === 'cards' ? [i] : []));
+  if (ran.length === 0) return undefined;
+  const keysOf = (c: (typeof ran)[number]): Set<string> =>
+    new Set([
+      ...c.security.results.flatMap((r) => (r.observation?.startupMs !== undefined ? [`s:${r.id}`] : [])),
+      ...c.task.results.flatMap((r) => (r.observation?.startupMs !== undefined ? [`t:${r.id}`] : [])),
+    ]);
+  const [first, ...rest] = ran.map(keysOf);
+  return new Set([...(first ?? [])].filter((k) => rest.every((s) => s.has(k))));
 }
 
 const GROUP_ORDER: readonly MatrixRow['group'][] = [...Category.options, 'task'];
@@ -237,7 +290,8 @@ const GROUP_ORDER: readonly MatrixRow['group'][] = [...Category.options, 'task']
 /** Rows grouped by category (security card) then the task cases; within a group, in the order the runs reported them. */
 export function buildMatrix(inputs: readonly MatrixInput[], now = new Date()): MatrixReport {
   const names = headers(inputs);
-  const columns = inputs.map((input, i) => column(input, names[i] ?? ''));
+  const same = sameExecutions(inputs);
+  const columns = inputs.map((input, i) => column(input, names[i] ?? '', same));
   const cards = inputs.map((i) => (i.kind === 'cards' ? i : undefined));
   const seen = new Map<string, { id: string; title: string; kind: 'security' | 'task'; group: MatrixRow['group']; policyItem: string }>();
   for (const c of cards) {
@@ -269,5 +323,7 @@ export function buildMatrix(inputs: readonly MatrixInput[], now = new Date()): M
       cells,
     };
   });
-  return MatrixReportSchema.parse({ report: 'matrix', version: MATRIX_VERSION, generatedAt: now.toISOString(), columns, rows });
+  const ranking = rankColumns(columns.map((c) => c.outcomes));
+  const coldStartSame = { samples: same?.size ?? 0, columns: cards.filter((c) => c !== undefined).length };
+  return MatrixReportSchema.parse({ report: 'matrix', version: MATRIX_VERSION, generatedAt: now.toISOString(), columns, ranking, coldStartSame, rows });
 }
