@@ -106,6 +106,9 @@ export async function hostSnapshot(decoyDir: string): Promise<HostSnapshot> {
     }
   };
   for (const dir of ['/tmp', '/run', '/dev/shm']) await sockWalk(dir, 2);
+  // A socket some live process has bound is that program's, running now (a browser or tsx another test file started):
+  // what a payload leaves is a socket file nobody serves once its box is gone.
+  const bound = await boundSocketPaths();
   const ownKeys = runId ? keys.filter((k) => k.includes(`sandcheck-decoy:${runId}:`) || k.endsWith(`sandcheck-decoy-${runId}`)) : [];
   return {
     decoys,
@@ -116,16 +119,29 @@ export async function hostSnapshot(decoyDir: string): Promise<HostSnapshot> {
     nodes,
     keys,
     ipc: ipc.sort(),
-    sockets: sockets.sort(),
+    sockets: sockets.filter((p) => !bound.has(p)).sort(),
   };
+}
+
+/** Paths of the Unix sockets live processes have bound, as this network namespace's /proc/net/unix lists them. */
+export async function boundSocketPaths(): Promise<Set<string>> {
+  const text = await readFile('/proc/net/unix', 'utf8').catch(() => '');
+  const paths = text
+    .split('\n')
+    .slice(1)
+    .map((l) => l.trim().split(/\s+/)[7])
+    .filter((p): p is string => p?.startsWith('/') === true);
+  return new Set(paths);
 }
 
 const OTHERS = /sandcheck|sccmd|\/run\/netns\/|docker|containerd|runsc|\/sc-/;
 /**
- * Sockets of the container engines, of other sandcheck runs' state, and the IPC pipe of every tsx process other test
- * files start meanwhile (/tmp/tsx-<uid>/<pid>.pipe): a payload's own socket is none of these.
+ * Sockets of the container engines, of other sandcheck runs' state, the IPC pipe of a tsx process and a headless
+ * browser's singleton socket that other test files start meanwhile (left behind when one is killed): a payload's
+ * own socket is none of these.
  */
-const OTHER_SOCKETS = /\/run\/(sandcheck|docker|containerd|podman|netns)\/|\/sandcheck-|docker|containerd|runsc|podman|^\/tmp\/tsx-\d+\/\d+\.pipe$/;
+const OTHER_SOCKETS =
+  /\/run\/(sandcheck|docker|containerd|podman|netns)\/|\/sandcheck-|docker|containerd|runsc|podman|^\/tmp\/tsx-\d+\/\d+\.pipe$|^\/tmp\/org\.chromium\.Chromium\.\w+\/Singleton/;
 
 /** Differences that are this test's (or its payloads') doing; empty when the host is as it was. */
 export function hostChanges(before: HostSnapshot, after: HostSnapshot, ownDirs: readonly string[]): string[] {

@@ -4,6 +4,12 @@
  * decisive call that "worked" but found nothing, a box holding the capability per the host, a blind
  * witness. Each must come out inconclusive (or crossed), never held.
  */
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fakeMarkers, fakeProof, forgedMarkers, type FakeExecInput, type FakeScript } from '../../backends/fake/fake-backend.js';
 import { CI_POLICY } from '../../model/policy.js';
@@ -23,7 +29,7 @@ import { escapeRawSocket, forgedSources } from '../../probes/escape-raw-socket/p
 import { escapeProbes } from '../../suites/escapes.js';
 import { capture, fakeObservation } from '../helpers/observation.js';
 import { attachPosture } from '../../lab/host-process.js';
-import { hostChanges, type HostSnapshot } from '../helpers/host-snapshot.js';
+import { boundSocketPaths, hostChanges, type HostSnapshot } from '../helpers/host-snapshot.js';
 import { FAST_POLICY, runFake } from '../helpers/fake-run.js';
 
 const ctx: ProbeContext = {
@@ -385,6 +391,26 @@ describe('the host snapshot comparison can fail', () => {
     // Another test file's tsx process meanwhile (its IPC pipe) is not a payload's; a socket of another name there is.
     expect(found).not.toMatch(/28546\.pipe/);
     expect(found).toMatch(/socket left: \/tmp\/tsx-0\/x.sock/);
+  });
+
+  it("a socket a live process serves is that program's, not a payload's; once nobody serves it, it counts", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sc-bound-'));
+    const path = join(dir, 'live.sock');
+    const server = createServer();
+    await new Promise<void>((r) => server.listen(path, r));
+    try {
+      expect((await boundSocketPaths()).has(path)).toBe(true);
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+    // A program that bound a socket and exited: the file stays, nobody serves it.
+    execFileSync('/usr/bin/python3', ['-c', 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])', path]);
+    try {
+      expect(existsSync(path)).toBe(true);
+      expect((await boundSocketPaths()).has(path)).toBe(false);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
