@@ -11,15 +11,23 @@ export interface SpawnResult {
 
 /**
  * Runs one command to completion (every output pipe closed) and times it on this process's clock.
- * `extraPipes` opens that many more pipes after stderr (bwrap's --json-status-fd 3), drained and ignored.
+ * `extraPipes` opens that many more pipes after stderr (bwrap's --json-status-fd 3), drained and ignored;
+ * `extraFds` are open files handed on after them (bwrap's --seccomp 4).
  */
 export function spawnTimed(
   argv: readonly string[],
-  options: { env: Record<string, string>; cwd?: string; extraPipes?: number; timeoutMs?: number; signal?: AbortSignal },
+  options: { env: Record<string, string>; cwd?: string; extraPipes?: number; extraFds?: readonly number[]; timeoutMs?: number; signal?: AbortSignal },
 ): Promise<SpawnResult> {
   const [file, ...args] = argv;
   if (file === undefined) return Promise.reject(new Error('empty argv'));
-  const stdio: ('ignore' | 'pipe')[] = ['ignore', 'pipe', 'pipe', ...Array.from({ length: options.extraPipes ?? 0 }, () => 'pipe' as const)];
+  const pipes = 3 + (options.extraPipes ?? 0);
+  const stdio: ('ignore' | 'pipe' | number)[] = [
+    'ignore',
+    'pipe',
+    'pipe',
+    ...Array.from({ length: options.extraPipes ?? 0 }, () => 'pipe' as const),
+    ...(options.extraFds ?? []),
+  ];
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, { env: options.env, cwd: options.cwd ?? '/', stdio });
@@ -29,7 +37,7 @@ export function spawnTimed(
     child.stderr?.on('data', (c: Buffer) => {
       if (stderrHead.length < 2000) stderrHead += c.toString('utf8');
     });
-    for (let fd = 3; fd < stdio.length; fd++) child.stdio[fd]?.on('data', () => undefined);
+    for (let fd = 3; fd < pipes; fd++) child.stdio[fd]?.on('data', () => undefined);
     const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
     // SIGTERM, not SIGKILL: a sandcheck run tears its own lab and boxes down on it.
     const stop = (): void => void child.kill('SIGTERM');
