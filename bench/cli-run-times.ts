@@ -18,6 +18,9 @@ export interface OneProbeRun {
   rawTool: string;
   cli: Summary;
   raw: Summary;
+  /** CPU of the CLI run and of the raw tool, with what each waited for (spawn-timed.ts cpuMs). */
+  cliCpu: Summary;
+  rawCpu: Summary;
   /** Medians of paired rounds: CLI over raw. */
   ratio: Summary;
   /** The verdict of every CLI round (they must all agree). */
@@ -64,6 +67,8 @@ export async function oneProbeRunTimes(root: string, rounds: number, probe = 'id
   const env = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', NO_COLOR: '1' };
   const cli: number[] = [];
   const rawMs: number[] = [];
+  const cliCpu: number[] = [];
+  const rawCpu: number[] = [];
   const verdicts: string[] = [];
   const problems = new Set<string>();
   const before = load();
@@ -77,6 +82,7 @@ export async function oneProbeRunTimes(root: string, rounds: number, probe = 'id
           const card = JSON.parse(await readFile(join(out, 'security.json'), 'utf8').catch(() => '{}')) as { results?: { verdict?: string }[] };
           if (round >= 0) {
             cli.push(r.ms);
+            cliCpu.push(r.cpuMs);
             verdicts.push(card.results?.[0]?.verdict ?? 'no card');
           }
           await rm(out, { recursive: true, force: true });
@@ -84,7 +90,10 @@ export async function oneProbeRunTimes(root: string, rounds: number, probe = 'id
         async (): Promise<void> => {
           const r = await raw.run(await passPayload.prepare(), round + 1);
           if (r.exitCode !== 0) problems.add(`raw exit ${r.exitCode ?? r.signal}: ${r.stderrHead.trim().split('\n')[0] ?? ''}`);
-          if (round >= 0) rawMs.push(r.ms);
+          if (round >= 0) {
+            rawMs.push(r.ms);
+            rawCpu.push(r.cpuMs);
+          }
         },
       ];
       const order = round % 2 === 0 ? sides : [...sides].reverse();
@@ -99,6 +108,8 @@ export async function oneProbeRunTimes(root: string, rounds: number, probe = 'id
     rawTool: raw.describe,
     cli: summarize(cli),
     raw: summarize(rawMs),
+    cliCpu: summarize(cliCpu),
+    rawCpu: summarize(rawCpu),
     ratio: summarize(pairedRatios(cli, rawMs)),
     verdicts: [...new Set(verdicts)],
     problems: [...problems],

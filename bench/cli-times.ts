@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { load } from './machine.js';
 import { spawnTimed } from './spawn-timed.js';
@@ -7,6 +7,8 @@ import { summarize, type Summary } from './stats.js';
 export interface CliRow {
   command: string;
   wallMs: Summary;
+  /** CPU of the command and what it waited for (spawn-timed.ts cpuMs). */
+  cpuMs: Summary;
   problems: string[];
 }
 
@@ -29,6 +31,7 @@ export async function timeCommands(
   options: { env: Record<string, string>; cwd: string; before?: (round: number) => Promise<void> },
 ): Promise<CliTimes> {
   const times = commands.map(() => [] as number[]);
+  const cpu = commands.map(() => [] as number[]);
   const problems = commands.map(() => new Set<string>());
   const before = load();
   for (let round = -1; round < rounds; round++) {
@@ -38,12 +41,20 @@ export async function timeCommands(
       if (!c) continue;
       const r = await spawnTimed(c.argv, { env: options.env, cwd: options.cwd });
       if (!(c.ok ?? [0]).includes(r.exitCode ?? -1)) problems[i]?.add(`exit ${r.exitCode ?? r.signal}: ${r.stderrHead.trim().split('\n')[0] ?? ''}`);
-      if (round >= 0) times[i]?.push(r.ms);
+      if (round >= 0) {
+        times[i]?.push(r.ms);
+        cpu[i]?.push(r.cpuMs);
+      }
     }
   }
   return {
     load: { before, after: load() },
-    rows: commands.map((c, i) => ({ command: c.label, wallMs: summarize(times[i] ?? []), problems: [...(problems[i] ?? [])] })),
+    rows: commands.map((c, i) => ({
+      command: c.label,
+      wallMs: summarize(times[i] ?? []),
+      cpuMs: summarize(cpu[i] ?? []),
+      problems: [...(problems[i] ?? [])],
+    })),
   };
 }
 
@@ -65,8 +76,10 @@ export async function cliTimes(root: string, rounds: number): Promise<CliTimes |
     { label: 'node dist/cli/main.js list', argv: [node, main, 'list'] },
     { label: 'node dist/cli/main.js doctor', argv: [node, main, 'doctor'], ok: [0, 1] },
   ];
-  if (existsSync(bin)) commands.push({ label: 'sandcheck --version (the bin)', argv: [bin, '--version'] });
-  if (existsSync(npx))
+  // The checkout's own bin (its `sandcheck: file:.` link), when it is this checkout's and not another one's.
+  const own = existsSync(bin) && realpathSync(bin) === realpathSync(main);
+  if (own) commands.push({ label: 'sandcheck --version (the bin)', argv: [bin, '--version'] });
+  if (own && existsSync(npx))
     commands.push(
       { label: 'npx sandcheck --version', argv: [npx, '--no-install', 'sandcheck', '--version'] },
       { label: 'npx sandcheck list', argv: [npx, '--no-install', 'sandcheck', 'list'] },
