@@ -32,6 +32,7 @@ const FAST_HOST = [
   'test/integration/state-root.test.ts',
   'test/integration/report-atomic-write.test.ts',
   'test/e2e/cli.test.ts',
+  'test/e2e/cli-bundle.test.ts',
   'test/e2e/gate.test.ts',
   'test/e2e/labels-compare.test.ts',
   'test/e2e/list-threats.test.ts',

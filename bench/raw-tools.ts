@@ -1,8 +1,9 @@
 import { performance } from 'node:perf_hooks';
-import { chown, mkdir, rm, writeFile } from 'node:fs/promises';
+import { chown, mkdir, open, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Backend } from '../model/backend-contract.js';
 import { BwrapBackend, commandArgv, type BoxPlan } from '../backends/bwrap/index.js';
+import { boxSeccompFilter } from '../backends/bwrap/seccomp.js';
 import type { HostConfigSpec } from '../backends/docker/client.js';
 import { DockerBackend, hostConfigFor, LABEL_RUN } from '../backends/docker/index.js';
 import type { Policy } from '../model/policy.js';
@@ -27,6 +28,8 @@ export interface RawContext {
   policy: Policy;
   /** The private daemon's socket (docker backends). */
   dockerSocket?: string;
+  /** bwrap: also install the backend's seccomp filter (bwrap --seccomp on an fd), as its boxes run. */
+  seccomp?: boolean;
 }
 
 /** Writes the payload's files into a fresh directory (read-only inputs root-owned 0444, as the backends put them). */
@@ -78,7 +81,11 @@ function rawBwrap(backend: BwrapBackend, ctx: RawContext): RawTool {
     env: [[RUN_MARKER, ctx.runId], ['SANDCHECK_ENV', 'raw'], ...Object.entries(p.env)],
     argv: p.argv,
     statusFd: 3,
+    seccomp: filter !== undefined,
   });
+  const seccomp = ctx.seccomp === true ? boxSeccompFilter() : undefined;
+  if (seccomp && 'reason' in seccomp) throw new Error(`raw bwrap with seccomp: ${seccomp.reason}`);
+  const filter = seccomp?.filter;
   const sample = commandArgv(plan('WORK', 'TMP', { argv: ['python3', '-c', 'pass'], files: [], env: {} }));
   return {
     describe: sample.map((a) => a.replace(/^\/usr\/s?bin\//, '')).join(' '),
@@ -91,7 +98,13 @@ function rawBwrap(backend: BwrapBackend, ctx: RawContext): RawTool {
       await workDir(work, p, rt.dropToUid);
       await mkdir(tmp, { mode: 0o700 });
       if (rt.dropToUid !== undefined) await chown(tmp, rt.dropToUid, rt.dropToUid);
-      const r = await spawnTimed(commandArgv(plan(work, tmp, p)), { env: {}, extraPipes: 1 });
+      // The filter as the backend hands it over: a file of the run, opened for bwrap on its --seccomp fd.
+      let fd: FileHandle | undefined;
+      if (filter) {
+        await writeFile(join(dir, 'seccomp.bpf'), filter, { mode: 0o600 });
+        fd = await open(join(dir, 'seccomp.bpf'), 'r');
+      }
+      const r = await spawnTimed(commandArgv(plan(work, tmp, p)), { env: {}, extraPipes: 1, ...(fd ? { extraFds: [fd.fd] } : {}) }).finally(() => fd?.close());
       await rm(dir, { recursive: true, force: true });
       return { ...r, ms: performance.now() - t };
     },

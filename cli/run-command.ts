@@ -175,22 +175,21 @@ export async function runCommand(opts: RunCommandOptions): Promise<number> {
         'WARNING: --live-network: no lab. Network probes will try REAL addresses (cloud metadata, public hosts) from this machine. Only for a disposable cloud machine you mean to test.',
       );
     }
-    const environment = {
-      ...(await collectEnvironment({
-        policy,
-        backendName: opts.backend ?? backend.name,
-        backend,
-        ...(opts.backendConfig ? { backendConfig: opts.backendConfig, backendOptions } : {}),
-        ...(opts.dockerSocket ? { dockerSocket: opts.dockerSocket } : {}),
-        ...(opts.label !== undefined ? { label: opts.label } : {}),
-      })),
-      ...(opts.runConfig ? { runConfig: opts.runConfig } : {}),
-    };
+    // The tools' `--version` processes run while runSuite sweeps and sets up; it awaits them (and any failure) before the journal opens.
+    const environmentSoon = collectEnvironment({
+      policy,
+      backendName: opts.backend ?? backend.name,
+      backend,
+      ...(opts.backendConfig ? { backendConfig: opts.backendConfig, backendOptions } : {}),
+      ...(opts.dockerSocket ? { dockerSocket: opts.dockerSocket } : {}),
+      ...(opts.label !== undefined ? { label: opts.label } : {}),
+    }).then((environment) => ({ ...environment, ...(opts.runConfig ? { runConfig: opts.runConfig } : {}) }));
+    environmentSoon.catch(() => undefined);
     const outcome = await runSuite({
       writeCards: writeScorecards,
       backend,
       policy,
-      environment,
+      environment: environmentSoon,
       probes,
       outDir: opts.out,
       concurrency: opts.concurrency,
@@ -219,6 +218,7 @@ export async function runCommand(opts: RunCommandOptions): Promise<number> {
     let certified: { dir: string; manifest: string } | undefined;
     if (opts.certify) {
       try {
+        const environment = await environmentSoon;
         const manifest = await certifyAfterRun(opts.certify, outcome, {
           backend,
           backendKind: opts.backend ?? backend.name,

@@ -56,8 +56,11 @@ export interface RunSuiteOptions {
   waivers?: readonly Waiver[];
   /** YYYY-MM-DD (UTC) the waivers' expiry is judged against; default today. */
   today?: string;
-  /** What the cards record about where they ran (with --label); default: collected here (tool versions, kernel, cgroup mode, policy hash). */
-  environment?: RunEnvironment;
+  /**
+   * What the cards record about where they ran (with --label); default: collected here (tool versions, kernel, cgroup mode, policy hash).
+   * A promise is awaited after the crash sweep, so the tools' `--version` processes run beside it; a rejection ends the run before its journal opens.
+   */
+  environment?: RunEnvironment | Promise<RunEnvironment>;
   /** This run is slice index/total of a selection (--shard): recorded in both cards for `sandcheck merge`. */
   shard?: Shard;
   /** Real container daemons (--watch-daemon, checked by checkWatchDaemons) whose event logs are read after each execution; recorded in both cards. */
@@ -141,6 +144,8 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
   await prepareOutDir(opts.outDir, notice);
   // Asked while the run goes (short-lived `--version` processes); never fails the run.
   const environment = opts.environment ? Promise.resolve(opts.environment) : collectEnvironment({ policy: opts.policy, backendName: opts.backend.name });
+  // Awaited below; until then a rejection is not unhandled (a failure before that point is the one reported).
+  environment.catch(() => undefined);
   let recovered: RecoveredRun | undefined;
   if (hasResultsJournal(opts.outDir)) {
     try {
@@ -167,7 +172,14 @@ export async function runSuite(options: RunSuiteOptions): Promise<RunSuiteOutcom
 
   // Claims asked of the adapter itself (an rpc process) are fetched before anything reads them.
   await opts.backend.prepare?.(opts.policy);
-  const runEnvironment = await environment;
+  let runEnvironment: RunEnvironment;
+  try {
+    runEnvironment = await environment;
+  } catch (err) {
+    // Nothing was made yet: the ownership journal goes with the run that never started.
+    journal.close();
+    throw err;
+  }
   const results = openResultsJournal(opts.outDir, {
     runId,
     startedAt,

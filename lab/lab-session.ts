@@ -16,6 +16,7 @@ import { resolvConfFor } from './netns/enter.js';
 import { startPacketWitness, type PacketWitness } from './netns/packet-witness.js';
 import type { Packet } from './netns/packet.js';
 import { LabError } from './netns/errors.js';
+import { packageRoot } from '../core/paths.js';
 import { decoySocketDrops } from './netns/socket-drops.js';
 import { probeLabSupport } from './netns/support.js';
 import type { LabTraffic } from '../model/lab-traffic.js';
@@ -59,10 +60,12 @@ export interface LabSession {
 }
 
 function labServerArgv(config: LabConfigInput, runId: string): string[] {
-  const here = dirname(fileURLToPath(import.meta.url));
-  // From source (tests, tsx) the server is TypeScript; from dist it is compiled JavaScript.
+  // From source (tests, tsx) the server is TypeScript beside this file; otherwise tsc's compiled file in dist/, also
+  // when this module runs from the CLI's bundle (dist/cli/chunks), where it has no folder of its own.
   const fromSource = import.meta.url.endsWith('.ts');
-  const entry = join(here, 'decoys', fromSource ? 'lab-server.ts' : 'lab-server.js');
+  const entry = fromSource
+    ? join(dirname(fileURLToPath(import.meta.url)), 'decoys', 'lab-server.ts')
+    : join(packageRoot(), 'dist', 'lab', 'decoys', 'lab-server.js');
   // The trailing marker names the run in the process list (the server ignores it).
   return [process.execPath, ...(fromSource ? ['--import', 'tsx'] : []), entry, JSON.stringify(config), `sandcheck-lab-${runId}`];
 }

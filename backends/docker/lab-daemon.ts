@@ -12,7 +12,6 @@ import { commOf, readStat } from '../shared/host-proc.js';
 import { killGroup, killQuietly } from '../shared/process-kill.js';
 import { ownerAlive, selfOwner } from '../shared/process-owner.js';
 import type { DockerClient } from './client.js';
-import { createDockerodeClient } from './dockerode-client.js';
 import { cmdlineOf } from './host.js';
 
 /**
@@ -300,7 +299,7 @@ async function launch(
   });
   if (pid === undefined) return { problem: 'could not spawn nsenter/dockerd' };
   const unhook = onProcessExit(() => emergencyKill(pid, L.dir));
-  const client = createDockerodeClient({ socketPath: L.socket });
+  const client = (await import('./dockerode-client.js')).createDockerodeClient({ socketPath: L.socket });
   const until = performance.now() + timeoutMs;
   while (performance.now() < until) {
     if (exited !== undefined) {
@@ -507,7 +506,8 @@ export async function sweepStaleLabDaemons(root: string = DEFAULT_LAB_DAEMON_ROO
     const pid = /^\d+$/.test(pidText) ? Number(pidText) : undefined;
     const cmd = pid !== undefined ? await cmdlineOf(pid) : undefined;
     const alive = pid !== undefined && cmd !== undefined && cmd.some((a) => a.includes(L.socket));
-    const client = createDockerodeClient({ socketPath: L.socket });
+    // Loaded only for a daemon to stop: every run's start-up sweep reads this directory, most find nothing dead.
+    const client = (await import('./dockerode-client.js')).createDockerodeClient({ socketPath: L.socket });
     const r = await stopDaemon(L, undefined, client, () => undefined, alive ? pid : undefined);
     if ((await stat(dir).catch(() => undefined)) === undefined) report.removed.push(dir);
     else report.kept.push({ dir, reason: r.leftovers.join('; ') || 'could not be removed' });

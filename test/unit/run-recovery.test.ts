@@ -65,6 +65,16 @@ describe('reports that survive', () => {
     expect(started).toBe(0);
   });
 
+  it('an environment handed over as a promise that fails ends the run before anything runs, and its ownership journal goes', async () => {
+    const owners = join(await tempDir(), 'owners');
+    let started = 0;
+    const environment = Promise.reject(new SandcheckError('CONFIG_INVALID', 'cannot read the backend config'));
+    const err = await suite({ ownershipDir: owners, environment, script: (i) => ((started += 1), quiet(i)) }).catch((e: unknown) => e);
+    expect((err as SandcheckError).code).toBe('CONFIG_INVALID');
+    expect(started).toBe(0);
+    expect((await readdir(owners)).filter((f) => f.endsWith('.jsonl'))).toEqual([]);
+  });
+
   it('a missing --out is created, with a notice', async () => {
     const outDir = join(await tempDir(), 'deep', 'out');
     const notices: string[] = [];
