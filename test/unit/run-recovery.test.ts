@@ -69,6 +69,8 @@ describe('reports that survive', () => {
     const owners = join(await tempDir(), 'owners');
     let started = 0;
     const environment = Promise.reject(new SandcheckError('CONFIG_INVALID', 'cannot read the backend config'));
+    // As run-command does: handled from the start, awaited (and thrown) by runSuite once it needs it.
+    environment.catch(() => undefined);
     const err = await suite({ ownershipDir: owners, environment, script: (i) => ((started += 1), quiet(i)) }).catch((e: unknown) => e);
     expect((err as SandcheckError).code).toBe('CONFIG_INVALID');
     expect(started).toBe(0);
