@@ -247,25 +247,29 @@ export class ExecTracker {
   inScopes(keep: (exe: string) => boolean = () => true): TrackedProcess[] {
     const mine = [...this.scopes].filter((x) => !this.sharedScopes.has(x));
     if (mine.length === 0) return [];
-    const out: TrackedProcess[] = [];
+    const found: { t: Omit<TrackedProcess, 'command'>; command: string; scopes: string[] }[] = [];
     for (const pid of procPids()) {
       const s = statOf(pid);
       if (!s || this.own.has(pid) || s.state === 'Z' || s.state === 'X' || s.start < this.since) continue;
+      const scopes = scopesOf(pid).filter((x) => mine.includes(x));
+      if (scopes.length === 0) continue;
+      const cmdline = procText(`/proc/${pid}/cmdline`) ?? '';
+      // Another execution's payload in a scope (boxes of one backend may share a cgroup path): that scope is not this
+      // box's alone, and names no survivor of it.
+      const other = /"nonce":"([0-9a-f]+)"/.exec(cmdline);
+      if (other && other[1] !== this.nonce) {
+        for (const x of scopes) this.sharedScopes.add(x);
+        continue;
+      }
       const exe = exeBasename(procLink(`/proc/${pid}/exe`) ?? '');
       if (!keep(exe)) continue;
-      const where = scopesOf(pid).find((x) => mine.includes(x));
-      if (where === undefined) continue;
-      const command = (procBytes(`/proc/${pid}/cmdline`)?.toString('utf8') ?? '').replaceAll('\0', ' ').trim().slice(0, 120);
-      out.push({
-        pid,
-        start: s.start,
-        exe,
-        command: `${command || exe}; in the box's ${where.split(' ')[0] === 'cgroup' ? where : `namespace ${where}`}`,
-        via: 'descendant',
-        ancestors: [],
-      });
+      found.push({ t: { pid, start: s.start, exe, via: 'descendant', ancestors: [] }, command: cmdline.replaceAll('\0', ' ').trim().slice(0, 120), scopes });
     }
-    return out;
+    return found.flatMap(({ t, command, scopes }) => {
+      const where = scopes.find((x) => !this.sharedScopes.has(x));
+      if (where === undefined) return [];
+      return [{ ...t, command: `${command || t.exe}; in the box's ${where.split(' ')[0] === 'cgroup' ? where : `namespace ${where}`}` }];
+    });
   }
 
   /** The start tick of the newest process when the tracker was made: what starts later starts at or after it. */
