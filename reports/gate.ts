@@ -298,6 +298,13 @@ function entriesChange(
   };
 }
 
+/** Required lists judged entry by entry, each its own policy item: base → head, a dropped entry asks less. */
+const ENTRY_WORDS = {
+  'files.protected': { looser: 'paths no longer protected: ', tighter: 'newly protected: ', same: 'the same paths, in another order' },
+  'files.denyRead': { looser: 'files no longer denied to reads: ', tighter: 'newly denied to reads: ', same: 'the same globs, in another order' },
+  'posture.namespaces': { looser: 'namespaces no longer required of the box: ', tighter: 'newly required: ', same: 'the same namespaces, in another order' },
+} as const satisfies Partial<Record<PolicyItem, { looser: string; tighter: string; same: string }>>;
+
 /** One network.allow entry as the rule it is (`1.2.3.4:80` and `tcp:1.2.3.4:80` are the same rule). */
 function allowKey(entry: string): string {
   const r = parseAllowEntry(entry);
@@ -336,30 +343,8 @@ function listChange(
     if (b === undefined) return { field, item, direction: 'tighter', why: `a write scope is now asked: ${listed(xh)}` };
     return entriesChange(field, item, xh, xb, { looser: 'roots the box may write: added ', tighter: 'removed ', same: 'the same roots, in another order' });
   }
-  if (field === 'files.protected') {
-    const item = 'files.protected' as const;
-    return entriesChange(field, item, xb, xh, {
-      looser: 'paths no longer protected: ',
-      tighter: 'newly protected: ',
-      same: 'the same paths, in another order',
-    });
-  }
-  if (field === 'files.denyRead') {
-    const item = 'files.denyRead' as const;
-    return entriesChange(field, item, xb, xh, {
-      looser: 'files no longer denied to reads: ',
-      tighter: 'newly denied to reads: ',
-      same: 'the same globs, in another order',
-    });
-  }
-  if (field === 'posture.namespaces') {
-    const item = 'posture.namespaces' as const;
-    return entriesChange(field, item, xb, xh, {
-      looser: 'namespaces no longer required of the box: ',
-      tighter: 'newly required: ',
-      same: 'the same namespaces, in another order',
-    });
-  }
+  const words = ENTRY_WORDS[field as keyof typeof ENTRY_WORDS];
+  if (words) return entriesChange(field, field as keyof typeof ENTRY_WORDS, xb, xh, words);
   // network.allow: what an entry allows only counts while network.mode is allowlist.
   const item = 'network.egress' as const;
   const [kb, kh] = [new Set(xb.map(allowKey)), new Set(xh.map(allowKey))];
